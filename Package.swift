@@ -1,0 +1,32 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// The library, the `cashier` tool and its plugin depend on the Swift toolchain
+// alone. Development-only packages (benchmarks) live in Benchmarks/Package.swift.
+let package = Package(
+    name: "Cashier",
+    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9)],
+    products: [
+        .library(name: "Cashier", targets: ["Cashier"]),
+        .executable(name: "cashier", targets: ["cashier"]),
+        .plugin(name: "CashierPlugin", targets: ["CashierPlugin"]),
+    ],
+    targets: [
+        .target(name: "Cashier"),
+        // The tool's commands live in a library so tests can drive them in-process.
+        .target(name: "CashierCommands", dependencies: ["Cashier"]),
+        // Named like its product so the command plugin can depend on it (Swift 6.3 rule).
+        .executableTarget(name: "cashier", dependencies: ["CashierCommands"], path: "Sources/CashierTool"),
+        .plugin(
+            name: "CashierPlugin",
+            capability: .command(
+                intent: .custom(verb: "cashier", description: "Inspect and maintain a Cashier cache folder"),
+                permissions: []
+            ),
+            dependencies: ["cashier"]
+        ),
+        .testTarget(name: "CashierTests", dependencies: ["Cashier"]),
+        .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

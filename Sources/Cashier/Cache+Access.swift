@@ -1,0 +1,349 @@
+import Foundation
+
+extension Cache {
+    /// The value stored for `key`, or `nil` on a miss.
+    ///
+    /// A miss is: nothing stored, an expired entry (unless
+    /// ``Configuration/returnsExpiredValues``), or an entry that cannot be used
+    /// (another schema or app version, another type, damage, a payload that no
+    /// longer decodes), which is removed and reported as
+    /// ``CacheEvent/discarded(key:reason:)``. A memory hit does no I/O and no
+    /// decoding; otherwise this reads one file. Never throws, never traps.
+    public func value<V>(for key: CacheKey<V>) -> V? {
+        if let record = memory.hit(key.name, as: V.self), matches(record.metadata, key) {
+            if let deadline = record.metadata.expiryDeadline, nowSeconds >= deadline, !configuration.returnsExpiredValues {
+                missExpired(key.name)
+                return nil
+            }
+            emit(.hit(key: key.name))
+            return record.value
+        }
+        guard let found = load(key) else {
+            emit(.miss(key: key.name))
+            return nil
+        }
+        if found.metadata.isExpired(at: nowSeconds), !configuration.returnsExpiredValues {
+            missExpired(key.name)
+            return nil
+        }
+        emit(.hit(key: key.name))
+        return found.value
+    }
+
+    /// Stores `value` for `key`, replacing what was there.
+    ///
+    /// The lifespan is `lifespan`, else the key's, else
+    /// ``Configuration/defaultLifespan``; a locked entry stays locked. The entry is
+    /// written to a temporary file and renamed into place, so readers in any
+    /// process see the old entry or the new one, never a mix.
+    ///
+    /// - Throws: ``CacheError`` naming the key and the cause when the value cannot be
+    ///   encoded or the file cannot be written; what was stored before is then untouched.
+    public func set<V>(_ value: V, for key: CacheKey<V>, lifespan: Lifespan? = nil) throws {
+        let format = ValueCoding.format(for: V.self, codec: key.codec)
+        let payload: Data
+        do {
+            payload = try ValueCoding.encode(value, format: format)
+        } catch {
+            let failure = CacheError(kind: .encodingFailed, key: key.name, message: String(describing: error))
+            emit(.failure(key: key.name, error: failure))
+            throw failure
+        }
+        let now = nowSeconds
+        var metadata = EntryMetadata(
+            createdAt: now, validatedAt: now, lifespan: lifespan ?? key.lifespan ?? configuration.defaultLifespan,
+            isLocked: false, schemaVersion: key.schemaVersion, appVersion: configuration.appVersion, size: 0)
+        var evicted: [MemoryRecord] = []
+        do {
+            try store.keyLocks.withLock(key.name) {
+                metadata.isLocked = isLockedNow(key.name)
+                if let disk {
+                    let header = EntryHeader(
+                        key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
+                        payloadLength: payload.count)
+                    do throws(SystemError) {
+                        metadata.size = try disk.write(DiskStore.fileName(for: key.name), header: header, payload: payload, options: writeOptions)
+                    } catch {
+                        throw error.cacheError(key: key.name)
+                    }
+                }
+                evicted = memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value))
+            }
+        } catch let error as CacheError {
+            emit(.failure(key: key.name, error: error))
+            throw error
+        }
+        emit(.write(key: key.name, bytes: metadata.size))
+        publish(key.name, value)
+        if disk == nil {
+            for record in evicted {
+                emit(.evicted(key: record.name, bytes: 0))
+                publish(record.name, nil)
+            }
+        } else {
+            disk?.sweepIfNeeded(limits: limits) { [weak self] removals in self?.apply(removals) }
+        }
+    }
+
+    /// The value for `key`: reading returns ``value(for:)``; assigning stores, and assigning `nil` removes.
+    ///
+    /// Errors of an assignment cannot be thrown from a subscript: they go to
+    /// ``Configuration/onEvent`` as ``CacheEvent/failure(key:error:)``.
+    public subscript<V>(key: CacheKey<V>) -> V? {
+        get { value(for: key) }
+        set {
+            if let newValue {
+                try? set(newValue, for: key)
+            } else {
+                removeValue(for: key)
+            }
+        }
+    }
+
+    /// The value and its metadata, even when expired; `nil` when nothing usable is stored.
+    ///
+    /// Unusable entries are discarded as by ``value(for:)``. Counts as a hit or a miss.
+    public func entry<V>(for key: CacheKey<V>) -> CacheEntry<V>? {
+        guard let found = load(key) else {
+            emit(.miss(key: key.name))
+            return nil
+        }
+        emit(.hit(key: key.name))
+        let metadata = found.metadata
+        return CacheEntry(
+            value: found.value, createdAt: Date(timeIntervalSince1970: metadata.createdAt),
+            validatedAt: Date(timeIntervalSince1970: metadata.validatedAt),
+            expiresAt: metadata.expiresAt.map { Date(timeIntervalSince1970: $0) },
+            isExpired: metadata.isExpired(at: nowSeconds), isLocked: metadata.isLocked,
+            schemaVersion: metadata.schemaVersion, appVersion: metadata.appVersion, size: metadata.size)
+    }
+
+    /// Whether a usable entry is stored for `key`, expired or not. Unusable entries are discarded.
+    public func contains<V>(_ key: CacheKey<V>) -> Bool {
+        load(key) != nil
+    }
+
+    /// Whether a usable, unexpired entry is stored for `key`.
+    public func isValid<V>(_ key: CacheKey<V>) -> Bool {
+        guard let found = load(key) else { return false }
+        return !found.metadata.isExpired(at: nowSeconds)
+    }
+
+    /// Restarts `key`'s lifespan from now (for `.seconds` lifespans); nothing happens on a miss.
+    ///
+    /// Rewrites the entry's header on disk; a failure goes to ``Configuration/onEvent``.
+    public func refresh<V>(_ key: CacheKey<V>) {
+        guard load(key) != nil else { return }
+        let now = nowSeconds
+        updateMetadata(named: key.name) { $0.validatedAt = now }
+    }
+
+    /// Removes `key`'s entry from memory and disk. Nothing happens on a miss.
+    public func removeValue<V>(for key: CacheKey<V>) {
+        removeEntry(named: key.name)
+    }
+
+    /// Pins `key`'s entry: it never expires and is evicted only when nothing unlocked is left.
+    ///
+    /// A later ``set(_:for:lifespan:)`` keeps it locked. Nothing happens on a miss.
+    public func lock<V>(_ key: CacheKey<V>) {
+        guard load(key) != nil else { return }
+        updateMetadata(named: key.name) { $0.isLocked = true }
+    }
+
+    /// Unpins `key`'s entry: its lifespan applies again. Nothing happens on a miss.
+    public func unlock<V>(_ key: CacheKey<V>) {
+        guard load(key) != nil else { return }
+        updateMetadata(named: key.name) { $0.isLocked = false }
+    }
+}
+
+// MARK: - The read path
+
+/// A value found for a key, with its metadata.
+struct Found<Value> {
+    var value: Value
+    var metadata: EntryMetadata
+}
+
+extension Cache {
+    /// Whether a memory record written under `metadata` may answer for `key`.
+    func matches<V>(_ metadata: EntryMetadata, _ key: CacheKey<V>) -> Bool {
+        metadata.schemaVersion == key.schemaVersion
+            && (key.schemaVersion != nil || metadata.appVersion == configuration.appVersion)
+    }
+
+    /// The usable entry for `key`, expired or not, from memory or disk; no counters.
+    ///
+    /// Unusable entries on disk are removed and reported here.
+    func load<V>(_ key: CacheKey<V>) -> Found<V>? {
+        if let record = memory.peek(key.name) as? TypedRecord<V>, matches(record.metadata, key) {
+            return Found(value: record.value, metadata: record.metadata)
+        }
+        guard let disk else { return nil }
+        var events: [CacheEvent] = []
+        var changes: [(any Sendable)?] = []
+        let found: Found<V>? = store.keyLocks.withLock(key.name) {
+            if let record = memory.peek(key.name) as? TypedRecord<V>, matches(record.metadata, key) {
+                return Found(value: record.value, metadata: record.metadata)
+            }
+            return loadFromDisk(key, disk, events: &events, changes: &changes)
+        }
+        for event in events { emit(event) }
+        for change in changes { publish(key.name, change) }
+        return found
+    }
+
+    /// Reads, checks and decodes `key`'s file. Call holding `key`'s lock.
+    ///
+    /// The checks run in the order DESIGN.md fixes: header and checksum, schema
+    /// version (migrate or discard), type name, app version for unversioned keys,
+    /// decoding.
+    private func loadFromDisk<V>(_ key: CacheKey<V>, _ disk: DiskStore, events: inout [CacheEvent],
+                                 changes: inout [(any Sendable)?]) -> Found<V>? {
+        let fileName = DiskStore.fileName(for: key.name)
+        func discard(_ reason: DiscardReason) -> Found<V>? {
+            try? disk.remove(fileName)
+            memory.remove(key.name)
+            events.append(.discarded(key: key.name, reason: reason))
+            changes.append(nil)
+            return nil
+        }
+        let header: EntryHeader, payload: Data, info: FileInfo
+        switch disk.read(fileName) {
+        case .absent:
+            return nil
+        case .failed(let error):
+            events.append(.failure(key: key.name, error: error.cacheError(key: key.name)))
+            return nil
+        case .damaged:
+            return discard(.corrupt)
+        case .entry(let h, let p, let i):
+            (header, payload, info) = (h, p, i)
+        }
+        // Another key whose name hashes alike: not ours to judge or remove.
+        guard header.key == key.name else { return nil }
+
+        var metadata = EntryMetadata(header, size: info.size)
+        let value: V
+        if header.schemaVersion != key.schemaVersion {
+            guard let migration = key.migration(from: header.schemaVersion) else {
+                return discard(.schemaMismatch(stored: header.schemaVersion, expected: key.schemaVersion))
+            }
+            do {
+                value = try migration.convert(payload, header.format)
+            } catch {
+                return discard(.migrationFailed)
+            }
+            metadata.schemaVersion = key.schemaVersion
+            metadata.appVersion = configuration.appVersion
+            do {
+                let format = ValueCoding.format(for: V.self, codec: key.codec)
+                let newPayload = try ValueCoding.encode(value, format: format)
+                let newHeader = EntryHeader(
+                    key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
+                    payloadLength: newPayload.count)
+                metadata.size = try disk.write(fileName, header: newHeader, payload: newPayload, options: writeOptions)
+            } catch let error as SystemError {
+                events.append(.failure(key: key.name, error: error.cacheError(key: key.name)))
+            } catch {
+                events.append(.failure(key: key.name, error: CacheError(kind: .encodingFailed, key: key.name, message: "\(error)")))
+            }
+            events.append(.migrated(key: key.name, from: header.schemaVersion, to: key.schemaVersion))
+            changes.append(value)
+        } else {
+            let expectedType = ValueCoding.typeName(of: V.self)
+            guard header.typeName == expectedType else {
+                return discard(.typeMismatch(stored: header.typeName, expected: expectedType))
+            }
+            if key.schemaVersion == nil, header.appVersion != configuration.appVersion {
+                return discard(.appVersionMismatch(stored: header.appVersion, current: configuration.appVersion))
+            }
+            do {
+                value = try ValueCoding.decode(V.self, from: payload, format: header.format)
+            } catch {
+                return discard(.undecodable)
+            }
+        }
+        disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: nowSeconds)
+        memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value))
+        return Found(value: value, metadata: metadata)
+    }
+
+    /// Counts a miss for an expired entry and tells observers it is gone for them.
+    func missExpired(_ name: String) {
+        emit(.miss(key: name))
+        publish(name, nil)
+    }
+
+    /// Whether `name`'s current entry is locked, so a new write keeps the lock. Call holding its key lock.
+    private func isLockedNow(_ name: String) -> Bool {
+        if let record = memory.peek(name) { return record.metadata.isLocked }
+        guard let disk, case .success(let (header, _)) = disk.readHeader(DiskStore.fileName(for: name)) else { return false }
+        return header.key == name && header.isLocked
+    }
+
+    // MARK: Untyped operations by name (the facade and housekeeping use them too)
+
+    /// Removes `name`'s entry from memory and disk and tells observers.
+    func removeEntry(named name: String) {
+        var failure: SystemError?
+        store.keyLocks.withLock(name) {
+            memory.remove(name)
+            do throws(SystemError) {
+                try disk?.remove(DiskStore.fileName(for: name))
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { emit(.failure(key: name, error: failure.cacheError(key: name))) }
+        publish(name, nil)
+    }
+
+    /// Changes `name`'s metadata (validation time, lock) in memory and in its file's header.
+    func updateMetadata(named name: String, _ change: @escaping (inout EntryMetadata) -> Void) {
+        var failure: CacheError?
+        store.keyLocks.withLock(name) {
+            let record = memory.peek(name)
+            if let disk {
+                do throws(SystemError) {
+                    let rewritten = try disk.rewriteHeader(DiskStore.fileName(for: name), key: name, options: writeOptions) { header in
+                        var metadata = EntryMetadata(header, size: 0)
+                        change(&metadata)
+                        header.validatedAt = metadata.validatedAt
+                        header.isLocked = metadata.isLocked
+                    }
+                    guard let (header, size) = rewritten else {
+                        memory.remove(name)
+                        return
+                    }
+                    if let record { memory.insert(record.replacing(metadata: EntryMetadata(header, size: size))) }
+                } catch {
+                    failure = error.cacheError(key: name)
+                }
+            } else if let record {
+                var metadata = record.metadata
+                change(&metadata)
+                memory.insert(record.replacing(metadata: metadata))
+            }
+        }
+        if let failure { emit(.failure(key: name, error: failure)) }
+    }
+
+    /// The metadata of `name`'s entry without decoding its value: memory first, then the file's header.
+    func metadata(named name: String) -> EntryMetadata? {
+        if let record = memory.peek(name) { return record.metadata }
+        guard let disk, case .success(let (header, info)) = disk.readHeader(DiskStore.fileName(for: name)),
+              header.key == name else { return nil }
+        return EntryMetadata(header, size: info.size)
+    }
+}
+
+extension EntryHeader {
+    init(key: String, typeName: String, format: PayloadFormat, metadata: EntryMetadata, payloadLength: Int) {
+        self.init(
+            key: key, typeName: typeName, format: format, createdAt: metadata.createdAt,
+            validatedAt: metadata.validatedAt, lifespan: metadata.lifespan, schemaVersion: metadata.schemaVersion,
+            appVersion: metadata.appVersion, isLocked: metadata.isLocked, payloadLength: payloadLength)
+    }
+}

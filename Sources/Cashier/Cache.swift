@@ -1,0 +1,330 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A persistent cache of `Codable` values behind typed keys.
+///
+/// ```swift
+/// let cache = Cache.named("api")
+/// try cache.set(user, for: Keys.profile)
+/// let user = cache.value(for: Keys.profile)      // User?, nil on a miss
+/// ```
+///
+/// Values live in two tiers: decoded in memory (bounded by
+/// ``Configuration/memoryCountLimit``) and one checksummed file per entry on
+/// disk. Reads never throw and never crash because of what is on disk: damaged,
+/// foreign, old or undecodable entries are misses, removed and reported through
+/// ``Configuration/onEvent``. Every method may be called from any thread or task.
+/// Instances on the same folder in one process share their disk index, per-key
+/// coordination and change notifications.
+public final class Cache: Sendable {
+    /// Everything that shapes a cache, fixed when it is made.
+    public struct Configuration: Sendable {
+        /// The cache's name: its folder under ``Location/caches`` or ``Location/persistent``.
+        public var name: String
+        /// Where entries are stored.
+        public var location: Location = .caches
+        /// The lifespan of values whose key and write name none.
+        public var defaultLifespan: Lifespan = .never
+        /// Whether ``Cache/value(for:)`` returns expired values instead of missing.
+        public var returnsExpiredValues: Bool = false
+        /// How many decoded values the memory tier keeps (least recently used go first); `nil` for no bound, 0 for none.
+        public var memoryCountLimit: Int? = nil
+        /// Bytes on disk (headers included) past which least recently used entries are evicted, off the caller's thread.
+        public var diskSizeLimit: Int? = nil
+        /// The version unversioned keys' entries are tied to; defaults to the main bundle's version.
+        public var appVersion: String? = Configuration.mainBundleVersion
+        /// How entry files are protected.
+        public var fileProtection: FileProtection = .none
+        /// Whether `set` waits for the data to reach stable storage.
+        public var durability: Durability = .standard
+        /// How often ``Cache/collectGarbage()`` runs by itself, in seconds; `nil` for never.
+        public var garbageCollectionInterval: TimeInterval? = nil
+        /// Garbage collection also evicts (least recently used, unlocked first) while the
+        /// volume holding the cache has fewer free bytes than this.
+        public var minimumFreeDiskSpace: Int? = nil
+        /// Receives every ``CacheEvent``, synchronously, on the thread that caused it.
+        public var onEvent: (@Sendable (CacheEvent) -> Void)? = nil
+        /// The clock expiry is measured with; replace it in tests instead of sleeping.
+        public var now: @Sendable () -> Date = { Date() }
+        /// The file-system seam, for fault-injection tests; `nil` for the real one.
+        package var fileSystem: (any FileSystem)? = nil
+
+        /// A configuration with every setting at its default.
+        public init(name: String) {
+            self.name = name
+        }
+
+        /// `CFBundleShortVersionString` and `CFBundleVersion` of the main bundle, when it has them.
+        public static var mainBundleVersion: String? {
+            let info = Bundle.main.infoDictionary
+            let short = info?["CFBundleShortVersionString"] as? String
+            let build = info?["CFBundleVersion"] as? String
+            switch (short, build) {
+            case let (short?, build?) where short != build: return "\(short) (\(build))"
+            case let (short?, _): return short
+            case let (nil, build?): return build
+            default: return nil
+            }
+        }
+    }
+
+    /// Where a cache keeps its entries.
+    public enum Location: Sendable, Hashable {
+        /// `Library/Caches/Cashier/<name>`; on Linux `$XDG_CACHE_HOME/Cashier/<name>` or `~/.cache/Cashier/<name>`.
+        case caches
+        /// `Library/Application Support/Cashier/<name>`; on Linux `$XDG_DATA_HOME` or `~/.local/share`.
+        case persistent
+        /// Memory only: nothing touches the disk.
+        case memoryOnly
+        /// Exactly this folder.
+        case directory(URL)
+    }
+
+    /// How entry files are protected at rest.
+    public enum FileProtection: Sendable, Hashable {
+        /// The platform's defaults.
+        case none
+        /// Complete file protection on Apple platforms; owner-only permissions
+        /// (0600 files in a 0700 folder) everywhere.
+        case complete
+    }
+
+    /// What a returned `set` promises.
+    public enum Durability: Sendable, Hashable {
+        /// Temporary file then rename: after a process crash the old or the new entry is
+        /// there, never a mix. After a power loss an entry may be lost or cut short; the
+        /// checksum makes that a miss, never a wrong value.
+        case standard
+        /// Also syncs the file before the rename and the folder after it, so a
+        /// returned `set` survives a power loss. Several times slower.
+        case synchronized
+    }
+
+    /// The configuration the cache was made with.
+    public let configuration: Configuration
+    /// The folder entries are stored in, or `nil` for a memory-only cache.
+    public let folder: URL?
+
+    let store: Store
+    let memory: MemoryTier
+    private let subscription: Int
+    private let garbageCollection: GarbageCollectionTimer?
+
+    /// Makes a cache. Never throws: the folder is created by the first write, and
+    /// I/O failures surface as errors from writes and ``CacheEvent/failure(key:error:)`` events.
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+        let path = Self.folderPath(for: configuration)
+        folder = path.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        store = Store.forFolder(path, fileSystem: configuration.fileSystem)
+        memory = MemoryTier(limit: configuration.location == .memoryOnly ? configuration.memoryCountLimit : configuration.memoryCountLimit)
+        let memory = self.memory
+        let box = WeakIdentity()
+        subscription = store.hub.subscribe(name: nil) { change in
+            guard change.origin != box.identifier else { return }
+            if let name = change.name { memory.remove(name) } else { _ = memory.removeAll() }
+        }
+        if let interval = configuration.garbageCollectionInterval, interval > 0, path != nil {
+            garbageCollection = GarbageCollectionTimer(interval: interval)
+        } else {
+            garbageCollection = nil
+        }
+        box.identifier = ObjectIdentifier(self)
+        garbageCollection?.start { [weak self] in self?.collectGarbage() }
+    }
+
+    deinit {
+        garbageCollection?.stop()
+        store.hub.unsubscribe(subscription)
+    }
+
+    private static let registry = Locked<[String: Cache]>([:])
+
+    /// The process's one cache with this name (default configuration, ``Location/caches``).
+    public static func named(_ name: String) -> Cache {
+        registry.withLock { caches in
+            if let cache = caches[name] { return cache }
+            let cache = Cache(Configuration(name: name))
+            caches[name] = cache
+            return cache
+        }
+    }
+
+    /// The cache named "default".
+    public static var `default`: Cache { named("default") }
+
+    var disk: DiskStore? { store.disk }
+    var identity: ObjectIdentifier { ObjectIdentifier(self) }
+    var nowSeconds: Double { configuration.now().timeIntervalSince1970 }
+
+    // MARK: Locations
+
+    /// The folder path a configuration stores entries in, `nil` for memory only.
+    package static func folderPath(for configuration: Configuration) -> String? {
+        let base: String
+        switch configuration.location {
+        case .memoryOnly: return nil
+        case .directory(let url): return url.standardizedFileURL.path
+        case .caches: base = platformFolder(caches: true)
+        case .persistent: base = platformFolder(caches: false)
+        }
+        return base + "/Cashier/" + folderName(for: configuration.name)
+    }
+
+    /// A cache name made safe as one path component: percent-encoded outside `[A-Za-z0-9._-]`.
+    package static func folderName(for name: String) -> String {
+        var result = ""
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                result += String(format: "%%%02X", byte)
+            }
+        }
+        switch result {
+        case "": return "%"
+        case ".": return "%2E"
+        case "..": return "%2E%2E"
+        default: return result
+        }
+    }
+
+    private static func platformFolder(caches: Bool) -> String {
+        #if canImport(Darwin)
+        let directory: FileManager.SearchPathDirectory = caches ? .cachesDirectory : .applicationSupportDirectory
+        if let url = FileManager.default.urls(for: directory, in: .userDomainMask).first { return url.path }
+        return NSTemporaryDirectory()
+        #else
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment[caches ? "XDG_CACHE_HOME" : "XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + (caches ? "/.cache" : "/.local/share")
+        #endif
+    }
+
+    var writeOptions: DiskStore.WriteOptions {
+        let complete = configuration.fileProtection == .complete
+        return DiskStore.WriteOptions(
+            filePermissions: complete ? 0o600 : 0o644, folderPermissions: complete ? 0o700 : 0o755,
+            synchronize: configuration.durability == .synchronized, completeProtection: complete)
+    }
+
+    var limits: DiskStore.Limits {
+        DiskStore.Limits(size: configuration.diskSizeLimit, minimumFreeSpace: configuration.minimumFreeDiskSpace)
+    }
+
+    // MARK: Effects
+
+    /// Reports an event to `onEvent` and keeps the counters.
+    func emit(_ event: CacheEvent) {
+        switch event {
+        case .hit: memory.count { $0.hits += 1 }
+        case .miss: memory.count { $0.misses += 1 }
+        case .write: memory.count { $0.writes += 1 }
+        case .evicted: memory.count { $0.evictions += 1 }
+        case .discarded: memory.count { $0.discards += 1 }
+        case .failure, .migrated: break
+        }
+        configuration.onEvent?(event)
+    }
+
+    /// Tells observers and the other instances on this folder that `name` changed.
+    func publish(_ name: String?, _ value: (any Sendable)?) {
+        store.hub.publish(Change(name: name, value: value, origin: identity))
+    }
+
+    /// Applies what housekeeping removed: memory, counters, events, observers.
+    func apply(_ removals: [DiskStore.Removal]) {
+        for removal in removals {
+            switch removal {
+            case .evicted(let key, let bytes):
+                memory.remove(key)
+                emit(.evicted(key: key, bytes: bytes))
+                publish(key, nil)
+            case .discarded(let key, let reason):
+                memory.remove(key)
+                emit(.discarded(key: key, reason: reason))
+                publish(key, nil)
+            case .removed(let key):
+                memory.remove(key)
+                publish(key, nil)
+            }
+        }
+    }
+
+    /// Waits for background sweeps scheduled so far (tests use it instead of sleeping).
+    package func waitForBackgroundWork() {
+        disk?.waitForSweeps()
+    }
+}
+
+/// Holds a cache's identity for a closure made before `self` is fully initialized.
+private final class WeakIdentity: @unchecked Sendable {
+    // Written once in `Cache.init` before any change can be published by that cache.
+    var identifier: ObjectIdentifier?
+}
+
+/// State shared by every ``Cache`` instance of this process on one folder.
+final class Store: Sendable {
+    let disk: DiskStore?
+    let keyLocks = KeyLocks()
+    let hub = ChangeHub()
+    let fetches = Locked<[String: FetchCall]>([:])
+    let revalidating = Locked<Set<String>>([])
+
+    private init(disk: DiskStore?) {
+        self.disk = disk
+    }
+
+    private static let shared = Locked<[String: WeakStore]>([:])
+
+    /// The store for `path`: shared in the process, unless memory-only or on a test file system.
+    static func forFolder(_ path: String?, fileSystem: (any FileSystem)?) -> Store {
+        guard let path else { return Store(disk: nil) }
+        if let fileSystem { return Store(disk: DiskStore(folder: path, fileSystem: fileSystem)) }
+        return shared.withLock { stores in
+            if let store = stores[path]?.store { return store }
+            stores = stores.filter { $0.value.store != nil }
+            let store = Store(disk: DiskStore(folder: path))
+            stores[path] = WeakStore(store: store)
+            return store
+        }
+    }
+
+    private struct WeakStore {
+        weak var store: Store?
+    }
+}
+
+/// Runs garbage collection every so often on a background queue.
+private final class GarbageCollectionTimer: Sendable {
+    private let interval: TimeInterval
+    private let timer = Locked<DispatchSourceTimer?>(nil)
+
+    init(interval: TimeInterval) {
+        self.interval = interval
+    }
+
+    func start(_ work: @escaping @Sendable () -> Void) {
+        let source = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        source.schedule(deadline: .now() + interval, repeating: interval, leeway: .seconds(1))
+        source.setEventHandler(handler: work)
+        timer.withLock { $0 = source }
+        source.resume()
+    }
+
+    func stop() {
+        timer.withLock { timer in
+            timer?.cancel()
+            timer = nil
+        }
+    }
+}

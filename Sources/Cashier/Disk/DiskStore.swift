@@ -1,0 +1,524 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One cache folder: entry files, their index, and the housekeeping on them.
+///
+/// Reads and writes of one entry go straight to its file; the index (sizes and
+/// last uses, for ``Cache/totalSize`` and eviction) is loaded by one folder scan
+/// the first time it is needed, never on the read path. Decisions that must be
+/// made by one process at a time (eviction, garbage collection) hold an
+/// advisory `flock` on the folder's `.lock` file; plain reads take no lock.
+package final class DiskStore: Sendable {
+    package let folder: String
+    package let fileSystem: any FileSystem
+    private let state = Locked(IndexState())
+    private let sweepQueue = DispatchQueue(label: "Cashier.DiskStore.sweep", qos: .utility)
+
+    package init(folder: String, fileSystem: any FileSystem = POSIXFileSystem()) {
+        self.folder = folder
+        self.fileSystem = fileSystem
+    }
+
+    // MARK: Names
+
+    /// The file an entry for `key` lives in: 32 hex digits of two XXH64 hashes, then `.cache`.
+    package static func fileName(for key: String) -> String {
+        let high = XXHash64.hash(key)
+        let low = XXHash64.hash(key, seed: 0x9E37_79B9_7F4A_7C15)
+        return String(unsafeUninitializedCapacity: 38) { buffer in
+            let digits: StaticString = "0123456789abcdef"
+            digits.withUTF8Buffer { digits in
+                for (word, start) in [(high, 0), (low, 16)] {
+                    for i in 0..<16 { buffer[start + i] = digits[Int((word >> UInt64(60 - 4 * i)) & 0xF)] }
+                }
+            }
+            for (i, byte) in ".cache".utf8.enumerated() { buffer[32 + i] = byte }
+            return 38
+        }
+    }
+
+    /// Whether `name` is an entry file name (as opposed to a temporary, the lock file or a stranger).
+    package static func isEntryFileName(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        guard utf8.count == 38, name.hasSuffix(".cache") else { return false }
+        return utf8.prefix(32).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
+    package static let temporaryPrefix = ".tmp-"
+    package static let lockFileName = ".lock"
+
+    package func path(_ name: String) -> String { folder + "/" + name }
+
+    // MARK: Reading
+
+    package enum ReadResult: Sendable {
+        case absent
+        case entry(EntryHeader, payload: Data, info: FileInfo)
+        case damaged(EntryFormatError, size: Int)
+        case failed(SystemError)
+    }
+
+    /// Reads and verifies one entry file: open, fstat, read, close; no write of any kind.
+    package func read(_ fileName: String) -> ReadResult {
+        let data: Data, info: FileInfo
+        do {
+            (data, info) = try fileSystem.readFile(path(fileName))
+        } catch {
+            return error.code == ENOENT ? .absent : .failed(error)
+        }
+        let decoded = data.withUnsafeBytes { bytes in
+            Result { () throws(EntryFormatError) in try EntryHeader.decode(file: bytes) }
+        }
+        switch decoded {
+        case .success(let (header, range)): return .entry(header, payload: data.subdata(in: range), info: info)
+        case .failure(let error): return .damaged(error, size: info.size)
+        }
+    }
+
+    /// Reads just the header of an entry file (checksum not verified).
+    package func readHeader(_ fileName: String) -> Result<(EntryHeader, FileInfo), HeaderFailure> {
+        var wanted = 4096
+        while true {
+            let bytes: [UInt8], info: FileInfo
+            do {
+                (bytes, info) = try fileSystem.readPrefix(path(fileName), maximumLength: wanted)
+            } catch {
+                return .failure(error.code == ENOENT ? .absent : .failed(error))
+            }
+            let decoded = bytes.withUnsafeBytes { raw in
+                Result { () throws(EntryFormatError) in try EntryHeader.decodePrefix(raw, fileLength: info.size) }
+            }
+            switch decoded {
+            case .success(let header):
+                return .success((header, info))
+            case .failure(.needMoreBytes(let count)) where count > wanted && bytes.count == wanted:
+                wanted = count
+            case .failure(let error):
+                return .failure(.damaged(error, size: info.size))
+            }
+        }
+    }
+
+    package enum HeaderFailure: Error, Sendable {
+        case absent
+        case damaged(EntryFormatError, size: Int)
+        case failed(SystemError)
+    }
+
+    // MARK: Writing
+
+    package struct WriteOptions: Sendable {
+        package var filePermissions: mode_t
+        package var folderPermissions: mode_t
+        package var synchronize: Bool
+        package var completeProtection: Bool
+        package init(filePermissions: mode_t, folderPermissions: mode_t, synchronize: Bool, completeProtection: Bool) {
+            self.filePermissions = filePermissions
+            self.folderPermissions = folderPermissions
+            self.synchronize = synchronize
+            self.completeProtection = completeProtection
+        }
+    }
+
+    /// Writes an entry: a temporary file in the folder, renamed over `fileName`.
+    ///
+    /// Either the new entry is in place when this returns, or it throws and the
+    /// old entry (if any) is untouched and no temporary file is left. Returns the
+    /// entry's size in bytes.
+    package func write(_ fileName: String, header: EntryHeader, payload: Data, options: WriteOptions) throws(SystemError) -> Int {
+        let temporary = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
+        let size = header.length + payload.count
+        do {
+            try writeTemporary(temporary, header: header, payload: payload, options: options)
+        } catch where error.code == ENOENT {
+            // The folder is missing (first write, or deleted under us): make it and try once more.
+            state.withLock { $0.folderReady = false }
+            try writeTemporary(temporary, header: header, payload: payload, options: options)
+        }
+        do {
+            try fileSystem.rename(temporary, to: path(fileName))
+            if options.synchronize { try fileSystem.synchronizeDirectory(folder) }
+        } catch {
+            try? fileSystem.removeFile(temporary)
+            throw error
+        }
+        noteWritten(fileName, size: size, isLocked: header.isLocked, at: Date().timeIntervalSince1970)
+        return size
+    }
+
+    private func writeTemporary(_ temporary: String, header: EntryHeader, payload: Data, options: WriteOptions) throws(SystemError) {
+        if !state.withLock({ $0.folderReady }) {
+            try fileSystem.createDirectory(folder, permissions: options.folderPermissions)
+            state.withLock { $0.folderReady = true }
+        }
+        let written = payload.withUnsafeBytes { payloadBytes in
+            let headerBytes = header.encode(payload: payloadBytes)
+            return headerBytes.withUnsafeBytes { headerBytes in
+                Result { () throws(SystemError) in
+                    try fileSystem.writeNewFile(
+                        temporary, permissions: options.filePermissions, header: headerBytes,
+                        payload: payloadBytes, synchronize: options.synchronize)
+                }
+            }
+        }
+        if case .failure(let error) = written {
+            try? fileSystem.removeFile(temporary)
+            throw error
+        }
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        if options.completeProtection {
+            try? FileManager.default.setAttributes([.protectionKey: FileProtectionType.complete], ofItemAtPath: temporary)
+        }
+        #endif
+    }
+
+    /// Rewrites an entry's header, keeping its payload (refresh, lock, unlock).
+    ///
+    /// Returns the new header, or `nil` when there is no sound entry for `key`.
+    package func rewriteHeader(_ fileName: String, key: String, options: WriteOptions,
+                               _ change: (inout EntryHeader) -> Void) throws(SystemError) -> (EntryHeader, Int)? {
+        guard case .entry(var header, let payload, _) = read(fileName), header.key == key else { return nil }
+        change(&header)
+        let size = try write(fileName, header: header, payload: payload, options: options)
+        return (header, size)
+    }
+
+    /// Removes an entry file.
+    package func remove(_ fileName: String) throws(SystemError) {
+        try fileSystem.removeFile(path(fileName))
+        state.withLock { $0.note(fileName, nil) }
+    }
+
+    // MARK: The index
+
+    package func noteWritten(_ fileName: String, size: Int, isLocked: Bool, at now: Double) {
+        state.withLock { $0.note(fileName, IndexRecord(size: size, lastUse: now, isLocked: isLocked)) }
+    }
+
+    /// Records a read, for least-recently-used order (in this process; nothing is written to disk).
+    package func noteRead(_ fileName: String, info: FileInfo, isLocked: Bool, at now: Double) {
+        state.withLock { $0.note(fileName, IndexRecord(size: info.size, lastUse: now, isLocked: isLocked)) }
+    }
+
+    /// Entry count and total bytes, scanning the folder once if this process has not yet.
+    package func totals() -> (count: Int, size: Int) {
+        loadIndexIfNeeded()
+        return state.withLock { ($0.files.count, $0.totalSize) }
+    }
+
+    /// Forgets everything known about the folder; the next question rescans it.
+    package func invalidateIndex() {
+        state.withLock { $0.reset() }
+    }
+
+    private func loadIndexIfNeeded() {
+        guard state.withLock({ $0.beginLoading() }) else { return }
+        let scanned = scanSizes()
+        state.withLock { $0.finishLoading(scanned) }
+    }
+
+    /// One `readdir` pass and one `stat` per entry file.
+    private func scanSizes() -> [String: IndexRecord] {
+        guard let names = try? fileSystem.contentsOfDirectory(folder) else { return [:] }
+        var records: [String: IndexRecord] = [:]
+        records.reserveCapacity(names.count)
+        for name in names where Self.isEntryFileName(name) {
+            if let info = fileSystem.info(name, in: folder), info.isRegularFile {
+                records[name] = IndexRecord(size: info.size, lastUse: info.lastUse, isLocked: nil)
+            }
+        }
+        return records
+    }
+
+    // MARK: Housekeeping
+
+    /// What housekeeping did to one entry, reported so the cache can tell its memory tier and observers.
+    package enum Removal: Sendable {
+        case evicted(key: String, bytes: Int)
+        case discarded(key: String, reason: DiscardReason)
+        case removed(key: String)
+    }
+
+    package struct Limits: Sendable {
+        package var size: Int?
+        package var minimumFreeSpace: Int?
+        /// Fraction of `size` a sweep trims down to (below 1, so sweeps are rare and small).
+        package var sweepTarget: Double = 0.9
+        package init(size: Int?, minimumFreeSpace: Int?) {
+            self.size = size
+            self.minimumFreeSpace = minimumFreeSpace
+        }
+    }
+
+    /// Every entry's header, for listing and bulk removal (damaged files are reported, not returned).
+    package func scanHeaders() -> (entries: [(fileName: String, header: EntryHeader, info: FileInfo)], damaged: [(fileName: String, error: EntryFormatError, size: Int)]) {
+        guard let names = try? fileSystem.contentsOfDirectory(folder) else { return ([], []) }
+        var entries: [(String, EntryHeader, FileInfo)] = []
+        var damaged: [(String, EntryFormatError, Int)] = []
+        for name in names where Self.isEntryFileName(name) {
+            switch readHeader(name) {
+            case .success(let (header, info)): entries.append((name, header, info))
+            case .failure(.damaged(let error, let size)): damaged.append((name, error, size))
+            case .failure: break
+            }
+        }
+        return (entries, damaged)
+    }
+
+    /// Removes every entry for which `shouldRemove` returns true, under the folder lock.
+    package func removeEntries(where shouldRemove: (EntryHeader) -> Bool) -> [Removal] {
+        withFolderLock {
+            var removals: [Removal] = []
+            for (fileName, header, _) in scanHeaders().entries where shouldRemove(header) {
+                if (try? remove(fileName)) != nil { removals.append(.removed(key: header.key)) }
+            }
+            return removals
+        }
+    }
+
+    /// Removes every entry file; temporary files of writers still running are left to them.
+    package func removeAllEntries() {
+        withFolderLock {
+            for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where Self.isEntryFileName(name) {
+                try? fileSystem.removeFile(path(name))
+            }
+            state.withLock { $0.reset(loadedEmpty: true) }
+        }
+    }
+
+    /// Garbage collection: stale temporaries and damaged files out, expired entries
+    /// out (when `removeExpired`), then least recently used down to the limits.
+    package func collectGarbage(now: Double, limits: Limits, removeExpired: Bool) -> [Removal] {
+        withFolderLock {
+            var removals: [Removal] = []
+            let names = (try? fileSystem.contentsOfDirectory(folder)) ?? []
+            var live: [Candidate] = []
+            let known = state.withLock { $0.files }
+            for name in names {
+                if name.hasPrefix(Self.temporaryPrefix) {
+                    removeIfAbandoned(temporary: name, now: now)
+                    continue
+                }
+                guard Self.isEntryFileName(name) else { continue }
+                switch readHeader(name) {
+                case .success(let (header, info)):
+                    if removeExpired, header.isExpired(at: now) {
+                        if (try? fileSystem.removeFile(path(name))) != nil {
+                            removals.append(.discarded(key: header.key, reason: .expired))
+                        }
+                        continue
+                    }
+                    let lastUse = max(info.lastUse, known[name]?.lastUse ?? 0)
+                    live.append(Candidate(fileName: name, key: header.key, size: info.size, lastUse: lastUse, isLocked: header.isLocked))
+                case .failure(.damaged(_, _)):
+                    if (try? fileSystem.removeFile(path(name))) != nil {
+                        removals.append(.discarded(key: name, reason: .corrupt))
+                    }
+                case .failure:
+                    continue
+                }
+            }
+            removals += evict(from: live, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace)
+            let rescanned = scanSizes()
+            state.withLock { $0.install(rescanned, merging: known) }
+            return removals
+        }
+    }
+
+    /// Schedules a size sweep off the caller's thread if the folder may be over `limits.size`.
+    package func sweepIfNeeded(limits: Limits, report: @escaping @Sendable ([Removal]) -> Void) {
+        guard let limit = limits.size else { return }
+        let shouldSchedule = state.withLock { state -> Bool in
+            guard !state.sweepScheduled, !state.loaded || state.totalSize > limit else { return false }
+            state.sweepScheduled = true
+            return true
+        }
+        guard shouldSchedule else { return }
+        sweepQueue.async { [self] in
+            let removals = sweep(limits: limits)
+            report(removals)
+        }
+    }
+
+    /// Waits until every scheduled sweep has finished (for tests and orderly shutdown).
+    package func waitForSweeps() {
+        sweepQueue.sync {}
+    }
+
+    private func sweep(limits: Limits) -> [Removal] {
+        withFolderLock {
+            state.withLock { $0.sweepScheduled = false }
+            // Another process may have written: the folder, not this process's index, is the truth.
+            let scanned = scanSizes()
+            let known = state.withLock { $0.files }
+            var total = 0
+            var candidates: [Candidate] = []
+            for (name, record) in scanned {
+                total += record.size
+                let previous = known[name]
+                candidates.append(Candidate(
+                    fileName: name, key: nil, size: record.size,
+                    lastUse: max(record.lastUse, previous?.lastUse ?? 0), isLocked: previous?.isLocked))
+            }
+            state.withLock { $0.install(scanned, merging: known) }
+            guard let limit = limits.size, total > limit else { return [] }
+            let target = Int(Double(limit) * limits.sweepTarget)
+            return evict(from: candidates, downTo: target, minimumFreeSpace: nil)
+        }
+    }
+
+    private struct Candidate {
+        var fileName: String
+        var key: String?
+        var size: Int
+        var lastUse: Double
+        var isLocked: Bool?
+    }
+
+    /// Removes least recently used entries, unlocked ones first, until the total is
+    /// at most `limit` and the volume has `minimumFreeSpace` free. Call under the folder lock.
+    private func evict(from candidates: [Candidate], downTo limit: Int?, minimumFreeSpace: Int?) -> [Removal] {
+        var total = candidates.reduce(0) { $0 + $1.size }
+        func satisfied() -> Bool {
+            if let limit, total > limit { return false }
+            if let minimumFreeSpace, let free = fileSystem.availableCapacity(folder), free < minimumFreeSpace { return false }
+            return true
+        }
+        guard !satisfied() else { return [] }
+        var removals: [Removal] = []
+        var locked: [Candidate] = []
+        let ordered = candidates.sorted { $0.lastUse < $1.lastUse }
+        func evictOne(_ candidate: Candidate, key: String) {
+            guard (try? remove(candidate.fileName)) != nil else { return }
+            total -= candidate.size
+            removals.append(.evicted(key: key, bytes: candidate.size))
+        }
+        for var candidate in ordered {
+            if satisfied() { return removals }
+            if candidate.key == nil || candidate.isLocked == nil {
+                guard case .success(let (header, _)) = readHeader(candidate.fileName) else { continue }
+                candidate.key = header.key
+                candidate.isLocked = header.isLocked
+            }
+            if candidate.isLocked == true {
+                locked.append(candidate)
+                continue
+            }
+            evictOne(candidate, key: candidate.key!)
+        }
+        for candidate in locked {
+            if satisfied() { break }
+            evictOne(candidate, key: candidate.key!)
+        }
+        return removals
+    }
+
+    /// Removes a temporary file whose writer is gone or that is over an hour old.
+    private func removeIfAbandoned(temporary name: String, now: Double) {
+        let fields = name.dropFirst(Self.temporaryPrefix.count).split(separator: "-")
+        let writerAlive: Bool
+        if let pid = fields.first.flatMap({ pid_t($0) }), pid > 0 {
+            writerAlive = pid == getpid() || kill(pid, 0) == 0 || errno == EPERM
+        } else {
+            writerAlive = false
+        }
+        if writerAlive, let info = fileSystem.info(name, in: folder), now - info.lastUse < 3600 { return }
+        try? fileSystem.removeFile(path(name))
+    }
+
+    /// Runs `body` holding the folder's advisory lock, shared with other processes.
+    /// Without a folder (nothing written yet) there is nothing to protect: `body` runs unlocked.
+    private func withFolderLock<R>(_ body: () -> R) -> R {
+        guard let token = try? fileSystem.lockExclusively(path(Self.lockFileName)) else { return body() }
+        defer { fileSystem.unlock(token) }
+        return body()
+    }
+}
+
+private struct IndexRecord: Sendable {
+    var size: Int
+    var lastUse: Double
+    var isLocked: Bool?
+}
+
+/// The in-process index of one folder. Changes that happen while a scan runs are
+/// replayed over the scan's result, so the totals stay exact.
+private struct IndexState {
+    var folderReady = false
+    var loaded = false
+    var loading = false
+    var pending: [(String, IndexRecord?)] = []
+    var files: [String: IndexRecord] = [:]
+    var totalSize = 0
+    var sweepScheduled = false
+    var temporaryCounter = 0
+
+    mutating func nextTemporary() -> Int {
+        temporaryCounter += 1
+        return temporaryCounter
+    }
+
+    mutating func note(_ name: String, _ record: IndexRecord?) {
+        if loading { pending.append((name, record)) }
+        guard loaded else { return }
+        apply(name, record)
+    }
+
+    private mutating func apply(_ name: String, _ record: IndexRecord?) {
+        if var record {
+            if let old = files[name] {
+                totalSize -= old.size
+                if record.isLocked == nil { record.isLocked = old.isLocked }
+            }
+            files[name] = record
+            totalSize += record.size
+        } else if let old = files.removeValue(forKey: name) {
+            totalSize -= old.size
+        }
+    }
+
+    /// Whether the caller should scan: true for exactly one caller while unloaded.
+    mutating func beginLoading() -> Bool {
+        guard !loaded, !loading else { return false }
+        loading = true
+        pending = []
+        return true
+    }
+
+    mutating func finishLoading(_ scanned: [String: IndexRecord]) {
+        files = scanned
+        totalSize = scanned.values.reduce(0) { $0 + $1.size }
+        loading = false
+        loaded = true
+        for (name, record) in pending { apply(name, record) }
+        pending = []
+    }
+
+    /// Replaces the index with a fresh scan, keeping what this process knew of
+    /// recency and locks. A scan in flight elsewhere replays its own changes after.
+    mutating func install(_ scanned: [String: IndexRecord], merging known: [String: IndexRecord]) {
+        files = scanned
+        for (name, previous) in known {
+            guard var record = files[name] else { continue }
+            record.lastUse = max(record.lastUse, previous.lastUse)
+            record.isLocked = previous.isLocked
+            files[name] = record
+        }
+        totalSize = files.values.reduce(0) { $0 + $1.size }
+        loaded = true
+    }
+
+    mutating func reset(loadedEmpty: Bool = false) {
+        files = [:]
+        totalSize = 0
+        loaded = loadedEmpty
+        loading = false
+        pending = []
+    }
+}

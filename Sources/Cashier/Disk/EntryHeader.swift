@@ -1,0 +1,270 @@
+import Foundation
+
+/// How an entry's payload is encoded, as recorded in its header.
+package enum PayloadFormat: UInt8, Sendable, Hashable, CaseIterable {
+    /// The bytes of a `Data` value, unencoded.
+    case raw = 0
+    /// JSON (`JSONEncoder`).
+    case json = 1
+    /// A binary property list (`PropertyListEncoder`).
+    case propertyList = 2
+
+    package var name: String {
+        switch self {
+        case .raw: "raw"
+        case .json: "json"
+        case .propertyList: "plist"
+        }
+    }
+}
+
+/// The header at the start of every entry file: format version 1.
+///
+/// All integers are little-endian; timestamps are `Float64` seconds since
+/// 1970-01-01 UTC; strings are UTF-8 without terminator.
+///
+/// ```
+/// offset size field
+///      0    4 magic "CSHR" (43 53 48 52)
+///      4    2 format version (1)
+///      6    2 flags: bit 0 = locked; other bits are written 0 and ignored
+///      8    4 header length H: 80 + key + type name + app version lengths
+///     12    1 payload format: 0 raw bytes, 1 JSON, 2 binary property list
+///     13    1 lifespan kind: 0 never, 1 seconds after validation, 2 until a date
+///     14    1 1 if a schema version is present, else 0
+///     15    1 1 if an app version is present, else 0
+///     16    8 created at (Float64)
+///     24    8 validated at (Float64)
+///     32    8 lifespan value: seconds (kind 1) or a date (kind 2); 0 for never
+///     40    8 schema version (Int64; 0 when absent)
+///     48    8 payload length P (UInt64)
+///     56    4 key length (UInt32)
+///     60    4 type name length (UInt32)
+///     64    4 app version length (UInt32; 0 when absent)
+///     68    4 reserved, 0
+///     72    8 checksum (UInt64), see below
+///     80    … key, then type name, then app version
+///      H    P payload
+/// ```
+///
+/// The file is exactly `H + P` bytes long. The checksum chains XXH64 over
+/// three ranges: `a = XXH64(bytes[0..<72], seed: 0)`,
+/// `b = XXH64(bytes[80..<H], seed: a)`, `checksum = XXH64(payload, seed: b)`.
+package struct EntryHeader: Sendable, Hashable {
+    package static let magic: [UInt8] = [0x43, 0x53, 0x48, 0x52]
+    package static let formatVersion: UInt16 = 1
+    package static let fixedLength = 80
+    /// Headers longer than this are taken as damage rather than read.
+    package static let maximumLength = 1 << 24
+    static let checksumOffset = 72
+
+    package var key: String
+    package var typeName: String
+    package var format: PayloadFormat
+    package var createdAt: Double
+    package var validatedAt: Double
+    package var lifespan: Lifespan
+    package var schemaVersion: Int?
+    package var appVersion: String?
+    package var isLocked: Bool
+    package var payloadLength: Int
+    /// The checksum read from the file, or computed by ``encode(payload:)``.
+    package var checksum: UInt64 = 0
+
+    package init(
+        key: String, typeName: String, format: PayloadFormat, createdAt: Double, validatedAt: Double,
+        lifespan: Lifespan, schemaVersion: Int?, appVersion: String?, isLocked: Bool, payloadLength: Int
+    ) {
+        self.key = key
+        self.typeName = typeName
+        self.format = format
+        self.createdAt = createdAt
+        self.validatedAt = validatedAt
+        self.lifespan = lifespan
+        self.schemaVersion = schemaVersion
+        self.appVersion = appVersion
+        self.isLocked = isLocked
+        self.payloadLength = payloadLength
+    }
+
+    /// The header's length in bytes, variable part included.
+    package var length: Int {
+        Self.fixedLength + key.utf8.count + typeName.utf8.count + (appVersion?.utf8.count ?? 0)
+    }
+
+    /// The moment the entry expires, ignoring the lock; `nil` for never.
+    package var expiresAt: Double? {
+        switch lifespan {
+        case .never: nil
+        case .seconds(let seconds): validatedAt + seconds
+        case .until(let date): date.timeIntervalSince1970
+        }
+    }
+
+    /// Whether the entry counts as expired at `now`: never when locked.
+    package func isExpired(at now: Double) -> Bool {
+        guard !isLocked, let expiresAt else { return false }
+        return now >= expiresAt
+    }
+
+    /// The header's bytes, with the checksum computed over them and `payload`.
+    package func encode(payload: UnsafeRawBufferPointer) -> [UInt8] {
+        precondition(payload.count == payloadLength, "payload length does not match the header")
+        let length = self.length
+        var bytes = [UInt8](repeating: 0, count: length)
+        bytes.withUnsafeMutableBytes { out in
+            for (index, byte) in Self.magic.enumerated() { out[index] = byte }
+            out.storeBytes(of: Self.formatVersion.littleEndian, toByteOffset: 4, as: UInt16.self)
+            out.storeBytes(of: UInt16(isLocked ? 1 : 0).littleEndian, toByteOffset: 6, as: UInt16.self)
+            out.storeBytes(of: UInt32(length).littleEndian, toByteOffset: 8, as: UInt32.self)
+            out[12] = format.rawValue
+            let (kind, value) = lifespan.encoded
+            out[13] = kind
+            out[14] = schemaVersion == nil ? 0 : 1
+            out[15] = appVersion == nil ? 0 : 1
+            out.storeBytes(of: createdAt.bitPattern.littleEndian, toByteOffset: 16, as: UInt64.self)
+            out.storeBytes(of: validatedAt.bitPattern.littleEndian, toByteOffset: 24, as: UInt64.self)
+            out.storeBytes(of: value.bitPattern.littleEndian, toByteOffset: 32, as: UInt64.self)
+            out.storeBytes(of: Int64(schemaVersion ?? 0).littleEndian, toByteOffset: 40, as: Int64.self)
+            out.storeBytes(of: UInt64(payloadLength).littleEndian, toByteOffset: 48, as: UInt64.self)
+            var offset = Self.fixedLength
+            for (index, string) in [key, typeName, appVersion ?? ""].enumerated() {
+                let utf8 = Array(string.utf8)
+                out.storeBytes(of: UInt32(utf8.count).littleEndian, toByteOffset: 56 + 4 * index, as: UInt32.self)
+                utf8.withUnsafeBytes { out.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                offset += utf8.count
+            }
+            let sum = Self.checksum(header: UnsafeRawBufferPointer(out), payload: payload)
+            out.storeBytes(of: sum.littleEndian, toByteOffset: Self.checksumOffset, as: UInt64.self)
+        }
+        return bytes
+    }
+
+    /// The checksum of a header (whose checksum field is skipped) and a payload.
+    package static func checksum(header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt64 {
+        let a = XXHash64.hash(UnsafeRawBufferPointer(rebasing: header[0..<checksumOffset]))
+        let b = XXHash64.hash(UnsafeRawBufferPointer(rebasing: header[fixedLength...]), seed: a)
+        return XXHash64.hash(payload, seed: b)
+    }
+
+    /// Reads a whole entry file: the header, and where its payload lies.
+    ///
+    /// Checks everything the format promises: magic, version, lengths, field
+    /// values, UTF-8 strings, that the file is exactly header plus payload long,
+    /// and the checksum. Never traps, whatever `file` holds.
+    package static func decode(file: UnsafeRawBufferPointer) throws(EntryFormatError) -> (header: EntryHeader, payload: Range<Int>) {
+        var header = try decodePrefix(file, fileLength: file.count)
+        let headerLength = header.length
+        let stored = header.checksum
+        let computed = checksum(
+            header: UnsafeRawBufferPointer(rebasing: file[0..<headerLength]),
+            payload: UnsafeRawBufferPointer(rebasing: file[headerLength...]))
+        guard stored == computed else { throw .checksumMismatch }
+        header.checksum = stored
+        return (header, headerLength..<file.count)
+    }
+
+    /// Reads a header from the first bytes of a file of `fileLength` bytes, without the checksum.
+    ///
+    /// Used where the payload is not needed (listing, garbage collection). Throws
+    /// ``EntryFormatError/needMoreBytes(_:)`` when `prefix` is shorter than the header.
+    package static func decodePrefix(_ prefix: UnsafeRawBufferPointer, fileLength: Int) throws(EntryFormatError) -> EntryHeader {
+        guard prefix.count >= fixedLength else {
+            throw fileLength < fixedLength ? .truncated : .needMoreBytes(fixedLength)
+        }
+        guard prefix[0] == magic[0], prefix[1] == magic[1], prefix[2] == magic[2], prefix[3] == magic[3] else {
+            throw .notAnEntry
+        }
+        let version = UInt16(littleEndian: prefix.loadUnaligned(fromByteOffset: 4, as: UInt16.self))
+        guard version == formatVersion else { throw .unsupportedVersion(Int(version)) }
+        let flags = UInt16(littleEndian: prefix.loadUnaligned(fromByteOffset: 6, as: UInt16.self))
+        let headerLength = Int(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 8, as: UInt32.self)))
+        let keyLength = Int(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 56, as: UInt32.self)))
+        let typeLength = Int(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 60, as: UInt32.self)))
+        let appLength = Int(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 64, as: UInt32.self)))
+        guard headerLength <= maximumLength, headerLength == fixedLength + keyLength + typeLength + appLength else {
+            throw .badField("header length")
+        }
+        let payloadLength = UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 48, as: UInt64.self))
+        guard payloadLength <= UInt64(Int.max - headerLength), headerLength + Int(payloadLength) == fileLength else {
+            throw fileLength < headerLength ? .truncated : .lengthMismatch(expected: headerLength &+ Int(truncatingIfNeeded: payloadLength), actual: fileLength)
+        }
+        guard prefix.count >= headerLength else { throw .needMoreBytes(headerLength) }
+        guard let format = PayloadFormat(rawValue: prefix[12]) else { throw .badField("payload format") }
+        let hasSchema = prefix[14], hasApp = prefix[15]
+        guard hasSchema <= 1, hasApp <= 1, hasApp == 1 || appLength == 0 else { throw .badField("presence flags") }
+        let createdAt = Double(bitPattern: UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+        let validatedAt = Double(bitPattern: UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
+        let value = Double(bitPattern: UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 32, as: UInt64.self)))
+        guard createdAt.isFinite, validatedAt.isFinite, value.isFinite else { throw .badField("timestamps") }
+        guard let lifespan = Lifespan(kind: prefix[13], value: value) else { throw .badField("lifespan") }
+        let schema = Int64(littleEndian: prefix.loadUnaligned(fromByteOffset: 40, as: Int64.self))
+        guard let schemaVersion = Int(exactly: schema) else { throw .badField("schema version") }
+        var offset = fixedLength
+        func string(_ count: Int) throws(EntryFormatError) -> String {
+            defer { offset += count }
+            let bytes = UnsafeRawBufferPointer(rebasing: prefix[offset..<offset + count])
+            guard let string = String(validating: bytes, as: UTF8.self) else { throw .badField("UTF-8 string") }
+            return string
+        }
+        let key = try string(keyLength)
+        let typeName = try string(typeLength)
+        let appVersion = try string(appLength)
+        var header = EntryHeader(
+            key: key, typeName: typeName, format: format, createdAt: createdAt, validatedAt: validatedAt,
+            lifespan: lifespan, schemaVersion: hasSchema == 1 ? schemaVersion : nil,
+            appVersion: hasApp == 1 ? appVersion : nil, isLocked: flags & 1 == 1, payloadLength: Int(payloadLength))
+        header.checksum = UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: checksumOffset, as: UInt64.self))
+        return header
+    }
+}
+
+/// Why bytes are not a sound entry file.
+package enum EntryFormatError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Shorter than a header.
+    case truncated
+    /// Does not start with the magic: not a Cashier entry.
+    case notAnEntry
+    /// Written by a format version this build does not read.
+    case unsupportedVersion(Int)
+    /// A header field holds an impossible value.
+    case badField(String)
+    /// The file is not as long as its header says.
+    case lengthMismatch(expected: Int, actual: Int)
+    /// The checksum over header and payload does not match.
+    case checksumMismatch
+    /// The prefix given was too short to hold the header: read this many bytes and try again.
+    case needMoreBytes(Int)
+
+    package var description: String {
+        switch self {
+        case .truncated: "truncated: shorter than its header"
+        case .notAnEntry: "not a Cashier entry (bad magic)"
+        case .unsupportedVersion(let version): "unsupported format version \(version)"
+        case .badField(let field): "bad header field: \(field)"
+        case .lengthMismatch(let expected, let actual): "length mismatch: header says \(expected) bytes, file has \(actual)"
+        case .checksumMismatch: "checksum mismatch"
+        case .needMoreBytes(let count): "header needs \(count) bytes"
+        }
+    }
+}
+
+extension Lifespan {
+    /// The header's (kind, value) pair for this lifespan.
+    var encoded: (UInt8, Double) {
+        switch self {
+        case .never: (0, 0)
+        case .seconds(let seconds): (1, seconds)
+        case .until(let date): (2, date.timeIntervalSince1970)
+        }
+    }
+
+    init?(kind: UInt8, value: Double) {
+        switch kind {
+        case 0: self = .never
+        case 1: self = .seconds(value)
+        case 2: self = .until(Date(timeIntervalSince1970: value))
+        default: return nil
+        }
+    }
+}

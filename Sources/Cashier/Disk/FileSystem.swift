@@ -1,0 +1,264 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A failed system call: which one, on what, and `errno`.
+package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
+    package var code: Int32
+    package var operation: String
+    package var path: String
+
+    package init(code: Int32, operation: String, path: String) {
+        self.code = code
+        self.operation = operation
+        self.path = path
+    }
+
+    package var description: String { "\(operation) failed: \(String(cString: strerror(code))) (errno \(code))" }
+
+    /// The ``CacheError`` a caller sees for this failure.
+    func cacheError(key: String?) -> CacheError {
+        let kind: CacheError.Kind =
+            switch code {
+            case ENOSPC, EDQUOT, EFBIG: .noSpace
+            case EACCES, EPERM, EROFS: .permissionDenied
+            case ENOENT, ENOTDIR, EEXIST, EISDIR: .folderUnavailable
+            default: .ioFailure
+            }
+        return CacheError(kind: kind, key: key, path: path, message: description, code: code)
+    }
+}
+
+/// What `stat` says of a file, as Cashier uses it.
+package struct FileInfo: Sendable, Hashable {
+    /// Length in bytes (`st_size`): what ``Cache/totalSize`` adds up.
+    package var size: Int
+    /// Seconds since 1970 of the last access or modification, whichever is later.
+    package var lastUse: Double
+    package var isRegularFile: Bool
+    package var isDirectory: Bool
+}
+
+/// Every file-system call Cashier makes: the seam tests use to inject failures.
+///
+/// ``POSIXFileSystem`` is the real one. All paths are absolute.
+package protocol FileSystem: Sendable {
+    func createDirectory(_ path: String, permissions: mode_t) throws(SystemError)
+    /// Creates `path` exclusively, writes `header` then `payload`, optionally syncs, closes.
+    /// On failure the file may exist and the caller removes it.
+    func writeNewFile(_ path: String, permissions: mode_t, header: UnsafeRawBufferPointer,
+                      payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError)
+    func rename(_ source: String, to destination: String) throws(SystemError)
+    func synchronizeDirectory(_ path: String) throws(SystemError)
+    func removeFile(_ path: String) throws(SystemError)
+    /// The whole file and its `stat` (at most open, fstat, read, close).
+    func readFile(_ path: String) throws(SystemError) -> (Data, FileInfo)
+    /// Up to `maximumLength` bytes from the start of the file, and its `stat`.
+    func readPrefix(_ path: String, maximumLength: Int) throws(SystemError) -> ([UInt8], FileInfo)
+    func contentsOfDirectory(_ path: String) throws(SystemError) -> [String]
+    /// `stat` of `name` inside `directory` (`fstatat`), `nil` if it does not exist.
+    func info(_ name: String, in directory: String) -> FileInfo?
+    /// Bytes available to this user on the volume holding `path`.
+    func availableCapacity(_ path: String) -> Int?
+    /// Takes an exclusive advisory lock (`flock`) on `path`, creating it; returns a token for ``unlock(_:)``.
+    func lockExclusively(_ path: String) throws(SystemError) -> Int32
+    func unlock(_ token: Int32)
+}
+
+/// The real file system, through POSIX calls (Glibc, Musl or Darwin).
+package struct POSIXFileSystem: FileSystem {
+    package init() {}
+
+    package func createDirectory(_ path: String, permissions: mode_t) throws(SystemError) {
+        if mkdir(path, permissions) == 0 { return }
+        let code = errno
+        if code == EEXIST {
+            var st = stat()
+            if stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { return }
+            throw SystemError(code: ENOTDIR, operation: "mkdir", path: path)
+        }
+        guard code == ENOENT else { throw SystemError(code: code, operation: "mkdir", path: path) }
+        let parent = (path as NSString).deletingLastPathComponent
+        guard !parent.isEmpty, parent != path else { throw SystemError(code: code, operation: "mkdir", path: path) }
+        try createDirectory(parent, permissions: permissions)
+        if mkdir(path, permissions) != 0, errno != EEXIST {
+            throw SystemError(code: errno, operation: "mkdir", path: path)
+        }
+    }
+
+    package func writeNewFile(_ path: String, permissions: mode_t, header: UnsafeRawBufferPointer,
+                              payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
+        guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
+        var closed = false
+        defer { if !closed { _ = close(fd) } }
+        try writeAll(fd, header, payload, path: path)
+        if synchronize {
+            #if canImport(Darwin)
+            let result = fsync(fd)
+            #else
+            let result = fdatasync(fd)
+            #endif
+            guard result == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
+        }
+        closed = true
+        guard close(fd) == 0 else { throw SystemError(code: errno, operation: "close", path: path) }
+    }
+
+    private func writeAll(_ fd: Int32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, path: String) throws(SystemError) {
+        var parts = [first, second].filter { $0.count > 0 }
+        while !parts.isEmpty {
+            var vectors = parts.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+            let written = writev(fd, &vectors, Int32(vectors.count))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw SystemError(code: errno, operation: "write", path: path)
+            }
+            if written == 0 { throw SystemError(code: EIO, operation: "write", path: path) }
+            var remaining = written
+            while remaining > 0, let part = parts.first {
+                if remaining >= part.count {
+                    remaining -= part.count
+                    parts.removeFirst()
+                } else {
+                    parts[0] = UnsafeRawBufferPointer(rebasing: part[remaining...])
+                    remaining = 0
+                }
+            }
+        }
+    }
+
+    package func rename(_ source: String, to destination: String) throws(SystemError) {
+        #if canImport(Darwin)
+        let result = Darwin.rename(source, destination)
+        #elseif canImport(Glibc)
+        let result = Glibc.rename(source, destination)
+        #else
+        let result = Musl.rename(source, destination)
+        #endif
+        guard result == 0 else { throw SystemError(code: errno, operation: "rename", path: destination) }
+    }
+
+    package func synchronizeDirectory(_ path: String) throws(SystemError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY)
+        guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
+        defer { _ = close(fd) }
+        guard fsync(fd) == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
+    }
+
+    package func removeFile(_ path: String) throws(SystemError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw SystemError(code: errno, operation: "unlink", path: path) }
+    }
+
+    package func readFile(_ path: String) throws(SystemError) -> (Data, FileInfo) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
+        defer { _ = close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw SystemError(code: errno, operation: "fstat", path: path) }
+        let info = FileInfo(st)
+        guard info.isRegularFile else { throw SystemError(code: EISDIR, operation: "read", path: path) }
+        var data = Data(count: info.size)
+        var filled = 0
+        let failure: Int32? = data.withUnsafeMutableBytes { buffer in
+            while filled < buffer.count {
+                let count = read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                if count == 0 { break }
+                filled += count
+            }
+            return nil
+        }
+        if let failure { throw SystemError(code: failure, operation: "read", path: path) }
+        if filled < data.count { data.count = filled }  // shrank while reading: the checksum will tell
+        return (data, info)
+    }
+
+    package func readPrefix(_ path: String, maximumLength: Int) throws(SystemError) -> ([UInt8], FileInfo) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
+        defer { _ = close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw SystemError(code: errno, operation: "fstat", path: path) }
+        let info = FileInfo(st)
+        let wanted = min(maximumLength, info.size)
+        var bytes = [UInt8](repeating: 0, count: wanted)
+        let filled = bytes.withUnsafeMutableBytes { buffer -> Int in
+            var filled = 0
+            while filled < buffer.count {
+                let count = pread(fd, buffer.baseAddress! + filled, buffer.count - filled, off_t(filled))
+                if count < 0, errno == EINTR { continue }
+                if count <= 0 { break }
+                filled += count
+            }
+            return filled
+        }
+        if filled < bytes.count { bytes.removeLast(bytes.count - filled) }
+        return (bytes, info)
+    }
+
+    package func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] {
+        guard let directory = opendir(path) else { throw SystemError(code: errno, operation: "opendir", path: path) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    package func info(_ name: String, in directory: String) -> FileInfo? {
+        var st = stat()
+        guard stat(directory + "/" + name, &st) == 0 else { return nil }
+        return FileInfo(st)
+    }
+
+    package func availableCapacity(_ path: String) -> Int? {
+        var fs = statvfs()
+        guard statvfs(path, &fs) == 0 else { return nil }
+        return Int(fs.f_bavail) * Int(fs.f_frsize)
+    }
+
+    package func lockExclusively(_ path: String) throws(SystemError) -> Int32 {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            let code = errno
+            _ = close(fd)
+            throw SystemError(code: code, operation: "flock", path: path)
+        }
+        return fd
+    }
+
+    package func unlock(_ token: Int32) {
+        _ = flock(token, LOCK_UN)
+        _ = close(token)
+    }
+}
+
+extension FileInfo {
+    init(_ st: stat) {
+        #if canImport(Darwin)
+        let access = Double(st.st_atimespec.tv_sec) + Double(st.st_atimespec.tv_nsec) / 1e9
+        let modification = Double(st.st_mtimespec.tv_sec) + Double(st.st_mtimespec.tv_nsec) / 1e9
+        #else
+        let access = Double(st.st_atim.tv_sec) + Double(st.st_atim.tv_nsec) / 1e9
+        let modification = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+        #endif
+        self.init(
+            size: Int(st.st_size), lastUse: max(access, modification),
+            isRegularFile: st.st_mode & S_IFMT == S_IFREG, isDirectory: st.st_mode & S_IFMT == S_IFDIR)
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// Turns values into payload bytes and back, by codec; `Data` passes through raw.
+enum ValueCoding {
+    /// The name stored in headers for `V`: fully qualified, stable across runs.
+    static func typeName<V>(of type: V.Type) -> String { String(reflecting: type) }
+
+    /// The payload format a key's values are written with.
+    static func format<V>(for type: V.Type, codec: Codec) -> PayloadFormat {
+        if type == Data.self { return .raw }
+        return codec == .json ? .json : .propertyList
+    }
+
+    static func encode<V: Encodable>(_ value: V, format: PayloadFormat) throws -> Data {
+        switch format {
+        case .raw:
+            guard let data = value as? Data else { throw CodingFailure("raw payloads hold Data only") }
+            return data
+        case .json:
+            return try JSONEncoder().encode(value)
+        case .propertyList:
+            let encoder = PropertyListEncoder()
+            encoder.outputFormat = .binary
+            return try encoder.encode(value)
+        }
+    }
+
+    static func decode<V: Decodable>(_ type: V.Type, from payload: Data, format: PayloadFormat) throws -> V {
+        switch format {
+        case .raw:
+            guard let value = payload as? V else { throw CodingFailure("raw payload read as \(V.self)") }
+            return value
+        case .json:
+            return try JSONDecoder().decode(type, from: payload)
+        case .propertyList:
+            return try PropertyListDecoder().decode(type, from: payload)
+        }
+    }
+
+    struct CodingFailure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+@testable import Cashier
+
+/// A fresh folder under the system's temporary directory, removed when the test's value goes away.
+final class TemporaryFolder: Sendable {
+    let url: URL
+    var path: String { url.path }
+
+    init(_ label: String = #function) {
+        let safe = label.filter { $0.isLetter || $0.isNumber }
+        url = URL(fileURLWithPath: NSTemporaryDirectory())
+            .appendingPathComponent("cashier-tests-\(safe)-\(UUID().uuidString)", isDirectory: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    /// Names of the files in the folder (created lazily by the cache), sorted.
+    var fileNames: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+    }
+
+    /// Names of the entry files (not the lock file or temporaries).
+    var entryFiles: [String] { fileNames.filter(DiskStore.isEntryFileName) }
+}
+
+/// A clock tests move by hand instead of sleeping.
+final class TestClock: Sendable {
+    private let current: Locked<Date>
+    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Locked(start) }
+    var now: Date { current.withLock { $0 } }
+    func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+    var function: @Sendable () -> Date { { self.now } }
+}
+
+/// Collects every event a cache emits.
+final class EventLog: Sendable {
+    private let events = Locked<[CacheEvent]>([])
+    var all: [CacheEvent] { events.withLock { $0 } }
+    var handler: @Sendable (CacheEvent) -> Void { { event in self.events.withLock { $0.append(event) } } }
+
+    var discards: [(String, DiscardReason)] {
+        all.compactMap { if case .discarded(let key, let reason) = $0 { (key, reason) } else { nil } }
+    }
+    var failures: [CacheError] {
+        all.compactMap { if case .failure(_, let error) = $0 { error } else { nil } }
+    }
+    var evictions: [String] {
+        all.compactMap { if case .evicted(let key, _) = $0 { key } else { nil } }
+    }
+    var migrations: [(String, Int?, Int?)] {
+        all.compactMap { if case .migrated(let key, let from, let to) = $0 { (key, from, to) } else { nil } }
+    }
+    func clear() { events.withLock { $0.removeAll() } }
+}
+
+/// A configuration on `folder` with a test clock and an event log.
+func makeConfiguration(_ folder: TemporaryFolder, clock: TestClock = TestClock(), events: EventLog? = nil,
+                       appVersion: String? = "1.0") -> Cache.Configuration {
+    var configuration = Cache.Configuration(name: "test")
+    configuration.location = .directory(folder.url)
+    configuration.now = clock.function
+    configuration.appVersion = appVersion
+    configuration.onEvent = events?.handler
+    return configuration
+}
+
+struct User: Codable, Sendable, Equatable {
+    var name: String
+    var age: Int
+}
