@@ -70,7 +70,7 @@ package final class DiskStore: Sendable {
         do {
             (data, info) = try fileSystem.readFile(path(fileName))
         } catch {
-            return error.code == ENOENT ? .absent : .failed(error)
+            return error.code == ENOENT || error.code == ENOTDIR ? .absent : .failed(error)
         }
         let decoded = data.withUnsafeBytes { bytes in
             Result { () throws(EntryFormatError) in try EntryHeader.decode(file: bytes) }
@@ -89,7 +89,7 @@ package final class DiskStore: Sendable {
             do {
                 (bytes, info) = try fileSystem.readPrefix(path(fileName), maximumLength: wanted)
             } catch {
-                return .failure(error.code == ENOENT ? .absent : .failed(error))
+                return .failure(error.code == ENOENT || error.code == ENOTDIR ? .absent : .failed(error))
             }
             let decoded = bytes.withUnsafeBytes { raw in
                 Result { () throws(EntryFormatError) in try EntryHeader.decodePrefix(raw, fileLength: info.size) }

@@ -1,0 +1,237 @@
+import Foundation
+import Testing
+@testable import Cashier
+
+@Suite struct ExpiryTests {
+    let folder = TemporaryFolder()
+    let clock = TestClock()
+
+    func cache(default lifespan: Lifespan = .never, returnsExpired: Bool = false, events: EventLog? = nil) -> Cache {
+        var configuration = makeConfiguration(folder, clock: clock, events: events)
+        configuration.defaultLifespan = lifespan
+        configuration.returnsExpiredValues = returnsExpired
+        return Cache(configuration)
+    }
+
+    @Test func secondsLifespanExpiresAfterItsDuration() throws {
+        let cache = cache()
+        let key = CacheKey<Int>("n", lifespan: .seconds(10))
+        try cache.set(1, for: key)
+        clock.advance(by: 9.9)
+        #expect(cache.value(for: key) == 1)
+        clock.advance(by: 0.2)
+        #expect(cache.value(for: key) == nil)
+        #expect(Cache(makeConfiguration(folder, clock: clock)).value(for: key) == nil)
+    }
+
+    @Test func argumentBeatsKeyBeatsCacheDefault() throws {
+        let cache = cache(default: .seconds(100))
+        try cache.set(1, for: CacheKey<Int>("arg", lifespan: .seconds(50)), lifespan: .seconds(10))
+        try cache.set(2, for: CacheKey<Int>("key", lifespan: .seconds(50)))
+        try cache.set(3, for: CacheKey<Int>("default"))
+        #expect(cache.entry(for: CacheKey<Int>("arg"))?.expiresAt == clock.now.addingTimeInterval(10))
+        #expect(cache.entry(for: CacheKey<Int>("key"))?.expiresAt == clock.now.addingTimeInterval(50))
+        #expect(cache.entry(for: CacheKey<Int>("default"))?.expiresAt == clock.now.addingTimeInterval(100))
+    }
+
+    @Test func untilDateExpiresAtThatMoment() throws {
+        let cache = cache()
+        let key = CacheKey<Int>("n")
+        try cache.set(1, for: key, lifespan: .until(clock.now.addingTimeInterval(30)))
+        clock.advance(by: 29)
+        #expect(cache.isValid(key))
+        clock.advance(by: 1)
+        #expect(!cache.isValid(key))
+        #expect(cache.contains(key))
+    }
+
+    @Test func refreshRestartsTheLifespanFromNow() throws {
+        let cache = cache()
+        let key = CacheKey<Int>("n", lifespan: .seconds(10))
+        try cache.set(1, for: key)
+        clock.advance(by: 8)
+        cache.refresh(key)
+        clock.advance(by: 8)
+        #expect(cache.value(for: key) == 1)
+        #expect(Cache(makeConfiguration(folder, clock: clock)).value(for: key) == 1)
+        let entry = try #require(cache.entry(for: key))
+        #expect(entry.validatedAt == clock.now.addingTimeInterval(-8))
+        #expect(entry.createdAt == clock.now.addingTimeInterval(-16))
+    }
+
+    @Test func expiredEntryIsReturnedWhenTheCacheReturnsExpiredValues() throws {
+        let cache = cache(returnsExpired: true)
+        let key = CacheKey<Int>("n", lifespan: .seconds(1))
+        try cache.set(1, for: key)
+        clock.advance(by: 5)
+        #expect(cache.value(for: key) == 1)
+        #expect(cache.entry(for: key)?.isExpired == true)
+        #expect(!cache.isValid(key))
+    }
+
+    @Test func readingNeverDeletesAnExpiredEntry() throws {
+        let cache = cache()
+        let key = CacheKey<Int>("n", lifespan: .seconds(1))
+        try cache.set(1, for: key)
+        clock.advance(by: 5)
+        #expect(cache.value(for: key) == nil)
+        #expect(folder.entryFiles.count == 1)
+        let entry = try #require(cache.entry(for: key))
+        #expect(entry.isExpired)
+        #expect(entry.value == 1)
+    }
+
+    @Test func removeExpiredDeletesOnlyExpiredEntries() throws {
+        let events = EventLog()
+        let cache = cache(events: events)
+        try cache.set(1, for: CacheKey<Int>("short", lifespan: .seconds(1)))
+        try cache.set(2, for: CacheKey<Int>("long", lifespan: .seconds(100)))
+        clock.advance(by: 5)
+        cache.removeExpired()
+        #expect(cache.keys == ["long"])
+        #expect(events.discards.map(\.0) == ["short"])
+        #expect(events.discards.first?.1 == .expired)
+        #expect(cache.entry(for: CacheKey<Int>("short")) == nil)
+    }
+
+    @Test func lockedEntryNeverExpiresUntilUnlocked() throws {
+        let cache = cache()
+        let key = CacheKey<Int>("n", lifespan: .seconds(1))
+        try cache.set(1, for: key)
+        cache.lock(key)
+        clock.advance(by: 100)
+        #expect(cache.value(for: key) == 1)
+        cache.removeExpired()
+        #expect(cache.value(for: key) == 1)
+        let reopened = Cache(makeConfiguration(folder, clock: clock))
+        #expect(reopened.entry(for: key)?.isLocked == true)
+        #expect(reopened.value(for: key) == 1)
+        cache.unlock(key)
+        #expect(cache.value(for: key) == nil)
+        #expect(Cache(makeConfiguration(folder, clock: clock)).value(for: key) == nil)
+    }
+
+    @Test func overwritingALockedEntryKeepsItLocked() throws {
+        let cache = cache()
+        let key = CacheKey<Int>("n")
+        try cache.set(1, for: key)
+        cache.lock(key)
+        try Cache(makeConfiguration(folder, clock: clock)).set(2, for: key)
+        #expect(cache.entry(for: key)?.isLocked == true)
+    }
+
+    @Test func removeAllUnlockedKeepsLockedEntries() throws {
+        let cache = cache()
+        try cache.set(1, for: CacheKey<Int>("a"))
+        try cache.set(2, for: CacheKey<Int>("b"))
+        cache.lock(CacheKey<Int>("b"))
+        cache.removeAllUnlocked()
+        #expect(cache.keys == ["b"])
+        #expect(cache.value(for: CacheKey<Int>("a")) == nil)
+        cache.removeAll()
+        #expect(cache.keys.isEmpty)
+        #expect(cache.count == 0)
+        #expect(cache.totalSize == 0)
+    }
+}
+
+@Suite struct DamageTests {
+    let folder = TemporaryFolder()
+    let key = CacheKey<User>("profile", schemaVersion: 1)
+
+    func writeEntry() throws -> URL {
+        try Cache(makeConfiguration(folder)).set(User(name: "Ada", age: 36), for: key)
+        return folder.url.appendingPathComponent(DiskStore.fileName(for: "profile"))
+    }
+
+    func expectCorruptMiss() {
+        let events = EventLog()
+        let cache = Cache(makeConfiguration(folder, events: events))
+        #expect(cache.value(for: key) == nil)
+        #expect(events.discards.count == 1)
+        #expect(events.discards.first?.1 == .corrupt)
+        #expect(folder.entryFiles.isEmpty)
+    }
+
+    @Test(arguments: [0, 3, 10, 40, 79, 85, 120])
+    func flippedByteIsACorruptMiss(offset: Int) throws {
+        let url = try writeEntry()
+        var bytes = try Data(contentsOf: url)
+        let index = min(offset, bytes.count - 1)
+        bytes[index] ^= 0x5A
+        try bytes.write(to: url)
+        expectCorruptMiss()
+    }
+
+    @Test(arguments: [0, 1, 40, 79, 80, 100])
+    func truncatedFileIsACorruptMiss(length: Int) throws {
+        let url = try writeEntry()
+        let bytes = try Data(contentsOf: url)
+        try bytes.prefix(min(length, bytes.count - 1)).write(to: url)
+        expectCorruptMiss()
+    }
+
+    @Test func extendedFileIsACorruptMiss() throws {
+        let url = try writeEntry()
+        var bytes = try Data(contentsOf: url)
+        bytes.append(0)
+        try bytes.write(to: url)
+        expectCorruptMiss()
+    }
+
+    @Test func foreignFileUnderTheEntryNameIsACorruptMiss() throws {
+        let url = try writeEntry()
+        try Data("{\"name\":\"Ada\",\"age\":36}".utf8).write(to: url)
+        expectCorruptMiss()
+    }
+
+    @Test func randomBytesNeverCrashARead() throws {
+        var generator = SplitMix64(seed: 42)
+        let url = try writeEntry()
+        for _ in 0..<200 {
+            let count = Int(generator.next() % 400)
+            try Data((0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }).write(to: url)
+            #expect(Cache(makeConfiguration(folder)).value(for: key) == nil)
+        }
+    }
+
+    @Test func folderEntryInPlaceOfAFileIsAMissNotACrash() throws {
+        try FileManager.default.createDirectory(
+            at: folder.url.appendingPathComponent(DiskStore.fileName(for: "profile")), withIntermediateDirectories: true)
+        let events = EventLog()
+        #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
+    }
+
+    @Test func entryOfAnotherKeyUnderTheSameFileIsAMissAndLeftAlone() throws {
+        try Cache(makeConfiguration(folder)).set(User(name: "Other", age: 1), for: CacheKey<User>("other", schemaVersion: 1))
+        let other = folder.url.appendingPathComponent(DiskStore.fileName(for: "other"))
+        try FileManager.default.moveItem(at: other, to: folder.url.appendingPathComponent(DiskStore.fileName(for: "profile")))
+        let events = EventLog()
+        #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
+        #expect(events.discards.isEmpty)
+        #expect(folder.entryFiles.count == 1)
+    }
+
+    @Test func garbageCollectionRemovesDamagedFiles() throws {
+        let url = try writeEntry()
+        try Data("garbage".utf8).write(to: url)
+        let events = EventLog()
+        let cache = Cache(makeConfiguration(folder, events: events))
+        cache.collectGarbage()
+        #expect(folder.entryFiles.isEmpty)
+        #expect(events.discards.first?.1 == .corrupt)
+    }
+}
+
+/// A small deterministic generator for reproducible random tests.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

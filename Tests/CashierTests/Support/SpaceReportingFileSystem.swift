@@ -1,0 +1,29 @@
+import Foundation
+@testable import Cashier
+
+/// The real file system, except that free space is a simulated volume:
+/// `capacity` minus the bytes in the watched folder.
+struct SpaceReportingFileSystem: FileSystem {
+    let base = POSIXFileSystem()
+    let capacity: Int
+    let folder: String
+
+    func createDirectory(_ path: String, permissions: mode_t) throws(SystemError) { try base.createDirectory(path, permissions: permissions) }
+    func writeNewFile(_ path: String, permissions: mode_t, header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
+        try base.writeNewFile(path, permissions: permissions, header: header, payload: payload, synchronize: synchronize)
+    }
+    func rename(_ source: String, to destination: String) throws(SystemError) { try base.rename(source, to: destination) }
+    func synchronizeDirectory(_ path: String) throws(SystemError) { try base.synchronizeDirectory(path) }
+    func removeFile(_ path: String) throws(SystemError) { try base.removeFile(path) }
+    func readFile(_ path: String) throws(SystemError) -> (Data, FileInfo) { try base.readFile(path) }
+    func readPrefix(_ path: String, maximumLength: Int) throws(SystemError) -> ([UInt8], FileInfo) { try base.readPrefix(path, maximumLength: maximumLength) }
+    func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
+    func info(_ name: String, in directory: String) -> FileInfo? { base.info(name, in: directory) }
+    func lockExclusively(_ path: String) throws(SystemError) -> Int32 { try base.lockExclusively(path) }
+    func unlock(_ token: Int32) { base.unlock(token) }
+
+    func availableCapacity(_ path: String) -> Int? {
+        let used = ((try? base.contentsOfDirectory(folder)) ?? []).reduce(0) { $0 + (base.info($1, in: folder)?.size ?? 0) }
+        return capacity - used
+    }
+}
