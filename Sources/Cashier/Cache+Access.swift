@@ -265,7 +265,7 @@ extension Cache {
                 return discard(.undecodable)
             }
         }
-        disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: nowSeconds)
+        disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: Date().timeIntervalSince1970)
         memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value))
         return Found(value: value, metadata: metadata)
     }

@@ -19,6 +19,8 @@ package final class DiskStore: Sendable {
     package let fileSystem: any FileSystem
     private let state = Locked(IndexState())
     private let sweepQueue = DispatchQueue(label: "Cashier.DiskStore.sweep", qos: .utility)
+    /// Serializes folder scans in this process so concurrent first questions share one scan.
+    private let scanLock = NSLock()
 
     package init(folder: String, fileSystem: any FileSystem = POSIXFileSystem()) {
         self.folder = folder
@@ -218,9 +220,20 @@ package final class DiskStore: Sendable {
     }
 
     private func loadIndexIfNeeded() {
-        guard state.withLock({ $0.beginLoading() }) else { return }
+        guard !state.withLock({ $0.loaded }) else { return }
+        scanLock.lock()
+        defer { scanLock.unlock() }
+        if !state.withLock({ $0.loaded }) { _ = rescan() }
+    }
+
+    /// Rebuilds the index from the folder (the truth when other processes write too).
+    /// Returns what the scan found; changes this process makes meanwhile are kept.
+    @discardableResult
+    private func rescan() -> [String: IndexRecord] {
+        let position = state.withLock { $0.beginScan() }
         let scanned = scanSizes()
-        state.withLock { $0.finishLoading(scanned) }
+        state.withLock { $0.endScan(scanned, from: position) }
+        return scanned
     }
 
     /// One `readdir` pass and one `stat` per entry file.
@@ -325,8 +338,7 @@ package final class DiskStore: Sendable {
                 }
             }
             removals += evict(from: live, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace)
-            let rescanned = scanSizes()
-            state.withLock { $0.install(rescanned, merging: known) }
+            rescan()
             return removals
         }
     }
@@ -355,21 +367,13 @@ package final class DiskStore: Sendable {
         withFolderLock {
             state.withLock { $0.sweepScheduled = false }
             // Another process may have written: the folder, not this process's index, is the truth.
-            let scanned = scanSizes()
-            let known = state.withLock { $0.files }
-            var total = 0
-            var candidates: [Candidate] = []
-            for (name, record) in scanned {
-                total += record.size
-                let previous = known[name]
-                candidates.append(Candidate(
-                    fileName: name, key: nil, size: record.size,
-                    lastUse: max(record.lastUse, previous?.lastUse ?? 0), isLocked: previous?.isLocked))
-            }
-            state.withLock { $0.install(scanned, merging: known) }
+            rescan()
+            let (files, total) = state.withLock { ($0.files, $0.totalSize) }
             guard let limit = limits.size, total > limit else { return [] }
-            let target = Int(Double(limit) * limits.sweepTarget)
-            return evict(from: candidates, downTo: target, minimumFreeSpace: nil)
+            let candidates = files.map { name, record in
+                Candidate(fileName: name, key: nil, size: record.size, lastUse: record.lastUse, isLocked: record.isLocked)
+            }
+            return evict(from: candidates, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil)
         }
     }
 
@@ -447,26 +451,27 @@ private struct IndexRecord: Sendable {
     var isLocked: Bool?
 }
 
-/// The in-process index of one folder. Changes that happen while a scan runs are
-/// replayed over the scan's result, so the totals stay exact.
+/// The in-process index of one folder. Changes made while a scan runs are logged
+/// and replayed over the scan's result, so the totals stay exact to the byte.
 private struct IndexState {
     var folderReady = false
     var loaded = false
-    var loading = false
-    var pending: [(String, IndexRecord?)] = []
     var files: [String: IndexRecord] = [:]
     var totalSize = 0
     var sweepScheduled = false
     var temporaryCounter = 0
+    private var log: [(String, IndexRecord?)] = []
+    private var activeScans = 0
 
     mutating func nextTemporary() -> Int {
         temporaryCounter += 1
         return temporaryCounter
     }
 
+    /// Records a change. Before the first scan, `files` holds only what this process
+    /// touched (its recency and locks are merged into the scan); `totalSize` counts once loaded.
     mutating func note(_ name: String, _ record: IndexRecord?) {
-        if loading { pending.append((name, record)) }
-        guard loaded else { return }
+        if activeScans > 0 { log.append((name, record)) }
         apply(name, record)
     }
 
@@ -475,6 +480,7 @@ private struct IndexState {
             if let old = files[name] {
                 totalSize -= old.size
                 if record.isLocked == nil { record.isLocked = old.isLocked }
+                record.lastUse = max(record.lastUse, old.lastUse)
             }
             files[name] = record
             totalSize += record.size
@@ -483,26 +489,16 @@ private struct IndexState {
         }
     }
 
-    /// Whether the caller should scan: true for exactly one caller while unloaded.
-    mutating func beginLoading() -> Bool {
-        guard !loaded, !loading else { return false }
-        loading = true
-        pending = []
-        return true
+    /// Starts a scan; the returned position is handed back to ``endScan(_:from:)``.
+    mutating func beginScan() -> Int {
+        activeScans += 1
+        return log.count
     }
 
-    mutating func finishLoading(_ scanned: [String: IndexRecord]) {
-        files = scanned
-        totalSize = scanned.values.reduce(0) { $0 + $1.size }
-        loading = false
-        loaded = true
-        for (name, record) in pending { apply(name, record) }
-        pending = []
-    }
-
-    /// Replaces the index with a fresh scan, keeping what this process knew of
-    /// recency and locks. A scan in flight elsewhere replays its own changes after.
-    mutating func install(_ scanned: [String: IndexRecord], merging known: [String: IndexRecord]) {
+    /// Installs a scan's result, keeping what this process knew of recency and locks,
+    /// then replays every change noted since the scan began.
+    mutating func endScan(_ scanned: [String: IndexRecord], from position: Int) {
+        let known = files
         files = scanned
         for (name, previous) in known {
             guard var record = files[name] else { continue }
@@ -512,13 +508,14 @@ private struct IndexState {
         }
         totalSize = files.values.reduce(0) { $0 + $1.size }
         loaded = true
+        for (name, record) in log[position...] { apply(name, record) }
+        activeScans -= 1
+        if activeScans == 0 { log.removeAll() }
     }
 
     mutating func reset(loadedEmpty: Bool = false) {
         files = [:]
         totalSize = 0
         loaded = loadedEmpty
-        loading = false
-        pending = []
     }
 }
