@@ -120,6 +120,9 @@ final class FetchCall: Sendable {
         }
     }
 
+    /// How many callers are waiting (tests use it to line callers up without sleeping).
+    var waiterCount: Int { state.withLock { $0.waiters.count } }
+
     func finish(_ outcome: Result<any Sendable, any Error>) {
         let waiters = state.withLock { state in
             state.outcome = outcome
