@@ -123,7 +123,7 @@ public final class Cache: Sendable {
         let path = Self.folderPath(for: configuration)
         folder = path.map { URL(fileURLWithPath: $0, isDirectory: true) }
         store = Store.forFolder(path, fileSystem: configuration.fileSystem)
-        memory = MemoryTier(limit: configuration.location == .memoryOnly ? configuration.memoryCountLimit : configuration.memoryCountLimit)
+        memory = MemoryTier(limit: configuration.memoryCountLimit)
         let memory = self.memory
         let box = WeakIdentity()
         subscription = store.hub.subscribe(name: nil) { change in

@@ -96,11 +96,6 @@ final class MemoryTier: Sendable {
 
     deinit { state.withLock { $0.unlinkAll() } }
 
-    /// The record for `name`, made most recently used; counts a hit when `countsHit` and found.
-    func record(named name: String) -> MemoryRecord? {
-        state.withLock { $0.touch(name) }
-    }
-
     /// The record for `name` without changing its recency.
     func peek(_ name: String) -> MemoryRecord? {
         state.withLock { $0.records[name] }
