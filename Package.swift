@@ -25,7 +25,7 @@ let package = Package(
             ),
             dependencies: ["cashier"]
         ),
-        .testTarget(name: "CashierTests", dependencies: ["Cashier"]),
+        .testTarget(name: "CashierTests", dependencies: ["Cashier"], exclude: ["Fixtures"]),
         .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier"]),
     ],
     swiftLanguageModes: [.v6]
