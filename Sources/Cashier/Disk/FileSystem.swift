@@ -231,7 +231,7 @@ package struct POSIXFileSystem: FileSystem {
     }
 
     package func lockExclusively(_ path: String) throws(SystemError) -> Int32 {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         while flock(fd, LOCK_EX) != 0 {
             if errno == EINTR { continue }
