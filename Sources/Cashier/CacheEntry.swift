@@ -35,6 +35,7 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Entries removed because they could not be used (see ``DiscardReason``).
     public var discards: Int = 0
 
+    /// Counters with the given values (all zero by default).
     public init(hits: Int = 0, misses: Int = 0, writes: Int = 0, evictions: Int = 0, discards: Int = 0) {
         self.hits = hits
         self.misses = misses

@@ -10,8 +10,11 @@
 public struct CacheError: Error, Sendable, Hashable {
     /// The category of a failure: what a caller can act on.
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        /// The kind's name in words, as printed by ``CacheError/description``.
         public let rawValue: String
+        /// A kind with this name; the static members are the kinds Cashier reports.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The kind's name in words.
         public var description: String { rawValue }
 
         /// The value could not be encoded with the key's codec.
@@ -41,6 +44,7 @@ public struct CacheError: Error, Sendable, Hashable {
     /// The `errno` value behind the failure, when it came from a system call.
     public let code: Int32?
 
+    /// An error of `kind` about `key` and `path`, with the cause in words.
     public init(kind: Kind, key: String? = nil, path: String? = nil, message: String, code: Int32? = nil) {
         self.kind = kind
         self.key = key
@@ -59,6 +63,7 @@ public struct CacheError: Error, Sendable, Hashable {
 }
 
 extension CacheError: CustomStringConvertible {
+    /// What happened, to which key and file, and why, in one line.
     public var description: String {
         var text = "Cashier: \(kind)"
         if let key { text += " for key \"\(key.debugDescription.dropFirst().dropLast())\"" }

@@ -45,11 +45,13 @@ public struct CacheKey<Value: Codable & Sendable>: Sendable, Hashable {
         self.migrations = migrations
     }
 
+    /// Whether two keys have the same name, schema version, lifespan and codec (migrations are not compared).
     public static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
         lhs.name == rhs.name && lhs.schemaVersion == rhs.schemaVersion
             && lhs.lifespan == rhs.lifespan && lhs.codec == rhs.codec
     }
 
+    /// Hashes the name, schema version, lifespan and codec (not the migrations).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(schemaVersion)
@@ -65,6 +67,7 @@ public struct CacheKey<Value: Codable & Sendable>: Sendable, Hashable {
 }
 
 extension CacheKey: CustomStringConvertible {
+    /// The key's type, name and schema version, for logs.
     public var description: String {
         "CacheKey<\(Value.self)>(\"\(name)\", schemaVersion: \(schemaVersion.map(String.init) ?? "nil"))"
     }
