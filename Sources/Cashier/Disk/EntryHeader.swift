@@ -204,7 +204,9 @@ package struct EntryHeader: Sendable, Hashable {
         func string(_ count: Int) throws(EntryFormatError) -> String {
             defer { offset += count }
             let bytes = UnsafeRawBufferPointer(rebasing: prefix[offset..<offset + count])
-            guard let string = String(validating: bytes, as: UTF8.self) else { throw .badField("UTF-8 string") }
+            // `String(validating:as:)` needs macOS 15 / iOS 18: decode, then check nothing was repaired.
+            let string = String(decoding: bytes, as: UTF8.self)
+            guard string.utf8.count == count, string.utf8.elementsEqual(bytes) else { throw .badField("UTF-8 string") }
             return string
         }
         let key = try string(keyLength)
