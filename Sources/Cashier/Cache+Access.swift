@@ -253,7 +253,7 @@ extension Cache {
             changes.append(value)
         } else {
             let expectedType = ValueCoding.typeName(of: V.self)
-            guard header.typeName == expectedType else {
+            guard ValueCoding.normalizedTypeName(header.typeName) == expectedType else {
                 return discard(.typeMismatch(stored: header.typeName, expected: expectedType))
             }
             if key.schemaVersion == nil, header.appVersion != configuration.appVersion {

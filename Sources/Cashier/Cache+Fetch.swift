@@ -14,6 +14,10 @@ public enum FetchPolicy: Sendable, Hashable {
 extension Cache {
     /// The cached value for `key`, or the result of `fetch`, stored before it is returned.
     ///
+    /// An expired entry counts as a miss here even when the cache
+    /// ``Configuration/returnsExpiredValues``: fetching is how it is renewed
+    /// (use ``FetchPolicy/staleWhileRevalidate`` to get it stale while it renews).
+    ///
     /// Concurrent callers that miss on the same key share one call of `fetch`
     /// (across every ``Cache`` instance on the folder in this process). A fetch that
     /// throws stores nothing and its error is rethrown to every caller sharing it.
@@ -21,7 +25,11 @@ extension Cache {
     /// failure goes to ``Configuration/onEvent``.
     public func value<V>(for key: CacheKey<V>, lifespan: Lifespan? = nil,
                          fetch: @Sendable () async throws -> V) async throws -> V {
-        if let value = value(for: key) { return value }
+        if let found = load(key), !found.metadata.isExpired(at: nowSeconds) {
+            emit(.hit(key: key.name))
+            return found.value
+        }
+        emit(.miss(key: key.name))
         return try await sharedFetch(key, lifespan: lifespan, fetch: fetch)
     }
 

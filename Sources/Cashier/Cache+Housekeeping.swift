@@ -28,6 +28,11 @@ extension Cache {
         removeAll { _, metadata in !metadata.isLocked }
     }
 
+    /// Removes every locked entry (SPTPersistentCache's `wipeLockedFiles`).
+    public func removeAllLocked() {
+        removeAll { _, metadata in metadata.isLocked }
+    }
+
     /// Removes every entry whose key `shouldRemove` accepts, e.g. `{ $0.hasPrefix("user42.") }` at sign-out.
     ///
     /// Reads each entry's header (keys are stored whole in them), not file names.

@@ -235,3 +235,50 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite struct PlatformNeutralityTests {
+    let folder = TemporaryFolder()
+
+    @Test func dataTypeNameIsTheSameOnEveryPlatform() {
+        #expect(ValueCoding.typeName(of: Data.self) == "Foundation.Data")
+        #expect(ValueCoding.typeName(of: [Data].self) == "Swift.Array<Foundation.Data>")
+    }
+
+    @Test func entriesNamedWithFoundationEssentialsStillRead() throws {
+        let key = CacheKey<Data>("blob", schemaVersion: 1)
+        let store = DiskStore(folder: folder.path)
+        let payload = Data([1, 2, 3])
+        let header = EntryHeader(
+            key: "blob", typeName: "FoundationEssentials.Data", format: .raw, createdAt: 0, validatedAt: 0,
+            lifespan: .never, schemaVersion: 1, appVersion: nil, isLocked: false, payloadLength: 3)
+        _ = try store.write(DiskStore.fileName(for: "blob"), header: header, payload: payload,
+                            options: .init(filePermissions: 0o644, folderPermissions: 0o755, synchronize: false, completeProtection: false))
+        #expect(Cache(makeConfiguration(folder)).value(for: key) == payload)
+    }
+}
+
+@Suite struct LockedRemovalTests {
+    let folder = TemporaryFolder()
+
+    @Test func removeAllLockedKeepsUnlockedEntries() throws {
+        let cache = Cache(makeConfiguration(folder))
+        try cache.set(1, for: CacheKey<Int>("a"))
+        try cache.set(2, for: CacheKey<Int>("b"))
+        cache.lock(CacheKey<Int>("b"))
+        cache.removeAllLocked()
+        #expect(cache.keys == ["a"])
+        #expect(cache.value(for: CacheKey<Int>("b")) == nil)
+    }
+
+    @Test func fetchRenewsAnExpiredEntryEvenWhenExpiredValuesAreReturned() async throws {
+        let clock = TestClock()
+        var configuration = makeConfiguration(folder, clock: clock)
+        configuration.returnsExpiredValues = true
+        let cache = Cache(configuration)
+        let key = CacheKey<Int>("n", lifespan: .seconds(1))
+        try cache.set(1, for: key)
+        clock.advance(by: 5)
+        #expect(cache.value(for: key) == 1)
+        #expect(try await cache.value(for: key) { 2 } == 2)
+    }
+}

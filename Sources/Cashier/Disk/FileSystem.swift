@@ -100,7 +100,8 @@ package struct POSIXFileSystem: FileSystem {
         try writeAll(fd, header, payload, path: path)
         if synchronize {
             #if canImport(Darwin)
-            let result = fsync(fd)
+            // fsync on Apple platforms does not flush the drive's cache; F_FULLFSYNC does.
+            let result = fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd)
             #else
             let result = fdatasync(fd)
             #endif

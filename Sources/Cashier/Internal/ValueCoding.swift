@@ -2,8 +2,14 @@ import Foundation
 
 /// Turns values into payload bytes and back, by codec; `Data` passes through raw.
 enum ValueCoding {
-    /// The name stored in headers for `V`: fully qualified, stable across runs.
-    static func typeName<V>(of type: V.Type) -> String { String(reflecting: type) }
+    /// The name stored in headers for `V`: fully qualified, stable across runs and platforms.
+    static func typeName<V>(of type: V.Type) -> String { normalizedTypeName(String(reflecting: type)) }
+
+    /// `String(reflecting:)` says `FoundationEssentials.Data` on Linux and `Foundation.Data` on
+    /// Apple platforms: both are written, and compared, as `Foundation.…`.
+    static func normalizedTypeName(_ name: String) -> String {
+        name.contains("FoundationEssentials.") ? name.replacingOccurrences(of: "FoundationEssentials.", with: "Foundation.") : name
+    }
 
     /// The payload format a key's values are written with.
     static func format<V>(for type: V.Type, codec: Codec) -> PayloadFormat {
