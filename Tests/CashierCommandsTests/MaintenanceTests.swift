@@ -35,6 +35,17 @@ import Testing
         #expect(damaged[0]["problem"] as? String == "checksum mismatch")
     }
 
+    @Test func showOfADamagedEntryGivesItsHeaderAndWhyWithStatus1() throws {
+        try damage("profile", in: folder)
+        let result = cashier("show", folder.path, "profile")
+        #expect(result.status == .failure)
+        #expect(result.output.contains("key             profile\n"))
+        #expect(result.output.hasSuffix("status          damaged: checksum mismatch\n"))
+        let json = cashier("show", folder.path, "profile", "--json").json
+        #expect(json["status"] as? String == "damaged")
+        #expect(json["payload"] is NSNull)
+    }
+
     @Test func aTruncatedFileIsDamagedAndListedByFileName() throws {
         let name = DiskStore.fileName(for: "profile")
         let bytes = try Data(contentsOf: URL(fileURLWithPath: folder.path + "/" + name))
