@@ -1,1 +1,96 @@
-public enum CashierCommands {}
+import Foundation
+
+/// Where a command writes: standard output for results, standard error for diagnostics.
+///
+/// The tool uses ``standard``; tests pass closures that collect the text.
+public struct Console {
+    public var output: (String) -> Void
+    public var error: (String) -> Void
+
+    public init(output: @escaping (String) -> Void, error: @escaping (String) -> Void) {
+        self.output = output
+        self.error = error
+    }
+
+    /// The process's standard output and standard error.
+    public static var standard: Console {
+        Console(
+            output: { FileHandle.standardOutput.write(Data($0.utf8)) },
+            error: { FileHandle.standardError.write(Data($0.utf8)) })
+    }
+
+    func print(_ line: String = "") { output(line + "\n") }
+    func printError(_ line: String) { error(line + "\n") }
+}
+
+/// The exit statuses of `cashier`.
+public enum ExitStatus: Int32, Sendable {
+    /// The command did what it was asked; `verify` found nothing damaged.
+    case success = 0
+    /// `verify` found damage, or the command could not do what it was asked (no such key, a failed removal).
+    case failure = 1
+    /// The arguments do not make a command, or DIR is missing or not a folder.
+    case usage = 2
+}
+
+/// A command that could not run: one line for standard error.
+struct ToolError: Error {
+    var message: String
+    var status: ExitStatus
+
+    init(_ message: String, status: ExitStatus = .failure) {
+        self.message = message
+        self.status = status
+    }
+}
+
+/// The `cashier` tool: every command, runnable in-process.
+public enum CashierCommands {
+    /// Parses `arguments` (without the program name), runs the command and returns its exit status.
+    ///
+    /// - Parameters:
+    ///   - console: where output and diagnostics go.
+    ///   - now: the moment ages and expiry are measured from.
+    public static func run(_ arguments: [String], console: Console = .standard, now: Date = Date()) -> ExitStatus {
+        let invocation: Invocation
+        do {
+            invocation = try Invocation.parse(arguments)
+        } catch {
+            console.printError("cashier: \(error.message)")
+            console.printError("")
+            console.printError(Help.text(for: error.command))
+            return .usage
+        }
+        do {
+            return try run(invocation, console: console, now: now)
+        } catch let error as ToolError {
+            console.printError("cashier: \(error.message)")
+            return error.status
+        } catch {
+            console.printError("cashier: \(error)")
+            return .failure
+        }
+    }
+
+    static func run(_ invocation: Invocation, console: Console, now: Date) throws -> ExitStatus {
+        switch invocation {
+        case .help(let command):
+            console.print(Help.text(for: command))
+            return .success
+        case .list(let directory, let sort, let json):
+            return try ListCommand.run(directory: directory, sort: sort, json: json, console: console, now: now)
+        case .show(let directory, let key, let json):
+            return try ShowCommand.run(directory: directory, key: key, json: json, console: console, now: now)
+        case .stats(let directory, let json):
+            return try StatsCommand.run(directory: directory, json: json, console: console, now: now)
+        case .verify(let directory, let json):
+            return try VerifyCommand.run(directory: directory, json: json, console: console, now: now)
+        case .prune(let directory, let options, let json):
+            return try PruneCommand.run(directory: directory, options: options, json: json, console: console, now: now)
+        case .remove(let directory, let key):
+            return try RemoveCommand.run(directory: directory, key: key, console: console)
+        case .demo(let directory):
+            return try DemoCommand.run(directory: directory, console: console, now: now)
+        }
+    }
+}

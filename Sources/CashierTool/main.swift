@@ -1,1 +1,4 @@
-print("placeholder")
+import CashierCommands
+import Foundation
+
+exit(CashierCommands.run(Array(CommandLine.arguments.dropFirst())).rawValue)

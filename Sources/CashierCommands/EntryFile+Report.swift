@@ -1,0 +1,104 @@
+import Cashier
+import Foundation
+
+/// The views of one entry shared by `list`, `show`, `stats` and `demo`: table cells and `--json` fields.
+extension EntryFile {
+    /// When the entry stops being valid, or `nil` for never (no lifespan end, or locked).
+    var effectiveExpiry: Double? {
+        guard let header, !header.isLocked else { return nil }
+        return header.expiresAt
+    }
+
+    func age(at now: Double) -> Double? {
+        header.map { now - $0.createdAt }
+    }
+
+    static let tableHeader = ["KEY", "TYPE", "CODEC", "SCHEMA", "APP", "SIZE", "AGE", "EXPIRES", "LOCKED", "STATUS"]
+    static let rightAlignedColumns: Set<Int> = [5, 6]
+
+    func tableRow(at now: Double) -> [String] {
+        let status = status(at: now).rawValue
+        guard let header else {
+            return [displayKey, "?", "?", "?", "?", Format.size(size), "?", "?", "?", status]
+        }
+        return [
+            Format.escaped(header.key),
+            Format.escaped(Format.shortTypeName(header.typeName)),
+            header.format.name,
+            header.schemaVersion.map(String.init) ?? "-",
+            header.appVersion.map(Format.escaped) ?? "-",
+            Format.size(size),
+            Format.duration(now - header.createdAt),
+            Format.expiry(header.expiresAt, isLocked: header.isLocked, now: now),
+            header.isLocked ? "yes" : "no",
+            status,
+        ]
+    }
+
+    /// The fields documented in the README under "`--json` fields".
+    func json(at now: Double) -> [String: JSONValue] {
+        [
+            "key": .string(header?.key),
+            "file": .string(fileName),
+            "type": .string(header?.typeName),
+            "codec": .string(header?.format.name),
+            "schemaVersion": .int(header?.schemaVersion),
+            "appVersion": .string(header?.appVersion),
+            "size": .int(size),
+            "createdAt": .string(header.map { Format.date($0.createdAt) }),
+            "validatedAt": .string(header.map { Format.date($0.validatedAt) }),
+            "expiresAt": .string(effectiveExpiry.map(Format.date)),
+            "ageSeconds": .int(age(at: now).map(Self.whole)),
+            "expiresInSeconds": .int(effectiveExpiry.map { Self.whole($0 - now) }),
+            "locked": header.map { .bool($0.isLocked) } ?? .null,
+            "status": .string(status(at: now).rawValue),
+            "problem": .string(problem),
+        ]
+    }
+
+    private static func whole(_ seconds: Double) -> Int {
+        guard seconds.isFinite else { return 0 }
+        return Int(max(min(seconds.rounded(.down), 1e15), -1e15))
+    }
+}
+
+extension Inventory {
+    func sorted(by order: ListSort, now: Double) -> [EntryFile] {
+        // Ties, and rows without a header, fall back to key then file name so the order is stable.
+        func byKey(_ a: EntryFile, _ b: EntryFile) -> Bool {
+            switch (a.header?.key, b.header?.key) {
+            case let (x?, y?) where x != y: return x < y
+            case (_?, nil): return true
+            case (nil, _?): return false
+            default: return a.fileName < b.fileName
+            }
+        }
+        return entries.sorted { a, b in
+            switch order {
+            case .key:
+                return byKey(a, b)
+            case .size:
+                return a.size != b.size ? a.size > b.size : byKey(a, b)
+            case .age:
+                let x = a.header?.createdAt ?? .infinity, y = b.header?.createdAt ?? .infinity
+                return x != y ? x < y : byKey(a, b)
+            case .expiry:
+                let x = a.effectiveExpiry ?? .infinity, y = b.effectiveExpiry ?? .infinity
+                return x != y ? x < y : byKey(a, b)
+            }
+        }
+    }
+
+    /// The table `list` prints (and `demo` ends with).
+    func table(sortedBy order: ListSort, now: Double) -> String {
+        let rows = sorted(by: order, now: now).map { $0.tableRow(at: now) }
+        return Format.table(EntryFile.tableHeader, rows, rightAligned: EntryFile.rightAlignedColumns)
+    }
+
+    var totalSize: Int { entries.reduce(0) { $0 + $1.size } }
+
+    /// "7 entries, 3.4 KiB"
+    var summary: String {
+        "\(entries.count) \(entries.count == 1 ? "entry" : "entries"), \(Format.size(totalSize))"
+    }
+}

@@ -1,0 +1,102 @@
+/// The texts of `cashier --help` and `cashier help COMMAND`.
+enum Help {
+    static let usage = """
+        usage: cashier COMMAND [OPTIONS] ARGUMENTS
+
+        Inspects and maintains a Cashier cache folder.
+
+        commands:
+          list DIR [--sort key|size|age|expiry] [--json]
+                                   one row per entry: key, type, codec, versions, size, age, expiry, lock, status
+          show DIR KEY [--json]    an entry's metadata and its payload
+          stats DIR [--json]       counts and bytes: entries, expired, locked, damaged; largest and oldest
+          verify DIR [--json]      checks every entry's header and checksum (exit 1 when any is damaged)
+          prune DIR [--expired] [--damaged] [--max-size BYTES] [--dry-run] [--json]
+                                   removes expired or damaged entries, or least recently used ones down to BYTES
+          remove DIR KEY           removes one entry
+          demo [DIR]               fills a demo cache through the library and lists it
+          help [COMMAND]           this text, or one command's
+
+        Exit status: 0 success, 1 damage found or the command failed, 2 usage error
+        or a DIR that is missing or not a folder.
+        """
+
+    static let commands: [String: String] = [
+        "list": """
+            usage: cashier list DIR [--sort key|size|age|expiry] [--json]
+
+            Lists every entry in DIR, one row each: key, value type, codec, schema version,
+            app version, size, age (since the last write), time to expiry or "never",
+            locked, and status: valid, expired or damaged (bad header or checksum).
+
+              --sort key      by key (the default)
+              --sort size     largest first
+              --sort age      oldest first
+              --sort expiry   soonest to expire first; entries that never expire last
+              --json          one JSON document instead of the table
+            """,
+        "show": """
+            usage: cashier show DIR KEY [--json]
+
+            Shows the entry stored for KEY: its metadata, then its payload: JSON
+            pretty-printed, a property list as XML, raw bytes as a hex dump of the
+            first 256 bytes with the total length, a PNG as its dimensions and length.
+            Exit status 1 when there is no entry for KEY or it is damaged.
+
+              --json          one JSON document instead of text
+            """,
+        "stats": """
+            usage: cashier stats DIR [--json]
+
+            Entry count and total bytes; expired, locked and damaged counts and bytes;
+            the largest entries and the oldest one.
+
+              --json          one JSON document instead of text
+            """,
+        "verify": """
+            usage: cashier verify DIR [--json]
+
+            Reads every entry file in DIR and checks its header and checksum. Prints each
+            damaged file and why. Exit status 0 when all are sound, 1 when any is damaged.
+
+              --json          one JSON document instead of text
+            """,
+        "prune": """
+            usage: cashier prune DIR [--expired] [--damaged] [--max-size BYTES] [--dry-run] [--json]
+
+            Removes entries and reports what it removed (count and bytes). At least one of:
+
+              --expired          expired entries (locked entries never expire)
+              --damaged          files whose header or checksum is bad
+              --max-size BYTES   least recently used entries until DIR holds at most BYTES
+                                 (K, M, G suffixes: powers of 1024); damaged files go first,
+                                 locked entries last
+              --dry-run          report what would be removed, remove nothing
+              --json             one JSON document instead of text
+            """,
+        "remove": """
+            usage: cashier remove DIR KEY
+
+            Removes the entry stored for KEY. Exit status 1 when there is none.
+            """,
+        "demo": """
+            usage: cashier demo [DIR]
+
+            Fills a demo cache through the library's public API (a versioned key, an
+            expiring key, a locked one, a property list, raw bytes), reads the values back,
+            simulates an app update with a changed model (an old entry discarded, another
+            migrated), then lists the folder. DIR defaults to a new folder under the user's
+            cache folder ($XDG_CACHE_HOME or ~/.cache on Linux), which is printed.
+            """,
+        "help": """
+            usage: cashier help [COMMAND]
+
+            Prints the usage of cashier, or of one command.
+            """,
+    ]
+
+    static func text(for command: String?) -> String {
+        guard let command, let text = commands[command] else { return usage }
+        return text
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// `cashier verify DIR [--json]`: exit 0 when every entry is sound, 1 when any is damaged.
+enum VerifyCommand {
+    static func run(directory: String, json: Bool, console: Console, now: Date) throws(ToolError) -> ExitStatus {
+        let inventory = try Inventory.load(directory)
+        let damaged = inventory.entries.filter(\.isDamaged)
+        if json {
+            let document: JSONValue = .object([
+                "directory": .string(directory),
+                "checked": .int(inventory.entries.count),
+                "sound": .int(inventory.entries.count - damaged.count),
+                "damaged": .array(damaged.map { entry in
+                    .object([
+                        "file": .string(entry.fileName), "key": .string(entry.header?.key),
+                        "size": .int(entry.size), "problem": .string(entry.problem),
+                    ])
+                }),
+                "foreignFiles": .array(inventory.foreign.map(JSONValue.string)),
+            ])
+            console.print(document.text)
+        } else {
+            for entry in damaged {
+                let key = entry.header.map { " (key \"\(Format.escaped($0.key))\")" } ?? ""
+                console.print("damaged: \(entry.fileName)\(key): \(entry.problem ?? "")")
+            }
+            let checked = inventory.entries.count
+            let files = checked == 1 ? "1 entry" : "\(checked) entries"
+            console.print(damaged.isEmpty
+                ? "\(files) checked, all sound."
+                : "\(files) checked, \(damaged.count) damaged. Remove \(damaged.count == 1 ? "it" : "them") with: cashier prune \(directory) --damaged")
+        }
+        inventory.noteForeignFiles(console)
+        return damaged.isEmpty ? .success : .failure
+    }
+}
