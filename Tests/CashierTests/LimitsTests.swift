@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Testing
 @testable import Cashier
@@ -283,3 +286,32 @@ import Testing
         #expect(folder.entryFiles.isEmpty)
     }
 }
+
+#if os(Linux)
+@Suite struct AccessTimeTests {
+    let folder = TemporaryFolder()
+
+    func accessTime(_ name: String) throws -> Date {
+        var st = stat()
+        #expect(stat(folder.path + "/" + name, &st) == 0)
+        return Date(timeIntervalSince1970: Double(st.st_atim.tv_sec) + Double(st.st_atim.tv_nsec) / 1e9)
+    }
+
+    @Test func readingAndListingLeaveAccessTimesAlone() throws {
+        let cache = Cache(makeConfiguration(folder))
+        try cache.set(1, for: CacheKey<Int>("k"))
+        let file = folder.entryFiles[0]
+        // An access time far in the past that relatime would otherwise update.
+        let omit = (1 << 30) - 2  // UTIME_OMIT: leave the modification time as it is
+        var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 0, tv_nsec: omit)]
+        #expect(utimensat(AT_FDCWD, folder.path + "/" + file, &times, 0) == 0)
+        let before = try accessTime(file)
+        var configuration = makeConfiguration(folder)
+        configuration.memoryCountLimit = 0
+        let reader = Cache(configuration)
+        #expect(reader.value(for: CacheKey<Int>("k")) == 1)
+        #expect(reader.keys == ["k"])
+        #expect(try accessTime(file) == before)
+    }
+}
+#endif
