@@ -25,8 +25,12 @@ let package = Package(
             ),
             dependencies: ["cashier"]
         ),
+        // The child process of the crash-kill and multi-process tests (no product: dependents never build it).
+        .executableTarget(name: "CashierStress", dependencies: ["Cashier"]),
         .testTarget(name: "CashierTests", dependencies: ["Cashier"], exclude: ["Fixtures"]),
         .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier"]),
+        // Starts CashierStress processes: kills them mid-write, runs several on one folder.
+        .testTarget(name: "CashierProcessTests", dependencies: ["Cashier", "CashierStress"]),
     ],
     swiftLanguageModes: [.v6]
 )

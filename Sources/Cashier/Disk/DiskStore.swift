@@ -236,12 +236,19 @@ package final class DiskStore: Sendable {
         return scanned
     }
 
-    /// One `readdir` pass and one `stat` per entry file.
+    /// One `readdir` pass and one `stat` per entry file. Temporary files left by
+    /// writers that died (a killed process) are removed on the way, so they never
+    /// pile up between garbage collections.
     private func scanSizes() -> [String: IndexRecord] {
         guard let names = try? fileSystem.contentsOfDirectory(folder) else { return [:] }
         var records: [String: IndexRecord] = [:]
         records.reserveCapacity(names.count)
-        for name in names where Self.isEntryFileName(name) {
+        let now = Date().timeIntervalSince1970
+        for name in names {
+            guard Self.isEntryFileName(name) else {
+                if name.hasPrefix(Self.temporaryPrefix) { removeIfAbandoned(temporary: name, now: now) }
+                continue
+            }
             if let info = fileSystem.info(name, in: folder), info.isRegularFile {
                 records[name] = IndexRecord(size: info.size, lastUse: info.lastUse, isLocked: nil)
             }

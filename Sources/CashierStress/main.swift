@@ -1,0 +1,117 @@
+import Cashier
+import Foundation
+
+// The child process of Cashier's crash-kill and multi-process tests
+// (Tests/CashierProcessTests). Not part of the library; usable by hand:
+//
+//   CashierStress churn DIR SEED
+//       Writes, overwrites and removes entries of the workload in DIR forever,
+//       printing "ready" once the first write has landed. Made to be killed.
+//       An even SEED writes with `durability = .synchronized` (fsync before
+//       `set` returns), an odd one with the default.
+//   CashierStress share DIR SEED OPERATIONS SIZE-LIMIT
+//       Runs OPERATIONS random operations on DIR with `diskSizeLimit` SIZE-LIMIT
+//       and garbage collection every 50 ms, checking every value it reads.
+//       Prints "done" and waits for a line on standard input, then collects
+//       garbage and prints "report COUNT TOTAL-SIZE".
+//   CashierStress check DIR
+//       Reads every key of the workload and prints what it found.
+//
+// Exit status: 0 when every value read was sound, 1 when one was not, 2 on usage errors.
+
+func configuration(_ folder: String, sizeLimit: Int? = nil, collectsGarbage: Bool = false) -> Cache.Configuration {
+    var configuration = Cache.Configuration(name: "stress")
+    configuration.location = .directory(URL(fileURLWithPath: folder, isDirectory: true))
+    configuration.appVersion = "stress"
+    configuration.diskSizeLimit = sizeLimit
+    // A small memory tier, so most reads go to the disk other processes write to.
+    configuration.memoryCountLimit = 2
+    if collectsGarbage { configuration.garbageCollectionInterval = 0.05 }
+    return configuration
+}
+
+/// How many events of each kind a process saw.
+final class EventCounts: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counts: [String: Int] = [:]  // guarded by lock
+
+    func add(_ name: String) { lock.withLock { counts[name, default: 0] += 1 } }
+
+    var summary: String { lock.withLock { counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") } }
+}
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data("CashierStress: \(message)\n".utf8))
+    exit(status)
+}
+
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch (arguments.first, arguments.count) {
+case ("churn", 3):
+    guard let seed = UInt64(arguments[2]) else { fail("SEED must be a number", status: 2) }
+    var settings = configuration(arguments[1])
+    settings.durability = seed.isMultiple(of: 2) ? .synchronized : .standard
+    let cache = Cache(settings)
+    var random = SplitMix64(seed: seed)
+    var generation: UInt64 = seed << 32
+    var announced = false
+    while true {
+        generation += 1
+        do {
+            let unsound = try Workload.step(cache, random: &random, generation: generation, maximumFiller: 64 * 1024)
+            if !unsound.isEmpty { fail("unsound value read for \(unsound)", status: 1) }
+        } catch {
+            fail("write failed: \(error)", status: 1)
+        }
+        if !announced {
+            announced = true
+            say("ready")
+        }
+    }
+
+case ("share", 5):
+    guard let seed = UInt64(arguments[2]), let operations = Int(arguments[3]), let limit = Int(arguments[4]) else {
+        fail("SEED, OPERATIONS and SIZE-LIMIT must be numbers", status: 2)
+    }
+    let events = EventCounts()
+    var configuration = configuration(arguments[1], sizeLimit: limit, collectsGarbage: true)
+    configuration.onEvent = { event in
+        let name: String =
+            switch event {
+            case .evicted: "evicted"
+            case .discarded(_, let reason): "discarded-\(reason)"
+            default: ""
+            }
+        if !name.isEmpty { events.add(name) }
+    }
+    let cache = Cache(configuration)
+    var random = SplitMix64(seed: seed)
+    var unsound = [String]()
+    for operation in 0..<operations {
+        do {
+            unsound += try Workload.step(cache, random: &random, generation: seed << 32 | UInt64(operation), maximumFiller: 4 * 1024)
+        } catch {
+            fail("write failed: \(error)", status: 1)
+        }
+        if operation % 100 == 99 { cache.collectGarbage() }
+    }
+    unsound += Workload.check(cache).unsound
+    cache.waitForBackgroundWork()
+    if !unsound.isEmpty { fail("unsound values read for \(unsound)", status: 1) }
+    say("done \(events.summary)")
+    _ = readLine()
+    cache.collectGarbage()
+    say("report \(cache.count) \(cache.totalSize)")
+
+case ("check", 2):
+    let findings = Workload.check(Cache(configuration(arguments[1])))
+    say("\(findings)")
+    exit(findings.unsound.isEmpty ? 0 : 1)
+
+default:
+    fail("usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR", status: 2)
+}

@@ -1,0 +1,99 @@
+import Cashier
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A running `CashierStress` process, with its standard input and output as lines.
+final class Child {
+    let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var buffered = Data()
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = try Self.executable()
+        process.arguments = arguments
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+    }
+
+    /// The next line the child prints, or `nil` once it has closed its output.
+    func readLine() -> String? {
+        while true {
+            if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffered[..<newline], as: UTF8.self)
+                buffered.removeSubrange(...newline)
+                return line
+            }
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { return nil }
+            buffered.append(chunk)
+        }
+    }
+
+    func send(_ line: String) {
+        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+    }
+
+    /// SIGKILL, as the system kills an app: no handler runs, nothing is flushed.
+    func killAndReap() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Waits for the child to exit and returns its status.
+    func wait() -> Int32 {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// `CashierStress`, built beside the test bundle (SwiftPM builds it because this target depends on it).
+    static func executable() throws -> URL {
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent("CashierStress")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            folder.deleteLastPathComponent()
+        }
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "CashierStress beside \(CommandLine.arguments[0])"])
+    }
+}
+
+/// A fresh folder for one test, removed afterwards.
+final class Folder: Sendable {
+    let url = URL(fileURLWithPath: NSTemporaryDirectory())
+        .appendingPathComponent("cashier-process-tests-\(UUID().uuidString)", isDirectory: true)
+    var path: String { url.path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    var names: [String] { (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] }
+    var temporaries: [String] { names.filter { $0.hasPrefix(".tmp-") } }
+
+    /// Bytes of the entry files, by `stat`, as the folder holds them now.
+    var entryBytes: Int {
+        names.filter { $0.hasSuffix(".cache") }.reduce(0) { total, name in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(name).path)
+            return total + ((attributes?[.size] as? Int) ?? 0)
+        }
+    }
+
+    func configuration(sizeLimit: Int? = nil) -> Cache.Configuration {
+        var configuration = Cache.Configuration(name: "stress")
+        configuration.location = .directory(url)
+        configuration.appVersion = "stress"
+        configuration.diskSizeLimit = sizeLimit
+        return configuration
+    }
+}
+
+/// A whole number from the environment, for runs longer than CI's.
+func environmentNumber(_ name: String, default value: Int) -> Int {
+    ProcessInfo.processInfo.environment[name].flatMap { Int($0) } ?? value
+}
