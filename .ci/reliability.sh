@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Reliability checks beyond `swift test` (issue 4), each bounded:
+#   1. the whole suite under AddressSanitizer (the crash-kill and multi-process
+#      tests included: 200 SIGKILLs and 3 processes sharing a folder);
+#   2. the entry-file fuzzer for CASHIER_FUZZ_SECONDS (default 60) seconds.
+# Longer runs are opt-in through the environment:
+#   CASHIER_STRESS_KILLS=2000 CASHIER_STRESS_OPERATIONS=20000 CASHIER_FUZZ_SECONDS=1800 bash .ci/reliability.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== reliability: swift test --sanitize=address"
+# Leak checking stays on; .ci/lsan-suppressions.txt lists what the toolchain itself keeps until exit.
+LSAN_OPTIONS="suppressions=$PWD/.ci/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+    swift test --sanitize=address --scratch-path .build-asan
+
+if [ -f .ci/fuzz.sh ]; then
+    echo "== reliability: fuzzing the entry-file parser for ${CASHIER_FUZZ_SECONDS:-60} s"
+    bash .ci/fuzz.sh "${CASHIER_FUZZ_SECONDS:-60}"
+fi
+echo "== reliability: passed"
