@@ -64,6 +64,9 @@ extension Cache {
                     do throws(SystemError) {
                         metadata.size = try disk.write(DiskStore.fileName(for: key.name), header: header, payload: payload, options: writeOptions)
                     } catch {
+                        // Most failures leave the old entry in place; a failed folder sync comes
+                        // after the rename. Either way the file is the truth: forget the memory copy.
+                        _ = memory.remove(key.name)
                         throw error.cacheError(key: key.name)
                     }
                 }

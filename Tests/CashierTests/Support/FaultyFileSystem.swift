@@ -1,0 +1,108 @@
+import Foundation
+@testable import Cashier
+
+/// The real file system, except for the failures a test switches on, and a log of the calls made.
+final class FaultyFileSystem: FileSystem {
+    enum Operation: String, Sendable, CaseIterable {
+        case createDirectory, writeNewFile, rename, synchronizeDirectory, removeFile, readFile, lock
+    }
+
+    /// What an operation does instead of its work.
+    enum Fault: Sendable, Hashable {
+        /// Fails with this `errno`, doing nothing.
+        case fail(Int32)
+        /// `writeNewFile` only: writes the header and half the payload, then fails with this `errno`.
+        case failMidWrite(Int32)
+        /// `rename` only: the cache folder is removed, then the rename runs (and fails).
+        case removeFolderFirst
+    }
+
+    struct Call: Sendable, Hashable {
+        var operation: Operation
+        var path: String
+        /// For `writeNewFile`: whether the file was to be synced before closing.
+        var synchronize = false
+    }
+
+    private let base = POSIXFileSystem()
+    private let state = Locked<(faults: [Operation: Fault], calls: [Call])>(([:], []))
+
+    /// Makes every later `operation` fail as `fault` says; `nil` restores it.
+    func set(_ fault: Fault?, for operation: Operation) { state.withLock { $0.faults[operation] = fault } }
+    /// Makes every operation that changes the folder fail with `code`, as on a read-only volume.
+    func makeReadOnly(_ code: Int32 = EROFS) {
+        for operation in [Operation.createDirectory, .writeNewFile, .rename, .removeFile, .synchronizeDirectory, .lock] {
+            set(.fail(code), for: operation)
+        }
+    }
+    var calls: [Call] { state.withLock { $0.calls } }
+    func clearCalls() { state.withLock { $0.calls.removeAll() } }
+
+    private func begin(_ operation: Operation, _ path: String, synchronize: Bool = false) -> Fault? {
+        state.withLock {
+            $0.calls.append(Call(operation: operation, path: path, synchronize: synchronize))
+            return $0.faults[operation]
+        }
+    }
+
+    func createDirectory(_ path: String, permissions: mode_t) throws(SystemError) {
+        if case .fail(let code) = begin(.createDirectory, path) { throw SystemError(code: code, operation: "mkdir", path: path) }
+        try base.createDirectory(path, permissions: permissions)
+    }
+
+    func writeNewFile(_ path: String, permissions: mode_t, header: UnsafeRawBufferPointer,
+                      payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
+        switch begin(.writeNewFile, path, synchronize: synchronize) {
+        case .fail(let code)?:
+            throw SystemError(code: code, operation: "open", path: path)
+        case .failMidWrite(let code)?:
+            let half = UnsafeRawBufferPointer(rebasing: payload[0..<payload.count / 2])
+            try base.writeNewFile(path, permissions: permissions, header: header, payload: half, synchronize: false)
+            throw SystemError(code: code, operation: "write", path: path)
+        default:
+            try base.writeNewFile(path, permissions: permissions, header: header, payload: payload, synchronize: synchronize)
+        }
+    }
+
+    func rename(_ source: String, to destination: String) throws(SystemError) {
+        switch begin(.rename, destination) {
+        case .fail(let code)?: throw SystemError(code: code, operation: "rename", path: destination)
+        case .removeFolderFirst?: try? FileManager.default.removeItem(atPath: (destination as NSString).deletingLastPathComponent)
+        default: break
+        }
+        try base.rename(source, to: destination)
+    }
+
+    func synchronizeDirectory(_ path: String) throws(SystemError) {
+        if case .fail(let code) = begin(.synchronizeDirectory, path) { throw SystemError(code: code, operation: "fsync", path: path) }
+        try base.synchronizeDirectory(path)
+    }
+
+    func removeFile(_ path: String) throws(SystemError) {
+        // Removing a temporary file the cache itself made is clean-up, not a change to the
+        // folder's contents: it stays possible, as unlink of one's own file would.
+        if !(path as NSString).lastPathComponent.hasPrefix(DiskStore.temporaryPrefix),
+           case .fail(let code) = begin(.removeFile, path) {
+            throw SystemError(code: code, operation: "unlink", path: path)
+        }
+        try base.removeFile(path)
+    }
+
+    func readFile(_ path: String) throws(SystemError) -> (Data, FileInfo) {
+        if case .fail(let code) = begin(.readFile, path) { throw SystemError(code: code, operation: "open", path: path) }
+        return try base.readFile(path)
+    }
+
+    func readPrefix(_ path: String, maximumLength: Int) throws(SystemError) -> ([UInt8], FileInfo) {
+        try base.readPrefix(path, maximumLength: maximumLength)
+    }
+    func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
+    func info(_ name: String, in directory: String) -> FileInfo? { base.info(name, in: directory) }
+    func availableCapacity(_ path: String) -> Int? { base.availableCapacity(path) }
+    func lockExclusively(_ path: String) throws(SystemError) -> Int32 {
+        // Opening the lock file creates it: on a read-only folder that fails too.
+        if case .fail(let code) = begin(.lock, path) { throw SystemError(code: code, operation: "open", path: path) }
+        return try base.lockExclusively(path)
+    }
+    func unlock(_ token: Int32) { base.unlock(token) }
+}
