@@ -1,0 +1,86 @@
+import Cashier
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The value every benchmark stores: 187 bytes of JSON, as in the measurements.
+public struct User: Codable, Sendable, Equatable {
+    public var id: Int
+    public var name: String
+    public var email: String
+    public var bio: String
+    public var tags: [String]
+    public var score: Double
+    public var verified: Bool
+
+    public static let sample = User(
+        id: 42, name: "Ada Lovelace", email: "ada@analytical.engine",
+        bio: "Wrote the first program for a machine that did not exist yet.",
+        tags: ["math", "poetry", "engines"], score: 98.5, verified: true)
+}
+
+/// A folder under the system's temporary directory, removed with the value.
+public final class Scratch: @unchecked Sendable {
+    public let url: URL
+    public var path: String { url.path }
+
+    public init(_ label: String) {
+        url = URL(fileURLWithPath: NSTemporaryDirectory())
+            .appendingPathComponent("cashier-bench-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// A configuration of a cache in this folder.
+    public func configuration(memoryCountLimit: Int? = nil, durability: Cache.Durability = .standard,
+                              diskSizeLimit: Int? = nil) -> Cache.Configuration {
+        var configuration = Cache.Configuration(name: "bench")
+        configuration.location = .directory(url)
+        configuration.appVersion = "bench"
+        configuration.memoryCountLimit = memoryCountLimit
+        configuration.durability = durability
+        configuration.diskSizeLimit = diskSizeLimit
+        return configuration
+    }
+}
+
+/// Fills `scratch` with `count` entries of `User.sample` through Cashier, keys `user-0`…
+public func fill(_ scratch: Scratch, count: Int) {
+    let cache = Cache(scratch.configuration(memoryCountLimit: 0))
+    for index in 0..<count { try? cache.set(User.sample, for: userKey(index)) }
+}
+
+public func userKey(_ index: Int) -> CacheKey<User> { CacheKey("user-\(index)", schemaVersion: 1) }
+
+/// The `readdir` + `fstatat` pass a scan of a folder costs at least: names and sizes of its files.
+public func scanFolder(_ path: String) -> (count: Int, bytes: Int) {
+    guard let directory = opendir(path) else { return (0, 0) }
+    defer { closedir(directory) }
+    let descriptor = dirfd(directory)
+    var count = 0
+    var bytes = 0
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        guard name.hasSuffix(".cache") else { continue }
+        var info = stat()
+        if fstatat(descriptor, name, &info, 0) == 0 {
+            count += 1
+            bytes += Int(info.st_size)
+        }
+    }
+    return (count, bytes)
+}
+
+/// Keeps the optimizer from removing work whose result is unused.
+@inline(never)
+public func consume<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}

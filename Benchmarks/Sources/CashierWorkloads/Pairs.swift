@@ -1,0 +1,255 @@
+import Cashier
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Something timed: `run` does `operations` operations; `prepare` (untimed) runs before each round.
+public struct Workload: @unchecked Sendable {
+    public var operations: Int
+    public var prepare: () -> Void
+    public var run: () -> Void
+
+    public init(operations: Int, prepare: @escaping () -> Void = {}, run: @escaping () -> Void) {
+        self.operations = operations
+        self.prepare = prepare
+        self.run = run
+    }
+}
+
+/// A goal of issue 5: Cashier's time per operation over a baseline's, measured in the same process.
+public struct Pair: @unchecked Sendable {
+    public enum Goal: Sendable {
+        /// Cashier's time over the baseline's must be at most this.
+        case atMost(Double)
+        /// The baseline's time over Cashier's (a speed-up) must be at least this.
+        case atLeast(Double)
+    }
+
+    public var name: String
+    public var baselineName: String
+    public var goal: Goal
+    public var baseline: Workload
+    public var cashier: Workload
+    /// Kept alive for the pair's lifetime (folders, caches).
+    public var fixtures: [AnyObject] = []
+}
+
+/// Sizes of the fixtures; the smoke run of CI makes them small.
+public struct Scale: Sendable {
+    public var entries: Int          // folder of the "open" and "totalSize" goals (20,000)
+    public var sweepEntries: Int     // folder a sweep trims by half
+    public var repeats: Int          // multiplier of operations per round
+
+    public static let full = Scale(entries: 20_000, sweepEntries: 4_000, repeats: 1)
+    public static let smoke = Scale(entries: 400, sweepEntries: 200, repeats: 0)
+
+    func times(_ operations: Int) -> Int { max(1, repeats == 0 ? operations / 20 : operations * repeats) }
+}
+
+public enum Pairs {
+    /// One pair per goal of issue 5, in its order, each under a short name, built when called
+    /// (building one makes its fixtures: folders of up to `scale.entries` entries).
+    public static let all: [(id: String, make: @Sendable (Scale) -> Pair)] = [
+        ("memory", memoryHit), ("write", standardWrite), ("sync", synchronizedWrite), ("read", coldRead),
+        ("open", openAndRead), ("size", totalSize), ("sweep", sweep), ("threads", concurrency),
+    ]
+
+    public static func memoryHit(_ scale: Scale) -> Pair {
+        let operations = scale.times(200_000)
+        let lock = NSLock()
+        var dictionary = [String: User]()
+        for index in 0..<100 { dictionary["user-\(index)"] = .sample }
+        let names = (0..<100).map { "user-\($0)" }
+        let cache = Cache(Cache.Configuration.memoryOnly())
+        let keys = (0..<100).map(userKey)
+        for key in keys { try? cache.set(.sample, for: key) }
+        return Pair(
+            name: "memory hit", baselineName: "Dictionary + NSLock", goal: .atMost(1.5),
+            baseline: Workload(operations: operations) {
+                for index in 0..<operations { consume(lock.withLock { dictionary[names[index % 100]] }) }
+            },
+            cashier: Workload(operations: operations) {
+                for index in 0..<operations { consume(cache.value(for: keys[index % 100])) }
+            },
+            fixtures: [cache])
+    }
+
+    public static func standardWrite(_ scale: Scale) -> Pair {
+        let operations = scale.times(400)
+        let baselineFolder = Scratch("write-baseline")
+        let folder = Scratch("write")
+        let cache = Cache(folder.configuration(memoryCountLimit: 0))
+        let keys = (0..<100).map(userKey)
+        let files = (0..<100).map { baselineFolder.file("user-\($0).json") }
+        return Pair(
+            name: "disk write, standard durability", baselineName: "JSONEncoder + Data.write(.atomic)", goal: .atMost(0.25),
+            baseline: Workload(operations: operations) {
+                for index in 0..<operations { try? JSONEncoder().encode(User.sample).write(to: files[index % 100], options: .atomic) }
+            },
+            cashier: Workload(operations: operations) {
+                for index in 0..<operations { try? cache.set(.sample, for: keys[index % 100]) }
+            },
+            fixtures: [baselineFolder, folder, cache])
+    }
+
+    public static func synchronizedWrite(_ scale: Scale) -> Pair {
+        let operations = scale.times(150)
+        let baselineFolder = Scratch("sync-baseline")
+        let folder = Scratch("sync")
+        let cache = Cache(folder.configuration(memoryCountLimit: 0, durability: .synchronized))
+        let keys = (0..<100).map(userKey)
+        return Pair(
+            name: "disk write, synchronized durability", baselineName: "encode + temp file + write + fdatasync + rename",
+            goal: .atMost(1.1),
+            baseline: Workload(operations: operations) {
+                for index in 0..<operations {
+                    guard let data = try? JSONEncoder().encode(User.sample) else { continue }
+                    let temporary = baselineFolder.path + "/.tmp-\(index)"
+                    let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+                    _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                    #if canImport(Darwin)
+                    _ = fsync(fd)
+                    #else
+                    _ = fdatasync(fd)
+                    #endif
+                    close(fd)
+                    rename(temporary, baselineFolder.path + "/user-\(index % 100).json")
+                }
+            },
+            cashier: Workload(operations: operations) {
+                for index in 0..<operations { try? cache.set(.sample, for: keys[index % 100]) }
+            },
+            fixtures: [baselineFolder, folder, cache])
+    }
+
+    public static func coldRead(_ scale: Scale) -> Pair {
+        let operations = scale.times(4_000)
+        let baselineFolder = Scratch("read-baseline")
+        let folder = Scratch("read")
+        let files = (0..<100).map { baselineFolder.file("user-\($0).json") }
+        for file in files { try? JSONEncoder().encode(User.sample).write(to: file) }
+        fill(folder, count: 100)
+        let cache = Cache(folder.configuration(memoryCountLimit: 0))
+        let keys = (0..<100).map(userKey)
+        return Pair(
+            name: "cold disk read", baselineName: "Data(contentsOf:) + JSONDecoder", goal: .atMost(0.9),
+            baseline: Workload(operations: operations) {
+                for index in 0..<operations {
+                    consume(try? JSONDecoder().decode(User.self, from: Data(contentsOf: files[index % 100])))
+                }
+            },
+            cashier: Workload(operations: operations) {
+                for index in 0..<operations { consume(cache.value(for: keys[index % 100])) }
+            },
+            fixtures: [baselineFolder, folder, cache])
+    }
+
+    public static func openAndRead(_ scale: Scale) -> Pair {
+        let folder = Scratch("open")
+        fill(folder, count: scale.entries)
+        let operations = scale.times(20)
+        let key = userKey(scale.entries / 2)
+        return Pair(
+            name: "open a cache of \(scale.entries) entries and read one key", baselineName: "readdir + fstatat of the folder",
+            goal: .atMost(0.05),
+            baseline: Workload(operations: operations) {
+                for _ in 0..<operations { consume(scanFolder(folder.path)) }
+            },
+            cashier: Workload(operations: operations) {
+                for _ in 0..<operations { consume(Cache(folder.configuration()).value(for: key)) }
+            },
+            fixtures: [folder])
+    }
+
+    public static func totalSize(_ scale: Scale) -> Pair {
+        let folder = Scratch("size")
+        fill(folder, count: scale.entries)
+        let operations = scale.times(10)
+        let exact = scanFolder(folder.path).bytes
+        return Pair(
+            name: "totalSize of a fresh instance, \(scale.entries) entries", baselineName: "readdir + fstatat of the folder",
+            goal: .atMost(1.5),
+            baseline: Workload(operations: operations) {
+                for _ in 0..<operations { consume(scanFolder(folder.path)) }
+            },
+            cashier: Workload(operations: operations) {
+                for _ in 0..<operations {
+                    let total = Cache(folder.configuration()).totalSize
+                    precondition(total == exact, "totalSize \(total) is not the folder's \(exact) bytes")
+                }
+            },
+            fixtures: [folder])
+    }
+
+    /// Trims a folder of `sweepEntries` entries by half: Cashier's background sweep
+    /// against unlinking the same number of files, each round on a fresh folder.
+    public static func sweep(_ scale: Scale) -> Pair {
+        let count = scale.sweepEntries
+        let baselineFolder = Scratch("sweep-baseline")
+        let folder = Scratch("sweep")
+        let entrySize = { () -> Int in
+            fill(folder, count: 1)
+            defer { try? FileManager.default.removeItem(at: folder.url) }
+            return scanFolder(folder.path).bytes
+        }()
+        // A sweep trims to 90% of the limit: this limit leaves half the entries.
+        let limit = Int(Double(count / 2 * entrySize) / 0.9)
+        let victims = count - count / 2
+        var baselineFiles: [String] = []
+        return Pair(
+            name: "size-limit sweep of \(count) entries by half", baselineName: "unlink of the victims", goal: .atMost(1.1),
+            baseline: Workload(operations: victims, prepare: {
+                baselineFiles = (0..<victims).map { baselineFolder.path + "/victim-\($0)" }
+                for path in baselineFiles { _ = FileManager.default.createFile(atPath: path, contents: Data(count: entrySize)) }
+            }) {
+                for path in baselineFiles { unlink(path) }
+            },
+            cashier: Workload(operations: victims, prepare: {
+                try? FileManager.default.removeItem(at: folder.url)
+                fill(folder, count: count - 1)
+            }) {
+                let cache = Cache(folder.configuration(diskSizeLimit: limit))
+                try? cache.set(.sample, for: userKey(count))  // schedules the sweep, off this thread
+                cache.waitForBackgroundWork()
+                precondition(scanFolder(folder.path).count <= count / 2 + 1, "the sweep did not trim the folder")
+            },
+            fixtures: [baselineFolder, folder])
+    }
+
+    /// Two threads reading distinct keys from disk against one thread doing all the reads.
+    public static func concurrency(_ scale: Scale) -> Pair {
+        let operations = scale.times(4_000)
+        let folder = Scratch("threads")
+        fill(folder, count: 200)
+        let cache = Cache(folder.configuration(memoryCountLimit: 0))
+        let keys = (0..<200).map(userKey)
+        @Sendable func read(_ range: Range<Int>) {
+            for index in range { consume(cache.value(for: keys[index % 100 + (range.lowerBound == 0 ? 0 : 100)])) }
+        }
+        return Pair(
+            name: "2 threads reading distinct keys (speed-up)", baselineName: "1 thread doing the same reads",
+            goal: .atLeast(1.6),
+            baseline: Workload(operations: operations) { read(0..<operations) },
+            cashier: Workload(operations: operations) {
+                let half = operations / 2
+                let group = DispatchGroup()
+                DispatchQueue.global().async(group: group) { read(0..<half) }
+                read(half..<operations)
+                group.wait()
+            },
+            fixtures: [folder, cache])
+    }
+}
+
+extension Cache.Configuration {
+    static func memoryOnly() -> Cache.Configuration {
+        var configuration = Cache.Configuration(name: "bench-memory")
+        configuration.location = .memoryOnly
+        return configuration
+    }
+}

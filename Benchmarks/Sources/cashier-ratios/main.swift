@@ -1,0 +1,80 @@
+import CashierWorkloads
+import Foundation
+
+// Runs every pair of CashierWorkloads in interleaved rounds (baseline, Cashier,
+// baseline, Cashier, …) in this one process and prints, per goal, the median
+// time per operation of each side and their ratio. Ratios, not times, are the
+// result: both sides run on the same machine, under the same load.
+//
+//   swift run -c release --package-path Benchmarks cashier-ratios [--smoke] [--rounds N] [--only ID]
+
+let arguments = CommandLine.arguments.dropFirst()
+let smoke = arguments.contains("--smoke")
+let rounds = arguments.firstIndex(of: "--rounds").flatMap { arguments.index(after: $0) < arguments.endIndex ? Int(arguments[arguments.index(after: $0)]) : nil } ?? (smoke ? 1 : 7)
+let scale: Scale = smoke ? .smoke : .full
+
+func nanoseconds(_ body: () -> Void) -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start)
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+func format(_ nanoseconds: Double) -> String {
+    switch nanoseconds {
+    case ..<1_000: String(format: "%.0f ns", nanoseconds)
+    case ..<1_000_000: String(format: "%.1f µs", nanoseconds / 1_000)
+    case ..<1_000_000_000: String(format: "%.1f ms", nanoseconds / 1_000_000)
+    default: String(format: "%.2f s", nanoseconds / 1_000_000_000)
+    }
+}
+
+func pad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+}
+
+print("Cashier ratios: \(rounds) interleaved round(s), medians per operation\(smoke ? " (smoke scale: sizes and counts are small, ratios mean little)" : "")")
+print(pad("goal", 52) + pad("Cashier", 11) + pad("baseline", 11) + pad("ratio", 8) + pad("target", 9) + "baseline")
+var met = 0
+// --only ID: one pair (memory, write, sync, read, open, size, sweep, threads), for profiling it.
+let only = arguments.firstIndex(of: "--only").flatMap { arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil }
+let selected = Pairs.all.filter { only == nil || $0.id == only }
+for (_, make) in selected {
+    let pair = make(scale)
+    var cashierTimes: [Double] = []
+    var baselineTimes: [Double] = []
+    // One untimed warm-up of each side, then the rounds.
+    for round in 0...rounds {
+        pair.baseline.prepare()
+        let baseline = nanoseconds(pair.baseline.run) / Double(pair.baseline.operations)
+        pair.cashier.prepare()
+        let cashier = nanoseconds(pair.cashier.run) / Double(pair.cashier.operations)
+        if round > 0 {
+            baselineTimes.append(baseline)
+            cashierTimes.append(cashier)
+        }
+    }
+    let cashier = median(cashierTimes)
+    let baseline = median(baselineTimes)
+    let ratio: Double
+    let target: String
+    let ok: Bool
+    switch pair.goal {
+    case .atMost(let limit):
+        ratio = cashier / baseline
+        target = String(format: "≤ %.2gx", limit)
+        ok = ratio <= limit
+    case .atLeast(let limit):
+        ratio = baseline / cashier
+        target = String(format: "≥ %.2gx", limit)
+        ok = ratio >= limit
+    }
+    if ok { met += 1 }
+    print(pad(pair.name, 52) + pad(format(cashier), 11) + pad(format(baseline), 11)
+          + pad(String(format: "%.2fx", ratio), 8) + pad(target + (ok ? " ✓" : " ✗"), 9) + pair.baselineName)
+}
+print("\(met) of \(selected.count) goals met")
