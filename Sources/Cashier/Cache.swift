@@ -260,8 +260,13 @@ public final class Cache: Sendable {
         }
     }
 
-    /// Waits for background sweeps scheduled so far (tests use it instead of sleeping).
-    package func waitForBackgroundWork() {
+    /// Blocks until the size sweeps scheduled so far have finished.
+    ///
+    /// Writes past ``Configuration-swift.struct/diskSizeLimit`` schedule a sweep
+    /// off the caller's thread; call this before exiting a short-lived process, or
+    /// in tests and benchmarks instead of sleeping. Returns at once when none is
+    /// scheduled or the cache is memory-only. Touches the disk only by waiting.
+    public func waitForBackgroundWork() {
         disk?.waitForSweeps()
     }
 }
