@@ -10,13 +10,17 @@ extension Cache {
     /// ``CacheEvent/discarded(key:reason:)``. A memory hit does no I/O and no
     /// decoding; otherwise this reads one file. Never throws, never traps.
     public func value<V>(for key: CacheKey<V>) -> V? {
-        if let record = memory.hit(key.name, as: V.self), matches(record.metadata, key) {
-            if let deadline = record.metadata.expiryDeadline, nowSeconds >= deadline, !configuration.returnsExpiredValues {
-                missExpired(key.name)
-                return nil
+        if let (record, counted) = memory.hit(
+            key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, appVersion: configuration.appVersion) {
+            if !counted {
+                if let deadline = record.metadata.expiryDeadline, nowSeconds >= deadline, !configuration.returnsExpiredValues {
+                    missExpired(key.name)
+                    return nil
+                }
+                memory.count { $0.hits += 1 }
             }
-            emit(.hit(key: key.name))
-            return record.value
+            configuration.onEvent?(.hit(key: key.name))
+            return record.value(as: V.self)
         }
         guard let found = load(key) else {
             emit(.miss(key: key.name))
@@ -172,8 +176,7 @@ struct Found<Value> {
 extension Cache {
     /// Whether a memory record written under `metadata` may answer for `key`.
     func matches<V>(_ metadata: EntryMetadata, _ key: CacheKey<V>) -> Bool {
-        metadata.schemaVersion == key.schemaVersion
-            && (key.schemaVersion != nil || metadata.appVersion == configuration.appVersion)
+        metadata.matches(schemaVersion: key.schemaVersion, appVersion: configuration.appVersion)
     }
 
     /// The usable entry for `key`, expired or not, from memory or disk; no counters.

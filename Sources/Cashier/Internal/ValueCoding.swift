@@ -3,7 +3,18 @@ import Foundation
 /// Turns values into payload bytes and back, by codec; `Data` passes through raw.
 enum ValueCoding {
     /// The name stored in headers for `V`: fully qualified, stable across runs and platforms.
-    static func typeName<V>(of type: V.Type) -> String { normalizedTypeName(String(reflecting: type)) }
+    ///
+    /// Computed once per type: `String(reflecting:)` and the normalization cost about a
+    /// microsecond, a tenth of a cold read.
+    static func typeName<V>(of type: V.Type) -> String {
+        let identifier = ObjectIdentifier(type)
+        if let name = typeNames.withLock({ $0[identifier] }) { return name }
+        let name = normalizedTypeName(String(reflecting: type))
+        typeNames.withLock { $0[identifier] = name }
+        return name
+    }
+
+    private static let typeNames = Locked<[ObjectIdentifier: String]>([:])
 
     /// `String(reflecting:)` says `FoundationEssentials.Data` on Linux and `Foundation.Data` on
     /// Apple platforms: both are written, and compared, as `Foundation.…`.

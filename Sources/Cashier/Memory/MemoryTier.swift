@@ -39,6 +39,12 @@ struct EntryMetadata: Sendable, Hashable {
     /// The moment after which the entry counts as expired: `nil` when locked or never.
     var expiryDeadline: Double? { isLocked ? nil : expiresAt }
 
+    /// Whether an entry with this metadata is usable for a key of `schemaVersion` in a cache
+    /// of `appVersion`: same schema version, and for unversioned keys the same app version.
+    func matches(schemaVersion: Int?, appVersion: String?) -> Bool {
+        self.schemaVersion == schemaVersion && (schemaVersion != nil || self.appVersion == appVersion)
+    }
+
     func isExpired(at now: Double) -> Bool {
         guard let deadline = expiryDeadline else { return false }
         return now >= deadline
@@ -52,12 +58,25 @@ struct EntryMetadata: Sendable, Hashable {
 class MemoryRecord: @unchecked Sendable {
     let name: String
     let metadata: EntryMetadata
+    /// The stored value's type, so a hit checks it with one comparison instead of a dynamic cast.
+    let valueType: ObjectIdentifier?
+    /// Where ``TypedRecord`` keeps its value: read through ``value(as:)`` with no generic
+    /// metadata lookup, which matters on the memory-hit path of unspecialized callers.
+    let storage: UnsafeMutableRawPointer?
     fileprivate var newer: MemoryRecord?
     fileprivate var older: MemoryRecord?
 
-    init(name: String, metadata: EntryMetadata) {
+    init(name: String, metadata: EntryMetadata, valueType: ObjectIdentifier? = nil, storage: UnsafeMutableRawPointer? = nil) {
         self.name = name
         self.metadata = metadata
+        self.valueType = valueType
+        self.storage = storage
+    }
+
+    /// The value of a record whose ``valueType`` is `V`'s.
+    func value<V>(as type: V.Type) -> V {
+        assert(valueType == ObjectIdentifier(V.self))
+        return storage!.assumingMemoryBound(to: V.self).pointee
     }
 
     /// The same value with other metadata.
@@ -68,12 +87,19 @@ class MemoryRecord: @unchecked Sendable {
 }
 
 final class TypedRecord<Value: Sendable>: MemoryRecord, @unchecked Sendable {
-    let value: Value
-
     init(name: String, metadata: EntryMetadata, value: Value) {
-        self.value = value
-        super.init(name: name, metadata: metadata)
+        let storage = UnsafeMutablePointer<Value>.allocate(capacity: 1)
+        storage.initialize(to: value)
+        super.init(name: name, metadata: metadata, valueType: ObjectIdentifier(Value.self), storage: UnsafeMutableRawPointer(storage))
     }
+
+    deinit {
+        let storage = storage!.assumingMemoryBound(to: Value.self)
+        storage.deinitialize(count: 1)
+        storage.deallocate()
+    }
+
+    var value: Value { storage!.assumingMemoryBound(to: Value.self).pointee }
 
     override func replacing(metadata: EntryMetadata) -> MemoryRecord {
         TypedRecord(name: name, metadata: metadata, value: value)
@@ -141,11 +167,22 @@ final class MemoryTier: Sendable {
 
     var statistics: CacheStatistics { state.withLock { $0.statistics } }
 
-    /// A hit found in memory: recency and the hit counter in one critical section.
-    func hit<Value>(_ name: String, as type: Value.Type) -> TypedRecord<Value>? {
+    /// The record for `name` if it holds a value of type `valueType` stored under
+    /// `schemaVersion` (and, unversioned, `appVersion`), made the most recently used,
+    /// in one critical section.
+    ///
+    /// A record that cannot expire is a hit for sure: it is counted here, under the same
+    /// lock (`counted` is true). One with a deadline is left for the caller to check
+    /// against its clock (user code, never called under this lock) and count.
+    /// Not generic, no allocation, no dynamic cast.
+    func hit(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?) -> (record: MemoryRecord, counted: Bool)? {
         state.withLock { state in
-            guard let record = state.touch(name) as? TypedRecord<Value> else { return nil }
-            return record
+            guard let record = state.records[name], record.valueType == valueType,
+                  record.metadata.matches(schemaVersion: schemaVersion, appVersion: appVersion) else { return nil }
+            state.moveToFront(record)
+            let counted = record.metadata.expiryDeadline == nil
+            if counted { state.statistics.hits += 1 }
+            return (record, counted)
         }
     }
 
@@ -157,11 +194,15 @@ final class MemoryTier: Sendable {
 
         mutating func touch(_ name: String) -> MemoryRecord? {
             guard let record = records[name] else { return nil }
+            moveToFront(record)
+            return record
+        }
+
+        mutating func moveToFront(_ record: MemoryRecord) {
             if newest !== record {
                 unlink(record)
                 pushFront(record)
             }
-            return record
         }
 
         mutating func insert(_ record: MemoryRecord) {
