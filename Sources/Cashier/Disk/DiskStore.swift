@@ -240,16 +240,16 @@ package final class DiskStore: Sendable {
     /// writers that died (a killed process) are removed on the way, so they never
     /// pile up between garbage collections.
     private func scanSizes() -> [String: IndexRecord] {
-        guard let names = try? fileSystem.contentsOfDirectory(folder) else { return [:] }
+        guard let found = try? fileSystem.scan(folder, statting: Self.isEntryFileName) else { return [:] }
         var records: [String: IndexRecord] = [:]
-        records.reserveCapacity(names.count)
+        records.reserveCapacity(found.count)
         let now = Date().timeIntervalSince1970
-        for name in names {
-            guard Self.isEntryFileName(name) else {
+        for (name, info) in found {
+            guard let info else {
                 if name.hasPrefix(Self.temporaryPrefix) { removeIfAbandoned(temporary: name, now: now) }
                 continue
             }
-            if let info = fileSystem.info(name, in: folder), info.isRegularFile {
+            if info.isRegularFile {
                 records[name] = IndexRecord(size: info.size, lastUse: info.lastUse, isLocked: nil)
             }
         }

@@ -63,11 +63,20 @@ package protocol FileSystem: Sendable {
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String]
     /// `stat` of `name` inside `directory` (`fstatat`), `nil` if it does not exist.
     func info(_ name: String, in directory: String) -> FileInfo?
+    /// Every name in `directory` and, for those `wanted` accepts, its `stat`: one
+    /// `readdir` pass and one `fstatat` per wanted name. `nil` info: vanished meanwhile.
+    func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(name: String, info: FileInfo?)]
     /// Bytes available to this user on the volume holding `path`.
     func availableCapacity(_ path: String) -> Int?
     /// Takes an exclusive advisory lock (`flock`) on `path`, creating it; returns a token for ``unlock(_:)``.
     func lockExclusively(_ path: String) throws(SystemError) -> Int32
     func unlock(_ token: Int32)
+}
+
+extension FileSystem {
+    package func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(name: String, info: FileInfo?)] {
+        try contentsOfDirectory(directory).map { name in (name, wanted(name) ? info(name, in: directory) : nil) }
+    }
 }
 
 /// The real file system, through POSIX calls (Glibc, Musl or Darwin).
@@ -257,6 +266,25 @@ package struct POSIXFileSystem: FileSystem {
             if name != ".", name != ".." { names.append(name) }
         }
         return names
+    }
+
+    package func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(name: String, info: FileInfo?)] {
+        guard let handle = opendir(directory) else { throw SystemError(code: errno, operation: "opendir", path: directory) }
+        defer { closedir(handle) }
+        // fstatat relative to the open folder: no path to build or resolve per file.
+        let descriptor = dirfd(handle)
+        var found: [(name: String, info: FileInfo?)] = []
+        while let entry = readdir(handle) {
+            let (name, info) = withUnsafeBytes(of: entry.pointee.d_name) { raw -> (String, FileInfo?) in
+                let cName = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
+                let name = String(cString: cName)
+                guard wanted(name) else { return (name, nil) }
+                var st = stat()
+                return (name, fstatat(descriptor, cName, &st, 0) == 0 ? FileInfo(st) : nil)
+            }
+            if name != ".", name != ".." { found.append((name, info)) }
+        }
+        return found
     }
 
     package func info(_ name: String, in directory: String) -> FileInfo? {
