@@ -22,6 +22,14 @@ extension Cache {
             configuration.onEvent?(.hit(key: key.name))
             return record.value(as: V.self)
         }
+        return valueFromDisk(for: key)
+    }
+
+    /// The rest of ``value(for:)`` after a memory miss. A function of its own so that the
+    /// memory-hit path, unspecialized in callers' modules, does not pay at entry for the
+    /// generic metadata of the types only this path uses.
+    @inline(never)
+    private func valueFromDisk<V>(for key: CacheKey<V>) -> V? {
         guard let found = load(key) else {
             emit(.miss(key: key.name))
             return nil

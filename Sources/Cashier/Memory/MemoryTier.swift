@@ -63,8 +63,11 @@ class MemoryRecord: @unchecked Sendable {
     /// Where ``TypedRecord`` keeps its value: read through ``value(as:)`` with no generic
     /// metadata lookup, which matters on the memory-hit path of unspecialized callers.
     let storage: UnsafeMutableRawPointer?
-    fileprivate var newer: MemoryRecord?
-    fileprivate var older: MemoryRecord?
+    // Links of the recency list, which never owns records (the tier's dictionary does,
+    // and a record leaves the list before it leaves the dictionary): unowned(unsafe),
+    // so moving a record to the front costs no reference counting.
+    fileprivate unowned(unsafe) var newer: MemoryRecord?
+    fileprivate unowned(unsafe) var older: MemoryRecord?
 
     init(name: String, metadata: EntryMetadata, valueType: ObjectIdentifier? = nil, storage: UnsafeMutableRawPointer? = nil) {
         self.name = name
@@ -188,8 +191,8 @@ final class MemoryTier: Sendable {
 
     private struct State {
         var records: [String: MemoryRecord] = [:]
-        var newest: MemoryRecord?
-        var oldest: MemoryRecord?
+        unowned(unsafe) var newest: MemoryRecord?
+        unowned(unsafe) var oldest: MemoryRecord?
         var statistics = CacheStatistics()
 
         mutating func touch(_ name: String) -> MemoryRecord? {
