@@ -191,21 +191,24 @@ extension Cache {
     ///
     /// Unusable entries on disk are removed and reported here.
     func load<V>(_ key: CacheKey<V>) -> Found<V>? {
-        if let record = memory.peek(key.name) as? TypedRecord<V>, matches(record.metadata, key) {
-            return Found(value: record.value, metadata: record.metadata)
-        }
+        if let found = memoryEntry(key) { return found }
         guard let disk else { return nil }
         var events: [CacheEvent] = []
         var changes: [(any Sendable)?] = []
         let found: Found<V>? = store.keyLocks.withLock(key.name) {
-            if let record = memory.peek(key.name) as? TypedRecord<V>, matches(record.metadata, key) {
-                return Found(value: record.value, metadata: record.metadata)
-            }
+            if let found = memoryEntry(key) { return found }
             return loadFromDisk(key, disk, events: &events, changes: &changes)
         }
         for event in events { emit(event) }
         for change in changes { publish(key.name, change) }
         return found
+    }
+
+    /// The memory record for `key` if it holds a `V` usable for it; recency unchanged.
+    private func memoryEntry<V>(_ key: CacheKey<V>) -> Found<V>? {
+        guard let record = memory.peek(key.name), record.valueType == ObjectIdentifier(V.self),
+              matches(record.metadata, key) else { return nil }
+        return Found(value: record.value(as: V.self), metadata: record.metadata)
     }
 
     /// Reads, checks and decodes `key`'s file. Call holding `key`'s lock.
@@ -267,7 +270,8 @@ extension Cache {
             changes.append(value)
         } else {
             let expectedType = ValueCoding.typeName(of: V.self)
-            guard ValueCoding.normalizedTypeName(header.typeName) == expectedType else {
+            // Written by this platform's spelling, the names are equal; normalize only when not.
+            guard header.typeName == expectedType || ValueCoding.normalizedTypeName(header.typeName) == expectedType else {
                 return discard(.typeMismatch(stored: header.typeName, expected: expectedType))
             }
             if key.schemaVersion == nil, header.appVersion != configuration.appVersion {
@@ -280,7 +284,7 @@ extension Cache {
             }
         }
         disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: Date().timeIntervalSince1970)
-        memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value))
+        if memory.limit != 0 { memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value)) }
         return Found(value: value, metadata: metadata)
     }
 
