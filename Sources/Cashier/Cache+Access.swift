@@ -51,6 +51,9 @@ extension Cache {
     ///
     /// - Throws: ``CacheError`` naming the key and the cause when the value cannot be
     ///   encoded or the file cannot be written; what was stored before is then untouched.
+    ///   One exception: with ``Configuration/durability`` `.synchronized`, when only the
+    ///   folder sync after the rename fails, the new entry is in place (and read back)
+    ///   but may not survive a power loss.
     public func set<V>(_ value: V, for key: CacheKey<V>, lifespan: Lifespan? = nil) throws {
         let format = ValueCoding.format(for: V.self, codec: key.codec)
         let payload: Data

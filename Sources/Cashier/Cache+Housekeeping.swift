@@ -2,9 +2,14 @@ import Foundation
 
 extension Cache {
     /// Removes every entry, locked or not, from memory and disk.
+    ///
+    /// A file that cannot be removed stays readable and is reported as a
+    /// ``CacheEvent/failure(key:error:)`` without a key.
     public func removeAll() {
         _ = memory.removeAll()
-        disk?.removeAllEntries()
+        for failure in disk?.removeAllEntries() ?? [] {
+            emit(.failure(key: nil, error: failure.cacheError(key: nil)))
+        }
         publish(nil, nil)
     }
 

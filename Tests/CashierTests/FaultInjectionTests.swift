@@ -124,6 +124,22 @@ struct FaultInjectionTests {
         for (index, key) in keys.enumerated() where index != 2 { #expect(cache.value(for: key) == index) }
     }
 
+    @Test("removeAll on a folder that cannot be written reports each failure and keeps count true")
+    func removeAllOnReadOnlyFolderReportsFailures() throws {
+        let events = EventLog()
+        var settings = configuration()
+        settings.onEvent = events.handler
+        let cache = Cache(settings)
+        let keys = (0..<3).map { CacheKey<Int>("k\($0)") }
+        for (index, key) in keys.enumerated() { try cache.set(index, for: key) }
+        faults.makeReadOnly(EACCES)
+        cache.removeAll()
+        #expect(events.failures.count == 3)
+        #expect(events.failures.allSatisfy { $0.kind == .permissionDenied && $0.key == nil })
+        #expect(cache.count == 3)
+        for (index, key) in keys.enumerated() { #expect(cache.value(for: key) == index) }
+    }
+
     @Test("Standard durability renames without syncing; synchronized syncs the file before and the folder after the rename",
           arguments: [Cache.Durability.standard, .synchronized])
     func durabilityCallsWhatItPromises(_ durability: Cache.Durability) throws {
@@ -147,9 +163,11 @@ struct FaultInjectionTests {
         #expect { try cache.set(2, for: key) } throws: { ($0 as? CacheError)?.kind == .ioFailure }
         faults.set(nil, for: .synchronizeDirectory)
         // The rename happened, so the new value is the entry; the memory tier must not contradict it.
-        let onDisk = Cache(makeConfiguration(folder)).value(for: key)
+        let fresh = Cache(makeConfiguration(folder))
+        let onDisk = fresh.value(for: key)
         #expect(onDisk == 2)
         #expect(cache.value(for: key) == onDisk)
+        #expect(cache.totalSize == fresh.totalSize)
         #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskStore.temporaryPrefix) })
     }
 }

@@ -145,12 +145,14 @@ package final class DiskStore: Sendable {
         }
         do {
             try fileSystem.rename(temporary, to: path(fileName))
-            if options.synchronize { try fileSystem.synchronizeDirectory(folder) }
         } catch {
             try? fileSystem.removeFile(temporary)
             throw error
         }
         noteWritten(fileName, size: size, isLocked: header.isLocked, at: Date().timeIntervalSince1970)
+        // The new entry is in place (and in the index); a failing folder sync only
+        // leaves its durability unknown, which the caller is told by the error.
+        if options.synchronize { try fileSystem.synchronizeDirectory(folder) }
         return size
     }
 
@@ -303,12 +305,20 @@ package final class DiskStore: Sendable {
     }
 
     /// Removes every entry file; temporary files of writers still running are left to them.
-    package func removeAllEntries() {
+    /// Returns the removals that failed (a read-only folder, say); the index then rescans.
+    @discardableResult
+    package func removeAllEntries() -> [SystemError] {
         withFolderLock {
+            var failures: [SystemError] = []
             for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where Self.isEntryFileName(name) {
-                try? fileSystem.removeFile(path(name))
+                do throws(SystemError) {
+                    try fileSystem.removeFile(path(name))
+                } catch {
+                    failures.append(error)
+                }
             }
-            state.withLock { $0.reset(loadedEmpty: true) }
+            state.withLock { $0.reset(loadedEmpty: failures.isEmpty) }
+            return failures
         }
     }
 
