@@ -202,6 +202,15 @@ import Testing
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
     }
 
+    @Test func writeOverAFolderInTheEntrysPlaceThrowsAndLeavesNoTemporaryFile() throws {
+        let blocker = folder.url.appendingPathComponent(DiskStore.fileName(for: "profile"))
+        try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: true)
+        #expect(throws: CacheError.self) { try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: key) }
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: blocker.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskStore.temporaryPrefix) })
+    }
+
     @Test func entryOfAnotherKeyUnderTheSameFileIsAMissAndLeftAlone() throws {
         try Cache(makeConfiguration(folder)).set(User(name: "Other", age: 1), for: CacheKey<User>("other", schemaVersion: 1))
         let other = folder.url.appendingPathComponent(DiskStore.fileName(for: "other"))

@@ -162,8 +162,12 @@ package struct POSIXFileSystem: FileSystem {
         // 70 µs measured on this project's machines. Where exchange is not possible (no
         // file to replace, a file system without it) a plain rename follows.
         if let exchange = Self.renameExchange, exchange(AT_FDCWD, source, AT_FDCWD, destination, Self.renameExchangeFlag) == 0 {
-            _ = unlink(source)  // the previous entry, now under the temporary name
-            return
+            // The previous occupant, now under the temporary name. If it cannot be unlinked
+            // (a folder in the entry's place), swap it back and fail as rename(2) would.
+            guard unlink(source) != 0 else { return }
+            let code = errno
+            _ = exchange(AT_FDCWD, source, AT_FDCWD, destination, Self.renameExchangeFlag)
+            throw SystemError(code: code, operation: "rename", path: destination)
         }
         #endif
         #if canImport(Darwin)

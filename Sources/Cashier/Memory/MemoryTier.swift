@@ -195,12 +195,6 @@ final class MemoryTier: Sendable {
         unowned(unsafe) var oldest: MemoryRecord?
         var statistics = CacheStatistics()
 
-        mutating func touch(_ name: String) -> MemoryRecord? {
-            guard let record = records[name] else { return nil }
-            moveToFront(record)
-            return record
-        }
-
         mutating func moveToFront(_ record: MemoryRecord) {
             if newest !== record {
                 unlink(record)
