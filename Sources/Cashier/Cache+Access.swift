@@ -9,27 +9,55 @@ extension Cache {
     /// longer decodes), which is removed and reported as
     /// ``CacheEvent/discarded(key:reason:)``. A memory hit does no I/O and no
     /// decoding; otherwise this reads one file. Never throws, never traps.
+    ///
+    /// Inlinable so that callers specialize it for their value type: a memory hit then
+    /// copies the value straight out of the tier, under its lock, with no generic
+    /// dispatch and no reference counting of the record.
+    @inlinable
     public func value<V>(for key: CacheKey<V>) -> V? {
-        if let (record, counted) = memory.hit(
-            key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, appVersion: configuration.appVersion) {
-            if !counted {
-                if let deadline = record.metadata.expiryDeadline, nowSeconds >= deadline, !configuration.returnsExpiredValues {
-                    missExpired(key.name)
-                    return nil
-                }
-                memory.count { $0.hits += 1 }
-            }
-            configuration.onEvent?(.hit(key: key.name))
-            return record.value(as: V.self)
+        var found: V?
+        switch memoryHit(key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, copy: { storage in
+            found = storage.assumingMemoryBound(to: V.self).pointee
+        }) {
+        case .hit: return found
+        case .expired: return nil
+        case .miss: return valueFromDisk(for: key)
         }
-        return valueFromDisk(for: key)
     }
 
-    /// The rest of ``value(for:)`` after a memory miss. A function of its own so that the
-    /// memory-hit path, unspecialized in callers' modules, does not pay at entry for the
-    /// generic metadata of the types only this path uses.
-    @inline(never)
-    private func valueFromDisk<V>(for key: CacheKey<V>) -> V? {
+    /// What the memory tier answered for a key in ``value(for:)``.
+    @usableFromInline
+    enum MemoryAnswer {
+        /// A usable value, copied out, counted and reported.
+        case hit
+        /// A record that has expired: the read is a miss, counted and reported.
+        case expired
+        /// Nothing usable in memory: go to disk.
+        case miss
+    }
+
+    /// The memory-hit half of ``value(for:)``: not generic, so callers' specializations
+    /// share it. `copy` runs under the tier's lock, given the stored value's address.
+    @usableFromInline
+    func memoryHit(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?,
+                   copy: (UnsafeMutableRawPointer) -> Void) -> MemoryAnswer {
+        guard let deadline = memory.hit(
+            name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion, copy: copy)
+        else { return .miss }
+        if let deadline {
+            if nowSeconds >= deadline, !configuration.returnsExpiredValues {
+                missExpired(name)
+                return .expired
+            }
+            memory.count { $0.hits += 1 }
+        }
+        configuration.onEvent?(.hit(key: name))
+        return .hit
+    }
+
+    /// The rest of ``value(for:)`` after a memory miss.
+    @usableFromInline
+    func valueFromDisk<V>(for key: CacheKey<V>) -> V? {
         guard let found = load(key) else {
             emit(.miss(key: key.name))
             return nil

@@ -64,10 +64,11 @@ class MemoryRecord: @unchecked Sendable {
     /// metadata lookup, which matters on the memory-hit path of unspecialized callers.
     let storage: UnsafeMutableRawPointer?
     // Links of the recency list, which never owns records (the tier's dictionary does,
-    // and a record leaves the list before it leaves the dictionary): unowned(unsafe),
-    // so moving a record to the front costs no reference counting.
-    fileprivate unowned(unsafe) var newer: MemoryRecord?
-    fileprivate unowned(unsafe) var older: MemoryRecord?
+    // and a record leaves the list before it leaves the dictionary): `Unmanaged`, so
+    // moving a record to the front costs no reference counting. (`unowned(unsafe)` is
+    // not enough: loading one into a local retains it, five retains per hit.)
+    fileprivate var newer: Link?
+    fileprivate var older: Link?
 
     init(name: String, metadata: EntryMetadata, valueType: ObjectIdentifier? = nil, storage: UnsafeMutableRawPointer? = nil) {
         self.name = name
@@ -170,33 +171,36 @@ final class MemoryTier: Sendable {
 
     var statistics: CacheStatistics { state.withLock { $0.statistics } }
 
-    /// The record for `name` if it holds a value of type `valueType` stored under
-    /// `schemaVersion` (and, unversioned, `appVersion`), made the most recently used,
-    /// in one critical section.
+    /// Looks up `name` for a read of a `valueType` value stored under `schemaVersion`
+    /// (and, unversioned, `appVersion`): on a match, makes the record the most recently
+    /// used and hands `copy` the value's address, all in one critical section.
     ///
-    /// A record that cannot expire is a hit for sure: it is counted here, under the same
-    /// lock (`counted` is true). One with a deadline is left for the caller to check
-    /// against its clock (user code, never called under this lock) and count.
-    /// Not generic, no allocation, no dynamic cast.
-    func hit(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?) -> (record: MemoryRecord, counted: Bool)? {
-        state.withLock { state in
-            guard let record = state.records[name], record.valueType == valueType,
+    /// Returns `nil` when nothing usable is held. Otherwise returns the record's expiry
+    /// deadline: `.some(nil)` when it cannot expire, which is a hit for sure and counted
+    /// here, under the same lock; a deadline is left for the caller to check against its
+    /// clock (user code, never called under this lock) and count.
+    /// Not generic, no allocation, no dynamic cast, no reference counting of the record.
+    func hit(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?,
+             copy: (UnsafeMutableRawPointer) -> Void) -> Double?? {
+        state.withLock { state -> Double?? in
+            guard let record = state.records[name], record.valueType == valueType, let storage = record.storage,
                   record.metadata.matches(schemaVersion: schemaVersion, appVersion: appVersion) else { return nil }
             state.moveToFront(record)
-            let counted = record.metadata.expiryDeadline == nil
-            if counted { state.statistics.hits += 1 }
-            return (record, counted)
+            copy(storage)
+            let deadline = record.metadata.expiryDeadline
+            if deadline == nil { state.statistics.hits += 1 }
+            return .some(deadline)
         }
     }
 
     private struct State {
         var records: [String: MemoryRecord] = [:]
-        unowned(unsafe) var newest: MemoryRecord?
-        unowned(unsafe) var oldest: MemoryRecord?
+        var newest: Link?
+        var oldest: Link?
         var statistics = CacheStatistics()
 
         mutating func moveToFront(_ record: MemoryRecord) {
-            if newest !== record {
+            if !newest.is(record) {
                 unlink(record)
                 pushFront(record)
             }
@@ -217,24 +221,27 @@ final class MemoryTier: Sendable {
         /// The least recently used unlocked record, or the least recently used one if all are locked.
         func victim() -> MemoryRecord? {
             var candidate = oldest
-            while let record = candidate {
+            while let link = candidate {
+                let record = link.takeUnretainedValue()
                 if !record.metadata.isLocked { return record }
                 candidate = record.newer
             }
-            return oldest
+            return oldest?.takeUnretainedValue()
         }
 
         mutating func pushFront(_ record: MemoryRecord) {
+            let link = Link.passUnretained(record)
             record.older = newest
             record.newer = nil
-            newest?.newer = record
-            newest = record
-            if oldest == nil { oldest = record }
+            newest?._withUnsafeGuaranteedRef { $0.newer = link }
+            newest = link
+            if oldest == nil { oldest = link }
         }
 
         mutating func unlink(_ record: MemoryRecord) {
-            if let newer = record.newer { newer.older = record.older } else if newest === record { newest = record.older }
-            if let older = record.older { older.newer = record.newer } else if oldest === record { oldest = record.newer }
+            let (newer, older) = (record.newer, record.older)
+            if let newer { newer._withUnsafeGuaranteedRef { $0.older = older } } else if newest.is(record) { newest = older }
+            if let older { older._withUnsafeGuaranteedRef { $0.newer = newer } } else if oldest.is(record) { oldest = newer }
             record.newer = nil
             record.older = nil
         }
@@ -248,5 +255,15 @@ final class MemoryTier: Sendable {
             newest = nil
             oldest = nil
         }
+    }
+}
+
+/// A link of the recency list: a record reference that is neither retained nor released.
+private typealias Link = Unmanaged<MemoryRecord>
+
+extension Optional where Wrapped == Unmanaged<MemoryRecord> {
+    /// Whether this link points at `record`.
+    fileprivate func `is`(_ record: MemoryRecord) -> Bool {
+        self?.toOpaque() == Unmanaged.passUnretained(record).toOpaque()
     }
 }
