@@ -213,11 +213,6 @@ struct Found<Value> {
 }
 
 extension Cache {
-    /// Whether a memory record written under `metadata` may answer for `key`.
-    func matches<V>(_ metadata: EntryMetadata, _ key: CacheKey<V>) -> Bool {
-        metadata.matches(schemaVersion: key.schemaVersion, appVersion: configuration.appVersion)
-    }
-
     /// The usable entry for `key`, expired or not, from memory or disk; no counters.
     ///
     /// Unusable entries on disk are removed and reported here.
@@ -237,8 +232,9 @@ extension Cache {
 
     /// The memory record for `key` if it holds a `V` usable for it; recency unchanged.
     private func memoryEntry<V>(_ key: CacheKey<V>) -> Found<V>? {
-        guard let record = memory.peek(key.name), record.valueType == ObjectIdentifier(V.self),
-              matches(record.metadata, key) else { return nil }
+        guard let record = memory.peekUsable(
+            key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, appVersion: configuration.appVersion)
+        else { return nil }
         return Found(value: record.value(as: V.self), metadata: record.metadata)
     }
 

@@ -183,8 +183,8 @@ final class MemoryTier: Sendable {
     func hit(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?,
              copy: (UnsafeMutableRawPointer) -> Void) -> Double?? {
         state.withLock { state -> Double?? in
-            guard let record = state.records[name], record.valueType == valueType, let storage = record.storage,
-                  record.metadata.matches(schemaVersion: schemaVersion, appVersion: appVersion) else { return nil }
+            guard let record = state.usable(name, valueType, schemaVersion, appVersion), let storage = record.storage
+            else { return nil }
             state.moveToFront(record)
             copy(storage)
             let deadline = record.metadata.expiryDeadline
@@ -193,11 +193,25 @@ final class MemoryTier: Sendable {
         }
     }
 
+    /// The record for `name` if it holds a value usable for a read of `valueType` under
+    /// `schemaVersion` (and, unversioned, `appVersion`); recency unchanged.
+    func peekUsable(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?) -> MemoryRecord? {
+        state.withLock { $0.usable(name, valueType, schemaVersion, appVersion) }
+    }
+
     private struct State {
         var records: [String: MemoryRecord] = [:]
         var newest: Link?
         var oldest: Link?
         var statistics = CacheStatistics()
+
+        /// The one definition of a memory record that may answer a read: same value type,
+        /// same schema version, and for unversioned keys the same app version.
+        func usable(_ name: String, _ valueType: ObjectIdentifier, _ schemaVersion: Int?, _ appVersion: String?) -> MemoryRecord? {
+            guard let record = records[name], record.valueType == valueType,
+                  record.metadata.matches(schemaVersion: schemaVersion, appVersion: appVersion) else { return nil }
+            return record
+        }
 
         mutating func moveToFront(_ record: MemoryRecord) {
             if !newest.is(record) {
