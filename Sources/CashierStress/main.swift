@@ -1,4 +1,5 @@
 import Cashier
+import CashierTestSupport
 import Foundation
 
 // The child process of Cashier's crash-kill and multi-process tests

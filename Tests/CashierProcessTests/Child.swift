@@ -1,4 +1,5 @@
 import Cashier
+import CashierTestSupport
 import Foundation
 #if canImport(Darwin)
 import Darwin
@@ -73,19 +74,13 @@ final class Child {
 }
 
 /// A fresh folder for one test, removed afterwards.
-final class Folder: Sendable {
-    let url = URL(fileURLWithPath: NSTemporaryDirectory())
-        .appendingPathComponent("cashier-process-tests-\(UUID().uuidString)", isDirectory: true)
-    var path: String { url.path }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    var names: [String] { (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] }
-    var temporaries: [String] { names.filter { $0.hasPrefix(".tmp-") } }
+/// What the process tests look at in a shared folder.
+extension TemporaryFolder {
+    var temporaries: [String] { fileNames.filter { $0.hasPrefix(".tmp-") } }
 
     /// Bytes of the entry files, by `stat`, as the folder holds them now.
     var entryBytes: Int {
-        names.filter { $0.hasSuffix(".cache") }.reduce(0) { total, name in
+        fileNames.filter { $0.hasSuffix(".cache") }.reduce(0) { total, name in
             let attributes = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(name).path)
             return total + ((attributes?[.size] as? Int) ?? 0)
         }

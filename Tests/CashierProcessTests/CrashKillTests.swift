@@ -1,5 +1,6 @@
 @testable import Cashier
 import CashierStress
+import CashierTestSupport
 import Foundation
 import Testing
 
@@ -14,7 +15,7 @@ struct CrashKillTests {
     @Test("After every SIGKILL each key reads nothing or a value written whole, no file is damaged, temporaries are cleaned")
     func killedWriterLeavesOnlyWholeValues() throws {
         let kills = environmentNumber("CASHIER_STRESS_KILLS", default: 200)
-        let folder = Folder()
+        let folder = TemporaryFolder()
         var random = SplitMix64(seed: UInt64(environmentNumber("CASHIER_STRESS_SEED", default: 20261122)))
         var interruptedWrites = 0
         var present = 0

@@ -1,5 +1,6 @@
 @testable import Cashier
 import CashierStress
+import CashierTestSupport
 import Foundation
 import Testing
 
@@ -18,7 +19,7 @@ struct MultiProcessTests {
     func processesShareAFolder() throws {
         let processes = environmentNumber("CASHIER_STRESS_PROCESSES", default: 3)
         let operations = environmentNumber("CASHIER_STRESS_OPERATIONS", default: 2_000)
-        let folder = Folder()
+        let folder = TemporaryFolder()
         let children = try (0..<processes).map { index in
             try Child(["share", folder.path, String(index + 1), String(operations), String(Self.sizeLimit)])
         }
@@ -74,7 +75,7 @@ private final class Observer: @unchecked Sendable {
     private var result = Result()  // written by the thread until `done` is signalled
     private let done = DispatchSemaphore(value: 0)
 
-    init(_ cache: Cache, folder: Folder) {
+    init(_ cache: Cache, folder: TemporaryFolder) {
         Thread.detachNewThread { [self] in
             while !lock.withLock({ stopping }) {
                 let findings = Workload.check(cache)

@@ -1,3 +1,4 @@
+import CashierTestSupport
 import Foundation
 import Testing
 @testable import Cashier

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CashierTestSupport
 import Foundation
 import Testing
 @testable import Cashier

@@ -1,24 +1,8 @@
+import CashierTestSupport
 import Foundation
 @testable import Cashier
 
-/// A fresh folder under the system's temporary directory, removed when the test's value goes away.
-final class TemporaryFolder: Sendable {
-    let url: URL
-    var path: String { url.path }
-
-    init(_ label: String = #function) {
-        let safe = label.filter { $0.isLetter || $0.isNumber }
-        url = URL(fileURLWithPath: NSTemporaryDirectory())
-            .appendingPathComponent("cashier-tests-\(safe)-\(UUID().uuidString)", isDirectory: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    /// Names of the files in the folder (created lazily by the cache), sorted.
-    var fileNames: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
-    }
-
+extension TemporaryFolder {
     /// Names of the entry files (not the lock file or temporaries).
     var entryFiles: [String] { fileNames.filter(DiskStore.isEntryFileName) }
 }
