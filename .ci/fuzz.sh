@@ -1,37 +1,56 @@
 #!/usr/bin/env bash
-# Fuzzes the entry-file parser with libFuzzer for SECONDS (default 60).
+# Fuzzes with libFuzzer, SECONDS (default 60) per fuzzer.
 #
-#   bash .ci/fuzz.sh [SECONDS]
+#   bash .ci/fuzz.sh [SECONDS] [entry] [payload]     # no names: both
 #
-# Builds Tests/Fuzz/EntryFuzzer.swift with the library's format sources into
-# .build-fuzz/entry-fuzzer (-sanitize=fuzzer,address), then runs it on a copy of
-# the seed corpus Tests/Fixtures/EntryCorpus (real entry files). New inputs the
-# fuzzer finds stay in .build-fuzz/corpus, so repeated local runs build on each
-# other. Exits non-zero on a crash, a trap, a leak or a timeout; the input that
-# caused it is left in .build-fuzz/ (crash-*, leak-*, timeout-*).
+# entry:   Tests/Fuzz/EntryFuzzer.swift over the entry-file parser (EntryHeader),
+#          seeded with Tests/Fixtures/EntryCorpus (real entry files).
+# payload: Tests/Fuzz/PayloadFuzzer.swift over PayloadDecoder, the fast JSON path,
+#          checked against JSONDecoder; seeded with Tests/Fixtures/PayloadCorpus.
+#
+# Each is built with the library sources it covers into .build-fuzz/<name>-fuzzer
+# (-sanitize=fuzzer,address). New inputs the fuzzer finds stay in
+# .build-fuzz/<name>-corpus, so repeated local runs build on each other. Exits
+# non-zero on a crash, a trap, a leak or a timeout; the input that caused it is
+# left in .build-fuzz/ (<name>-crash-*, -leak-*, -timeout-*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
+shift || true
+fuzzers=("$@")
+[ ${#fuzzers[@]} -gt 0 ] || fuzzers=(entry payload)
 out=.build-fuzz
-mkdir -p "$out/corpus" "$out/module-cache"
+mkdir -p "$out/module-cache"
 
-echo "== fuzz: building $out/entry-fuzzer"
-swiftc -sanitize=fuzzer,address -parse-as-library -O -g \
-    -module-name CashierFuzz -package-name Cashier -swift-version 6 \
-    -module-cache-path "$out/module-cache" \
-    Sources/Cashier/Disk/EntryHeader.swift Sources/Cashier/Disk/XXHash64.swift Sources/Cashier/Lifespan.swift \
-    Tests/Fuzz/EntryFuzzer.swift \
-    -o "$out/entry-fuzzer"
+sources_entry=(Sources/Cashier/Disk/EntryHeader.swift Sources/Cashier/Disk/XXHash64.swift Sources/Cashier/Lifespan.swift
+               Tests/Fuzz/EntryFuzzer.swift)
+sources_payload=(Sources/Cashier/Internal/PayloadDecoder.swift Tests/Fuzz/PayloadFuzzer.swift)
 
-cp -n Tests/Fixtures/EntryCorpus/* "$out/corpus/" 2>/dev/null || true
-echo "== fuzz: $seconds s over $(ls "$out/corpus" | wc -l) inputs"
-# One job, so a shared two-core machine keeps a core; -rss_limit_mb bounds memory.
-"$out/entry-fuzzer" "$out/corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/" 2>"$out/fuzz.log" || {
-    status=$?
-    tail -n 60 "$out/fuzz.log" >&2
-    echo "fuzz: FAILED (exit status $status); the input is in $out/" >&2
-    exit "$status"
-}
-grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added)|Done [0-9]+ runs" "$out/fuzz.log" || true
-echo "== fuzz: passed"
+for name in "${fuzzers[@]}"; do
+    case "$name" in
+        entry) sources=("${sources_entry[@]}"); seeds=Tests/Fixtures/EntryCorpus ;;
+        payload) sources=("${sources_payload[@]}"); seeds=Tests/Fixtures/PayloadCorpus ;;
+        *) echo "fuzz: unknown fuzzer '$name' (entry, payload)" >&2; exit 2 ;;
+    esac
+    binary="$out/$name-fuzzer"
+    corpus="$out/$name-corpus"
+    mkdir -p "$corpus"
+    echo "== fuzz: building $binary"
+    swiftc -sanitize=fuzzer,address -parse-as-library -O -g \
+        -module-name CashierFuzz -package-name Cashier -swift-version 6 \
+        -module-cache-path "$out/module-cache" \
+        "${sources[@]}" -o "$binary"
+    cp -n "$seeds"/* "$corpus/" 2>/dev/null || true
+    rm -f "$corpus/README.md"
+    echo "== fuzz: $name, $seconds s over $(ls "$corpus" | wc -l) inputs"
+    # One job, so a shared two-core machine keeps a core; -rss_limit_mb bounds memory.
+    "$binary" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/$name-" 2>"$out/$name.log" || {
+        status=$?
+        tail -n 60 "$out/$name.log" >&2
+        echo "fuzz: $name FAILED (exit status $status); the input is in $out/" >&2
+        exit "$status"
+    }
+    grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added)|Done [0-9]+ runs" "$out/$name.log" || true
+    echo "== fuzz: $name passed"
+done

@@ -128,7 +128,8 @@ final class MemoryTier: Sendable {
 
     /// The record for `name` without changing its recency.
     func peek(_ name: String) -> MemoryRecord? {
-        state.withLock { $0.records[name] }
+        if limit == 0 { return nil }  // never holds anything: skip the lock and the hashing
+        return state.withLock { $0.records[name] }
     }
 
     /// Stores `record`, replacing any under its name; returns what the count limit pushed out.
@@ -150,7 +151,8 @@ final class MemoryTier: Sendable {
 
     @discardableResult
     func remove(_ name: String) -> MemoryRecord? {
-        state.withLock { $0.remove(name) }
+        if limit == 0 { return nil }
+        return state.withLock { $0.remove(name) }
     }
 
     func removeAll() -> [MemoryRecord] {
@@ -182,7 +184,8 @@ final class MemoryTier: Sendable {
     /// Not generic, no allocation, no dynamic cast, no reference counting of the record.
     func hit(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?,
              copy: (UnsafeMutableRawPointer) -> Void) -> Double?? {
-        state.withLock { state -> Double?? in
+        if limit == 0 { return nil }
+        return state.withLock { state -> Double?? in
             guard let record = state.usable(name, valueType, schemaVersion, appVersion), let storage = record.storage
             else { return nil }
             state.moveToFront(record)
@@ -196,7 +199,8 @@ final class MemoryTier: Sendable {
     /// The record for `name` if it holds a value usable for a read of `valueType` under
     /// `schemaVersion` (and, unversioned, `appVersion`); recency unchanged.
     func peekUsable(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?) -> MemoryRecord? {
-        state.withLock { $0.usable(name, valueType, schemaVersion, appVersion) }
+        if limit == 0 { return nil }
+        return state.withLock { $0.usable(name, valueType, schemaVersion, appVersion) }
     }
 
     private struct State {
