@@ -36,7 +36,8 @@ for name in "${fuzzers[@]}"; do
     corpus="$out/$name-corpus"
     mkdir -p "$corpus"
     echo "== fuzz: building $binary"
-    swiftc -sanitize=fuzzer,address -parse-as-library -O -g \
+    # lld: the default gold linker warns about every local AddressSanitizer symbol.
+    swiftc -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld \
         -module-name CashierFuzz -package-name Cashier -swift-version 6 \
         -module-cache-path "$out/module-cache" \
         "${sources[@]}" -o "$binary"

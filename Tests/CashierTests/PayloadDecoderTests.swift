@@ -1,3 +1,4 @@
+import CashierTestSupport
 import Foundation
 import Testing
 @testable import Cashier
@@ -151,6 +152,17 @@ private final class Cat: Animal {
 }
 
 private struct WithDate: Codable, Equatable { var id: Int; var when: Date }
+/// Reads each field leniently, as many apps do: a field that fails to decode becomes nil.
+private struct Lenient: Codable, Equatable {
+    var count: Int?
+    var link: URL?
+    init(count: Int?, link: URL?) { (self.count, self.link) = (count, link) }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        count = try? container.decodeIfPresent(Int.self, forKey: .count)
+        link = try? container.decodeIfPresent(URL.self, forKey: .link)
+    }
+}
 private struct WithData: Codable, Equatable { var id: Int; var blob: Data }
 private struct WithURL: Codable, Equatable { var id: Int; var link: URL? }
 private struct WithDecimal: Codable, Equatable { var id: Int; var amounts: [Decimal] }
@@ -202,7 +214,9 @@ private struct KeyedProbe: Decodable, Equatable {
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Key.self)
         for name in ["a", "b", "c", "\u{212A}"] {
-            let isNil = try? container.decodeNil(forKey: Key(name))
+            // decodeNil throws for a missing key: ask only when the key is there, since a caught
+            // error would give the whole fast decode up.
+            let isNil = container.contains(Key(name)) ? try container.decodeNil(forKey: Key(name)) : nil
             let value = try container.decodeIfPresent(Int.self, forKey: Key(name))
             log.append("\(name): contains=\(container.contains(Key(name))) nil=\(String(describing: isNil)) value=\(String(describing: value))")
         }
@@ -443,16 +457,46 @@ private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLoca
         try expectSameAsJSONDecoder(Nest.self, nested(20))
     }
 
-    @Test("Date, Data, URL and Decimal throw wherever they appear, leaving them to JSONDecoder")
+    @Test("Data, URL and Decimal throw wherever they appear, leaving them to JSONDecoder, and say so")
     func specialTypesThrow() throws {
-        expectThrows(WithDate.self, try encoded(WithDate(id: 1, when: Date(timeIntervalSince1970: 12))))
         expectThrows(WithData.self, try encoded(WithData(id: 1, blob: Data([1, 2, 3]))))
         expectThrows(WithURL.self, try encoded(WithURL(id: 1, link: URL(string: "https://example.org/a"))))
         expectThrows(WithDecimal.self, try encoded(WithDecimal(id: 1, amounts: [Decimal(string: "1.25")!])))
-        expectThrows([Date?].self, try encoded([Date?.none, Date(timeIntervalSince1970: 1)]))
         expectThrows([String: URL].self, try encoded(["a": URL(string: "https://example.org")!]))
+        var metSpecialType = false
+        let data = try encoded(WithData(id: 1, blob: Data([1])))
+        _ = data.withUnsafeBytes { try? PayloadDecoder.decode(WithData.self, from: $0, metSpecialType: &metSpecialType) }
+        #expect(metSpecialType)
         // An absent optional URL never reaches the URL decoder.
         try expectRoundTrip(WithURL(id: 2, link: nil))
+    }
+
+    @Test("Dates decode as JSONDecoder's default strategy does: Date(from:), a Double")
+    func datesMatchTheDefaultStrategy() throws {
+        try expectRoundTrip(WithDate(id: 1, when: Date(timeIntervalSince1970: 12)))
+        try expectRoundTrip(WithDate(id: 2, when: Date(timeIntervalSinceReferenceDate: -1.5e9 + 0.123456789)))
+        try expectRoundTrip([Date?.none, Date(timeIntervalSince1970: 1)])
+    }
+
+    @Test("An error caught inside init(from:) gives the whole decode up, so a try? over a field cannot hide a difference")
+    func caughtErrorsGiveTheDecodeUp() throws {
+        // JSONDecoder reads 1.0 as the Int 1; the fast path throws on it, and the try? below would
+        // turn that into nil: a different value, unless the decode is given up.
+        let data = bytes(#"{"count": 1.0, "link": "https://example.org"}"#)
+        #expect(try JSONDecoder().decode(Lenient.self, from: data) == Lenient(count: 1, link: URL(string: "https://example.org")))
+        expectThrows(Lenient.self, data)
+        // A key that is simply absent throws nothing: decodeIfPresent is not a failure.
+        try expectSameAsJSONDecoder(Lenient.self, bytes(#"{}"#))
+    }
+
+    @Test("ValueCoding reads what PayloadDecoder gives up on with JSONDecoder: lenient inits, 1.0 for an Int, Data fields")
+    func valueCodingFallsBackToJSONDecoder() throws {
+        let lenient = bytes(#"{"count": 1.0, "link": "https://example.org"}"#)
+        #expect(try ValueCoding.decode(Lenient.self, from: lenient, format: .json) == Lenient(count: 1, link: URL(string: "https://example.org")))
+        let withData = WithData(id: 3, blob: Data([1, 2, 3]))
+        // The second read goes to JSONDecoder directly (the type is remembered); both read the same.
+        for _ in 0..<2 { #expect(try ValueCoding.decode(WithData.self, from: encoded(withData), format: .json) == withData) }
+        #expect(throws: (any Error).self) { try ValueCoding.decode(WithData.self, from: bytes("{"), format: .json) }
     }
 
     @Test("Duplicate keys (also canonically equivalent ones) and non-canonical integer keys throw", arguments: [
@@ -469,7 +513,7 @@ private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLoca
         expectThrows([String: Int].self, bytes("{" + members.joined(separator: ",") + "}"))
     }
 
-    /// Uses the suite-wide `SplitMix64` (in ExpiryTests.swift) so every run mutates the same way.
+    /// Seeded (`SplitMix64` from CashierTestSupport), so every run mutates the same way.
     @Test("2,000 seeded random mutations: whenever PayloadDecoder succeeds, JSONDecoder succeeds with an equal value")
     func randomMutationsNeverDisagree() throws {
         var random = SplitMix64(seed: 0xCA5B_1E12)

@@ -9,8 +9,25 @@ import Foundation
 enum PayloadDecoder {
     /// Decodes `type` from `bytes`, or throws (a `DecodingError`) when anything is unusual.
     static func decode<V: Decodable>(_ type: V.Type, from bytes: UnsafeRawBufferPointer) throws -> V {
+        var metSpecialType = false
+        return try decode(type, from: bytes, metSpecialType: &metSpecialType)
+    }
+
+    /// Decodes `type` from `bytes`; `metSpecialType` tells, success or not, whether a type
+    /// `JSONDecoder` treats specially (`Data`, `URL`, `Decimal`) was asked for, so the caller
+    /// can send values of `type` to `JSONDecoder` directly from then on.
+    ///
+    /// A value's `init(from:)` may catch an error and go on (`try?` over one field). Where this
+    /// path threw but `JSONDecoder` would not have, the value built would then differ, so a
+    /// decode during which anything threw is given up as a whole, even when it returned.
+    static func decode<V: Decodable>(_ type: V.Type, from bytes: UnsafeRawBufferPointer, metSpecialType: inout Bool) throws -> V {
         let document = try PayloadDocument(bytes: bytes)
-        return try document.decode(V.self, at: 0, path: nil, key: nil)
+        defer { metSpecialType = document.metSpecialType }
+        let value = try document.decode(V.self, at: 0, path: nil, key: nil)
+        guard !document.threw else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "A read failed and was caught inside init(from:); left to JSONDecoder"))
+        }
+        return value
     }
 
     /// Decodes `type` from `data`; see the pointer overload.
@@ -419,13 +436,25 @@ final class PayloadDocument {
 
     // MARK: Errors
 
+    /// Whether any read of the decode threw (see ``PayloadDecoder/decode(_:from:metSpecialType:)``).
+    /// Every decode-time error is made by ``failure(_:)``, which sets it.
+    private(set) var threw = false
+    /// Whether `Data`, `URL` or `Decimal` was asked for.
+    private(set) var metSpecialType = false
+
+    /// `error`, noted as thrown.
+    func failure(_ error: DecodingError) -> DecodingError {
+        threw = true
+        return error
+    }
+
     func mismatch(_ type: Any.Type, at index: Int, _ path: [any CodingKey]) -> DecodingError {
         let context = DecodingError.Context(codingPath: path, debugDescription: "Expected \(type), found \(kind(index)) (or a form left to JSONDecoder)")
-        return kind(index) == .null ? .valueNotFound(type, context) : .typeMismatch(type, context)
+        return failure(kind(index) == .null ? .valueNotFound(type, context) : .typeMismatch(type, context))
     }
 
     func corrupted(_ message: String, _ path: [any CodingKey]) -> DecodingError {
-        .dataCorrupted(.init(codingPath: path, debugDescription: message))
+        failure(.dataCorrupted(.init(codingPath: path, debugDescription: message)))
     }
 
     // MARK: Typed reads
@@ -494,7 +523,10 @@ final class PayloadDocument {
         if T.self == Int.self { return try integer(Int.self, at: index, PayloadPath.components(path, key)) as! T }
         if T.self == Double.self { return try double(at: index, PayloadPath.components(path, key)) as! T }
         if T.self == Bool.self { return try bool(at: index, PayloadPath.components(path, key)) as! T }
-        if T.self == Date.self || T.self == Data.self || T.self == URL.self || T.self == Decimal.self {
+        // `Date` needs nothing special: JSONDecoder's default strategy (deferredToDate) is
+        // `Date(from:)`, a Double, exactly what the generic path below does.
+        if T.self == Data.self || T.self == URL.self || T.self == Decimal.self {
+            metSpecialType = true
             throw corrupted("\(T.self) is left to JSONDecoder", PayloadPath.components(path, key))
         }
         let decoder = PayloadNodeDecoder(document: self, index: index, path: PayloadPath.appending(key, to: path))
@@ -731,7 +763,7 @@ struct PayloadKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     private func value(for key: Key) throws -> Int {
         guard let index = document.member(named: key.stringValue, in: object) else {
-            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for \(key.stringValue)"))
+            throw document.failure(.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for \(key.stringValue)")))
         }
         return index
     }
@@ -794,7 +826,7 @@ struct PayloadKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func superDecoder() throws -> any Decoder {
         let key = PayloadIndexKey.super
         guard let index = document.member(named: key.stringValue, in: object) else {
-            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for super"))
+            throw document.failure(.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for super")))
         }
         return PayloadNodeDecoder(document: document, index: index, path: PayloadPath(key, parent: path))
     }
@@ -832,7 +864,7 @@ struct PayloadUnkeyedContainer: UnkeyedDecodingContainer {
     /// The current element's node; throws at the end.
     private func element(_ type: Any.Type) throws -> Int {
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, .init(codingPath: PayloadPath.components(path, PayloadIndexKey(currentIndex)), debugDescription: "Unkeyed container is at end"))
+            throw document.failure(.valueNotFound(type, .init(codingPath: PayloadPath.components(path, PayloadIndexKey(currentIndex)), debugDescription: "Unkeyed container is at end")))
         }
         return cursor
     }
