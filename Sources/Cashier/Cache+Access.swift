@@ -9,12 +9,11 @@ extension Cache {
     /// longer decodes), which is removed and reported as
     /// ``CacheEvent/discarded(key:reason:)``. A memory hit does no I/O and no
     /// decoding; otherwise this reads one file. Never throws, never traps.
-    ///
-    /// Inlinable so that callers specialize it for their value type: a memory hit then
-    /// copies the value straight out of the tier, under its lock, with no generic
-    /// dispatch and no reference counting of the record.
     @inlinable
     public func value<V>(for key: CacheKey<V>) -> V? {
+        // Inlinable so that callers specialize it for their value type: a memory hit then
+        // copies the value straight out of the tier, under its lock, with no generic
+        // dispatch and no reference counting of the record.
         var found: V?
         switch memoryHit(key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, copy: { storage in
             found = storage.assumingMemoryBound(to: V.self).pointee
