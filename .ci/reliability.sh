@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 
 echo "== reliability: swift test --sanitize=address"
 # Leak checking stays on; .ci/lsan-suppressions.txt lists what the toolchain itself keeps until exit.
+# lld (from the toolchain): the default gold linker warns about every local AddressSanitizer symbol.
 LSAN_OPTIONS="suppressions=$PWD/.ci/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
-    swift test --sanitize=address --scratch-path .build-asan
+    swift test --sanitize=address --scratch-path .build-asan -Xswiftc -use-ld=lld
 
 if [ -f .ci/fuzz.sh ]; then
     echo "== reliability: fuzzing the entry-file parser and the payload decoder, ${CASHIER_FUZZ_SECONDS:-60} s each"
