@@ -23,8 +23,9 @@ out=.build-fuzz
 mkdir -p "$out/module-cache"
 
 sources_entry=(Sources/Cashier/Disk/EntryHeader.swift Sources/Cashier/Disk/XXHash64.swift Sources/Cashier/Lifespan.swift
+               Sources/Cashier/Internal/ASCII.swift
                Tests/Fuzz/EntryFuzzer.swift)
-sources_payload=(Sources/Cashier/Internal/PayloadDecoder.swift Tests/Fuzz/PayloadFuzzer.swift)
+sources_payload=(Sources/Cashier/Internal/PayloadDecoder.swift Sources/Cashier/Internal/ASCII.swift Tests/Fuzz/PayloadFuzzer.swift)
 
 for name in "${fuzzers[@]}"; do
     case "$name" in

@@ -206,7 +206,7 @@ package struct EntryHeader: Sendable, Hashable {
             let bytes = UnsafeRawBufferPointer(rebasing: prefix[offset..<offset + count])
             let string = String(decoding: bytes, as: UTF8.self)
             // ASCII (keys, type names and versions nearly always are) decodes as itself.
-            if isASCII(bytes) { return string }
+            if bytes.isASCII { return string }
             // `String(validating:as:)` needs macOS 15 / iOS 18: decode, then check nothing was repaired.
             guard string.utf8.count == count, string.utf8.elementsEqual(bytes) else { throw .badField("UTF-8 string") }
             return string
@@ -221,21 +221,6 @@ package struct EntryHeader: Sendable, Hashable {
         header.checksum = UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: checksumOffset, as: UInt64.self))
         return header
     }
-}
-
-/// Whether every byte is below 0x80, eight at a time.
-private func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
-    var index = 0
-    var high: UInt64 = 0
-    while index + 8 <= bytes.count {
-        high |= bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-        index += 8
-    }
-    while index < bytes.count {
-        high |= UInt64(bytes[index])
-        index += 1
-    }
-    return high & 0x8080_8080_8080_8080 == 0
 }
 
 /// Why bytes are not a sound entry file.

@@ -102,11 +102,7 @@ struct PayloadParser {
             let next = byte(position)
             if next == UInt8(ascii: ",") {
                 position += 1
-                if nodes[container].kind == .object {
-                    try beginMember(of: container)
-                } else {
-                    nodes[container].count += 1
-                }
+                try beginEntry(of: container)
                 try beginValue()
             } else if next == closer(of: container) {
                 position += 1
@@ -117,6 +113,16 @@ struct PayloadParser {
         }
         skipWhitespace()
         guard position == input.count else { throw failure("Trailing bytes") }
+    }
+
+    /// Starts the next entry of `container` and counts it: for an object, its key and colon;
+    /// for an array, nothing to read (the element is the value that follows).
+    private mutating func beginEntry(of container: Int) throws {
+        if nodes[container].kind == .object {
+            try beginMember(of: container)
+        } else {
+            nodes[container].count += 1
+        }
     }
 
     private func closer(of container: Int) -> UInt8 {
@@ -138,24 +144,15 @@ struct PayloadParser {
         while true {
             skipWhitespace()
             switch byte(position) {
-            case UInt8(ascii: "{"):
-                let object = try openContainer(.object)
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                let container = try openContainer(byte(position) == UInt8(ascii: "{") ? .object : .array)
                 skipWhitespace()
-                if byte(position) == UInt8(ascii: "}") {
+                if byte(position) == closer(of: container) {
                     position += 1
-                    close(object)
+                    close(container)
                     return
                 }
-                try beginMember(of: object)
-            case UInt8(ascii: "["):
-                let array = try openContainer(.array)
-                skipWhitespace()
-                if byte(position) == UInt8(ascii: "]") {
-                    position += 1
-                    close(array)
-                    return
-                }
-                nodes[array].count += 1
+                try beginEntry(of: container)
             case UInt8(ascii: "\""):
                 try parseString()
                 return
@@ -563,7 +560,7 @@ final class PayloadDocument {
     private func keyMatches(_ key: Int, _ target: UnsafeBufferPointer<UInt8>, _ targetIsASCII: inout Bool?, _ name: String) -> Bool {
         guard nodes[key].flags == 0 else { return string(at: key) == name }
         if sameText(key, UnsafeRawBufferPointer(target)) { return true }
-        if targetIsASCII == nil { targetIsASCII = target.allSatisfy { $0 < 0x80 } }
+        if targetIsASCII == nil { targetIsASCII = UnsafeRawBufferPointer(target).isASCII }
         return targetIsASCII == false && string(at: key) == name
     }
 
