@@ -40,10 +40,12 @@ extension Cache {
     @usableFromInline
     func memoryHit(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?,
                    copy: (UnsafeMutableRawPointer) -> Void) -> MemoryAnswer {
-        guard let deadline = memory.hit(
-            name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion, copy: copy)
-        else { return .miss }
-        if let deadline {
+        switch memory.hit(name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion, copy: copy) {
+        case .none:
+            return .miss
+        case .counted:
+            break
+        case .expiring(let deadline):
             if nowSeconds >= deadline, !configuration.returnsExpiredValues {
                 missExpired(name)
                 return .expired

@@ -128,15 +128,13 @@ final class MemoryTier: Sendable {
 
     /// The record for `name` without changing its recency.
     func peek(_ name: String) -> MemoryRecord? {
-        if limit == 0 { return nil }  // never holds anything: skip the lock and the hashing
-        return state.withLock { $0.records[name] }
+        withRecords(orIfNone: nil) { $0.records[name] }
     }
 
     /// Stores `record`, replacing any under its name; returns what the count limit pushed out.
     @discardableResult
     func insert(_ record: MemoryRecord) -> [MemoryRecord] {
-        if limit == 0 { return [] }
-        return state.withLock { state in
+        withRecords(orIfNone: []) { state in
             state.insert(record)
             var evicted: [MemoryRecord] = []
             if let limit {
@@ -151,8 +149,7 @@ final class MemoryTier: Sendable {
 
     @discardableResult
     func remove(_ name: String) -> MemoryRecord? {
-        if limit == 0 { return nil }
-        return state.withLock { $0.remove(name) }
+        withRecords(orIfNone: nil) { $0.remove(name) }
     }
 
     func removeAll() -> [MemoryRecord] {
@@ -177,30 +174,43 @@ final class MemoryTier: Sendable {
     /// (and, unversioned, `appVersion`): on a match, makes the record the most recently
     /// used and hands `copy` the value's address, all in one critical section.
     ///
-    /// Returns `nil` when nothing usable is held. Otherwise returns the record's expiry
-    /// deadline: `.some(nil)` when it cannot expire, which is a hit for sure and counted
-    /// here, under the same lock; a deadline is left for the caller to check against its
-    /// clock (user code, never called under this lock) and count.
     /// Not generic, no allocation, no dynamic cast, no reference counting of the record.
     func hit(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?,
-             copy: (UnsafeMutableRawPointer) -> Void) -> Double?? {
-        if limit == 0 { return nil }
-        return state.withLock { state -> Double?? in
+             copy: (UnsafeMutableRawPointer) -> Void) -> Hit {
+        withRecords(orIfNone: .none) { state in
             guard let record = state.usable(name, valueType, schemaVersion, appVersion), let storage = record.storage
-            else { return nil }
+            else { return .none }
             state.moveToFront(record)
             copy(storage)
-            let deadline = record.metadata.expiryDeadline
-            if deadline == nil { state.statistics.hits += 1 }
-            return .some(deadline)
+            guard let deadline = record.metadata.expiryDeadline else {
+                state.statistics.hits += 1
+                return .counted
+            }
+            return .expiring(at: deadline)
         }
+    }
+
+    /// What ``hit(_:valueType:schemaVersion:appVersion:copy:)`` found.
+    enum Hit {
+        /// Nothing usable: the read goes on to the disk.
+        case none
+        /// A value that cannot expire, copied out and counted as a hit under the same lock.
+        case counted
+        /// A value copied out whose entry expires at this moment (seconds since 1970), left for
+        /// the caller to check against its clock (user code, never called under this lock) and count.
+        case expiring(at: Double)
     }
 
     /// The record for `name` if it holds a value usable for a read of `valueType` under
     /// `schemaVersion` (and, unversioned, `appVersion`); recency unchanged.
     func peekUsable(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?) -> MemoryRecord? {
-        if limit == 0 { return nil }
-        return state.withLock { $0.usable(name, valueType, schemaVersion, appVersion) }
+        withRecords(orIfNone: nil) { $0.usable(name, valueType, schemaVersion, appVersion) }
+    }
+
+    /// `body` run under the lock; or, when the limit is 0 and the tier never holds anything,
+    /// `empty`, without taking the lock or hashing a name.
+    private func withRecords<R>(orIfNone empty: R, _ body: (inout State) -> R) -> R {
+        limit == 0 ? empty : state.withLock(body)
     }
 
     private struct State {
