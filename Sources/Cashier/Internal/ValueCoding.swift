@@ -8,13 +8,21 @@ enum ValueCoding {
     /// microsecond, a tenth of a cold read.
     static func typeName<V>(of type: V.Type) -> String {
         let identifier = ObjectIdentifier(type)
-        if let name = typeNames.withLock({ $0[identifier] }) { return name }
+        if let name = typeFacts.withLock({ $0[identifier]?.name }) { return name }
         let name = normalizedTypeName(String(reflecting: type))
-        typeNames.withLock { $0[identifier] = name }
+        typeFacts.withLock { $0[identifier, default: TypeFacts()].name = name }
         return name
     }
 
-    private static let typeNames = Locked<[ObjectIdentifier: String]>([:])
+    /// What is learned once per value type and kept for the process.
+    private struct TypeFacts {
+        /// ``typeName(of:)``, once computed.
+        var name: String?
+        /// Whether `PayloadDecoder` leaves this type's payloads to `JSONDecoder`.
+        var decodesWithJSONDecoder = false
+    }
+
+    private static let typeFacts = Locked<[ObjectIdentifier: TypeFacts]>([:])
 
     /// `String(reflecting:)` says `FoundationEssentials.Data` on Linux and `Foundation.Data` on
     /// Apple platforms: both are written, and compared, as `Foundation.…`.
@@ -61,19 +69,16 @@ enum ValueCoding {
     /// `JSONDecoder` directly once seen.
     private static func decodeJSON<V: Decodable>(_ type: V.Type, from payload: Data) throws -> V {
         let identifier = ObjectIdentifier(type)
-        if !jsonDecoderTypes.withLock({ $0.contains(identifier) }) {
+        if !typeFacts.withLock({ $0[identifier]?.decodesWithJSONDecoder ?? false }) {
             var metSpecialType = false
             let fast = payload.withUnsafeBytes { bytes in
                 try? PayloadDecoder.decode(type, from: bytes, metSpecialType: &metSpecialType)
             }
             if let fast { return fast }
-            if metSpecialType { jsonDecoderTypes.withLock { _ = $0.insert(identifier) } }
+            if metSpecialType { typeFacts.withLock { $0[identifier, default: TypeFacts()].decodesWithJSONDecoder = true } }
         }
         return try JSONDecoder().decode(type, from: payload)
     }
-
-    /// Value types whose payloads `PayloadDecoder` leaves to `JSONDecoder`.
-    private static let jsonDecoderTypes = Locked<Set<ObjectIdentifier>>([])
 
     struct CodingFailure: Error, CustomStringConvertible {
         var description: String
