@@ -1,6 +1,6 @@
 // libFuzzer entry point over PayloadDecoder, the fast path of JSON payload decoding,
-// checked against JSONDecoder. Compiled by .ci/fuzz.sh with PayloadDecoder.swift into
-// one module, so nothing here is part of the package's targets.
+// checked against JSONDecoder. Compiled by .ci/fuzz.sh with PayloadDecoder.swift and
+// ASCII.swift into one module, so nothing here is part of the package's targets.
 //
 // It traps (and libFuzzer reports the input) when the fast path breaks a promise:
 // - PayloadDecoder never traps, whatever the bytes (the sanitizer and libFuzzer catch
