@@ -28,9 +28,9 @@ let package = Package(
         // The child process of the crash-kill and multi-process tests (no product: dependents never build it).
         .executableTarget(name: "CashierStress", dependencies: ["Cashier", "CashierTestSupport"]),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
-        .target(name: "CashierTestSupport", path: "Tests/CashierTestSupport"),
+        .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
         .testTarget(name: "CashierTests", dependencies: ["Cashier", "CashierTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier"]),
+        .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier", "CashierTestSupport"]),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
         .testTarget(name: "CashierProcessTests", dependencies: ["Cashier", "CashierStress", "CashierTestSupport"]),
     ],

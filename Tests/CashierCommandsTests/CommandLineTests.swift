@@ -1,4 +1,5 @@
 @testable import CashierCommands
+import CashierTestSupport
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 import Cashier
 @testable import CashierCommands
+import CashierTestSupport
 import Foundation
 import Testing
 

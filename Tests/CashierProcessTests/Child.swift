@@ -73,14 +73,11 @@ final class Child {
     }
 }
 
-/// A fresh folder for one test, removed afterwards.
 /// What the process tests look at in a shared folder.
 extension TemporaryFolder {
-    var temporaries: [String] { fileNames.filter { $0.hasPrefix(".tmp-") } }
-
     /// Bytes of the entry files, by `stat`, as the folder holds them now.
     var entryBytes: Int {
-        fileNames.filter { $0.hasSuffix(".cache") }.reduce(0) { total, name in
+        entryFiles.reduce(0) { total, name in
             let attributes = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(name).path)
             return total + ((attributes?[.size] as? Int) ?? 0)
         }

@@ -1,3 +1,4 @@
+import Cashier
 import Foundation
 
 /// A folder of its own under the system's temporary directory, removed with its contents
@@ -19,4 +20,10 @@ public final class TemporaryFolder: Sendable {
     public var fileNames: [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
     }
+
+    /// Names of the entry files (not the lock file or temporaries), sorted.
+    public var entryFiles: [String] { fileNames.filter(DiskStore.isEntryFileName) }
+
+    /// Names of the temporary files of writes, finished or not.
+    public var temporaries: [String] { fileNames.filter { $0.hasPrefix(DiskStore.temporaryPrefix) } }
 }

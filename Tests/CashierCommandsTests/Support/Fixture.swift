@@ -1,27 +1,10 @@
 import Cashier
+import CashierTestSupport
 @testable import CashierCommands
 import Foundation
 
-/// A fresh folder under the system's temporary directory, removed when the value goes away.
-final class TemporaryFolder: Sendable {
-    let path: String
-
-    init(_ label: String = #function) {
-        let safe = label.filter { $0.isLetter || $0.isNumber }
-        path = URL(fileURLWithPath: NSTemporaryDirectory())
-            .appendingPathComponent("cashier-tool-tests-\(safe)-\(UUID().uuidString)").path
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    var url: URL { URL(fileURLWithPath: path, isDirectory: true) }
-
-    var fileNames: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
-    }
-
-    var entryFiles: [String] { fileNames.filter(DiskStore.isEntryFileName) }
-
+/// What the tool's tests look at in a folder.
+extension TemporaryFolder {
     /// The size in bytes of `key`'s entry file.
     func size(of key: String) -> Int {
         let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + DiskStore.fileName(for: key))

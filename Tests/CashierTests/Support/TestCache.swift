@@ -2,11 +2,6 @@ import CashierTestSupport
 import Foundation
 @testable import Cashier
 
-extension TemporaryFolder {
-    /// Names of the entry files (not the lock file or temporaries).
-    var entryFiles: [String] { fileNames.filter(DiskStore.isEntryFileName) }
-}
-
 /// A clock tests move by hand instead of sleeping.
 final class TestClock: Sendable {
     private let current: Locked<Date>
