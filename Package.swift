@@ -1,29 +1,31 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// The library, the `cashier` tool and its plugin depend on the Swift toolchain
+// The library, the `cashier-tool` tool and its plugin depend on the Swift toolchain
 // alone. Development-only packages (benchmarks) live in Benchmarks/Package.swift.
 let package = Package(
     name: "Cashier",
     platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9)],
     products: [
         .library(name: "Cashier", targets: ["Cashier"]),
-        .executable(name: "cashier", targets: ["cashier"]),
+        .executable(name: "cashier-tool", targets: ["cashier-tool"]),
         .plugin(name: "CashierPlugin", targets: ["CashierPlugin"]),
     ],
     targets: [
         .target(name: "Cashier"),
         // The tool's commands live in a library so tests can drive them in-process.
         .target(name: "CashierCommands", dependencies: ["Cashier"]),
-        // Named like its product so the command plugin can depend on it (Swift 6.3 rule).
-        .executableTarget(name: "cashier", dependencies: ["CashierCommands"], path: "Sources/CashierTool"),
+        // Named like its product so the command plugin can depend on it (Swift 6.3 rule), and unlike
+        // `Cashier` by more than case: on a case-insensitive volume (macOS's default) `Cashier.build`
+        // and `cashier.build` would be one folder (SwiftPM issue 4746). The plugin verb stays `cashier`.
+        .executableTarget(name: "cashier-tool", dependencies: ["CashierCommands"], path: "Sources/CashierTool"),
         .plugin(
             name: "CashierPlugin",
             capability: .command(
                 intent: .custom(verb: "cashier", description: "Inspect and maintain a Cashier cache folder"),
                 permissions: []
             ),
-            dependencies: ["cashier"]
+            dependencies: ["cashier-tool"]
         ),
         // The child process of the crash-kill and multi-process tests (no product: dependents never build it).
         .executableTarget(name: "CashierStress", dependencies: ["Cashier", "CashierTestSupport"]),

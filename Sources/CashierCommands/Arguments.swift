@@ -63,7 +63,7 @@ extension Invocation {
     public static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         guard let first = arguments.first else { throw UsageError("missing command") }
         if first == "--help" || first == "-h" {
-            guard arguments.count == 1 else { throw UsageError("--help takes no arguments; try 'cashier help COMMAND'") }
+            guard arguments.count == 1 else { throw UsageError("--help takes no arguments; try 'cashier-tool help COMMAND'") }
             return .help(command: nil)
         }
         if first.hasPrefix("-") { throw UsageError("unknown option '\(first)'") }

@@ -80,10 +80,10 @@ enum DemoCommand {
         say(inventory.summary)
         say("")
         say("Look closer with:")
-        say("   swift run cashier list \(shellQuoted(folder))")
-        say("   swift run cashier show \(shellQuoted(folder)) user.profile")
-        say("   swift run cashier stats \(shellQuoted(folder))")
-        say("   swift run cashier verify \(shellQuoted(folder))")
+        say("   swift run cashier-tool list \(shellQuoted(folder))")
+        say("   swift run cashier-tool show \(shellQuoted(folder)) user.profile")
+        say("   swift run cashier-tool stats \(shellQuoted(folder))")
+        say("   swift run cashier-tool verify \(shellQuoted(folder))")
         return .success
     }
 

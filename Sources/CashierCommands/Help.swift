@@ -1,9 +1,11 @@
-/// The texts of `cashier --help` and `cashier help COMMAND`.
+/// The texts of `cashier-tool --help` and `cashier-tool help COMMAND`.
 enum Help {
     static let usage = """
-        usage: cashier COMMAND [OPTIONS] ARGUMENTS
+        usage: cashier-tool COMMAND [OPTIONS] ARGUMENTS
 
-        Inspects and maintains a Cashier cache folder.
+        Inspects and maintains a Cashier cache folder. Run it as `swift run cashier-tool`
+        inside the Cashier package, or as `swift package cashier` from a package that
+        depends on Cashier.
 
         commands:
           list DIR [--sort key|size|age|expiry] [--json]
@@ -23,7 +25,7 @@ enum Help {
 
     static let commands: [String: String] = [
         "list": """
-            usage: cashier list DIR [--sort key|size|age|expiry] [--json]
+            usage: cashier-tool list DIR [--sort key|size|age|expiry] [--json]
 
             Lists every entry in DIR, one row each: key, value type, codec, schema version,
             app version, size, age (since the last write), time to expiry or "never",
@@ -36,7 +38,7 @@ enum Help {
               --json          one JSON document instead of the table
             """,
         "show": """
-            usage: cashier show DIR KEY [--json]
+            usage: cashier-tool show DIR KEY [--json]
 
             Shows the entry stored for KEY: its metadata, then its payload: JSON
             pretty-printed, a property list as XML, raw bytes as a hex dump of the
@@ -46,7 +48,7 @@ enum Help {
               --json          one JSON document instead of text
             """,
         "stats": """
-            usage: cashier stats DIR [--json]
+            usage: cashier-tool stats DIR [--json]
 
             Entry count and total bytes; expired, locked and damaged counts and bytes;
             the largest entries and the oldest one.
@@ -54,7 +56,7 @@ enum Help {
               --json          one JSON document instead of text
             """,
         "verify": """
-            usage: cashier verify DIR [--json]
+            usage: cashier-tool verify DIR [--json]
 
             Reads every entry file in DIR and checks its header and checksum. Prints each
             damaged file and why. Exit status 0 when all are sound, 1 when any is damaged.
@@ -62,7 +64,7 @@ enum Help {
               --json          one JSON document instead of text
             """,
         "prune": """
-            usage: cashier prune DIR [--expired] [--damaged] [--max-size BYTES] [--dry-run] [--json]
+            usage: cashier-tool prune DIR [--expired] [--damaged] [--max-size BYTES] [--dry-run] [--json]
 
             Removes entries and reports what it removed (count and bytes). At least one of:
 
@@ -75,12 +77,12 @@ enum Help {
               --json             one JSON document instead of text
             """,
         "remove": """
-            usage: cashier remove DIR KEY
+            usage: cashier-tool remove DIR KEY
 
             Removes the entry stored for KEY. Exit status 1 when there is none.
             """,
         "demo": """
-            usage: cashier demo [DIR]
+            usage: cashier-tool demo [DIR]
 
             Fills a demo cache through the library's public API (a versioned key, an
             expiring key, a locked one, a property list, raw bytes), reads the values back,
@@ -89,9 +91,9 @@ enum Help {
             cache folder ($XDG_CACHE_HOME or ~/.cache on Linux), which is printed.
             """,
         "help": """
-            usage: cashier help [COMMAND]
+            usage: cashier-tool help [COMMAND]
 
-            Prints the usage of cashier, or of one command.
+            Prints the usage of cashier-tool, or of one command.
             """,
     ]
 

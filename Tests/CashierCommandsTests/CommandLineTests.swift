@@ -11,7 +11,7 @@ import Testing
         #expect(result.status.rawValue == 2)
         #expect(result.output.isEmpty)
         #expect(result.error.hasPrefix("cashier: missing command\n"))
-        #expect(result.error.contains("usage: cashier COMMAND"))
+        #expect(result.error.contains("usage: cashier-tool COMMAND"))
     }
 
     @Test func unknownCommandGetsOneLineThenTheUsage() {
@@ -20,25 +20,25 @@ import Testing
         let lines = result.error.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.first == "cashier: unknown command 'frobnicate'")
         #expect(lines.dropFirst().first == "")
-        #expect(result.error.contains("usage: cashier COMMAND"))
+        #expect(result.error.contains("usage: cashier-tool COMMAND"))
     }
 
     @Test func unknownOptionShowsThatCommandsUsage() {
         let result = cashier("list", "d", "--colour")
         #expect(result.status == .usage)
         #expect(result.error.hasPrefix("cashier: unknown option '--colour' for 'list'\n"))
-        #expect(result.error.contains("usage: cashier list DIR"))
+        #expect(result.error.contains("usage: cashier-tool list DIR"))
     }
 
     @Test func helpGoesToStandardOutputWithStatus0() {
         let general = cashier("--help")
         #expect(general.status == .success)
-        #expect(general.output.contains("usage: cashier COMMAND"))
+        #expect(general.output.contains("usage: cashier-tool COMMAND"))
         #expect(general.error.isEmpty)
         for command in Invocation.commandNames {
             let result = cashier("help", command)
             #expect(result.status == .success)
-            #expect(result.output.hasPrefix("usage: cashier \(command)"))
+            #expect(result.output.hasPrefix("usage: cashier-tool \(command)"))
         }
     }
 
