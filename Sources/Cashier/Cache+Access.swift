@@ -114,7 +114,7 @@ extension Cache {
                         throw error.cacheError(key: key.name)
                     }
                 }
-                evicted = memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value))
+                evicted = memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count))
             }
         } catch let error as CacheError {
             emit(.failure(key: key.name, error: error))
@@ -312,7 +312,7 @@ extension Cache {
             }
         }
         disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: Date().timeIntervalSince1970)
-        if memory.limit != 0 { memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value)) }
+        if memory.limit != 0 { memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count)) }
         return Found(value: value, metadata: metadata)
     }
 

@@ -16,7 +16,7 @@ import Musl
 /// ```
 ///
 /// Values live in two tiers: decoded in memory (bounded by
-/// ``Configuration/memoryCountLimit``) and one checksummed file per entry on
+/// ``Configuration/memoryCountLimit`` and ``Configuration/memoryCostLimit``) and one checksummed file per entry on
 /// disk. Reads never throw and never crash because of what is on disk: damaged,
 /// foreign, old or undecodable entries are misses, removed and reported through
 /// ``Configuration/onEvent``. Every method may be called from any thread or task.
@@ -35,6 +35,15 @@ public final class Cache: Sendable {
         public var returnsExpiredValues: Bool = false
         /// How many decoded values the memory tier keeps (least recently used go first); `nil` for no bound, 0 for none.
         public var memoryCountLimit: Int? = nil
+        /// Bytes of values the memory tier keeps, each value counted as its encoded size (the
+        /// payload written or read); least recently used go first, locked ones last. `nil` for no
+        /// byte bound.
+        ///
+        /// The default is one thirty-second of the device's physical memory, at most 128 MiB:
+        /// 32 MiB on a 1 GB Apple Watch, 128 MiB from 4 GB up. A decoded value usually takes more
+        /// memory than its encoding, so the bound is kept well below what iOS tolerates before it
+        /// ends an app for its memory use. See ``Cache/purgeMemory()``.
+        public var memoryCostLimit: Int? = Configuration.defaultMemoryCostLimit
         /// Bytes on disk (headers included) past which least recently used entries are evicted, off the caller's thread.
         public var diskSizeLimit: Int? = nil
         /// The version unversioned keys' entries are tied to; defaults to the main bundle's version.
@@ -58,6 +67,15 @@ public final class Cache: Sendable {
         /// A configuration with every setting at its default.
         public init(name: String) {
             self.name = name
+        }
+
+        /// ``memoryCostLimit``'s default on this device.
+        static let defaultMemoryCostLimit = memoryCostLimit(physicalMemory: ProcessInfo.processInfo.physicalMemory)
+
+        /// One thirty-second of `physicalMemory`, at most 128 MiB. Computed in `UInt64`, so it
+        /// cannot overflow where `Int` is 32 bits (watchOS on arm64_32): the result fits any `Int`.
+        package static func memoryCostLimit(physicalMemory: UInt64) -> Int {
+            Int(min(physicalMemory / 32, 128 << 20))
         }
 
         /// `CFBundleShortVersionString` and `CFBundleVersion` of the main bundle, when it has them.
@@ -115,6 +133,7 @@ public final class Cache: Sendable {
     let memory: MemoryTier
     private let subscription: Int
     private let garbageCollection: GarbageCollectionTimer?
+    private let memoryPressure: MemoryPressureSource?
 
     /// Makes a cache. Never throws: the folder is created by the first write, and
     /// I/O failures surface as errors from writes and ``CacheEvent/failure(key:error:)`` events.
@@ -123,7 +142,7 @@ public final class Cache: Sendable {
         let path = Self.folderPath(for: configuration)
         folder = path.map { URL(fileURLWithPath: $0, isDirectory: true) }
         store = Store.forFolder(path, fileSystem: configuration.fileSystem)
-        memory = MemoryTier(limit: configuration.memoryCountLimit)
+        memory = MemoryTier(limit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimit)
         let memory = self.memory
         let box = WeakIdentity()
         subscription = store.hub.subscribe(name: nil) { change in
@@ -135,11 +154,14 @@ public final class Cache: Sendable {
         } else {
             garbageCollection = nil
         }
+        memoryPressure = memory.limit == 0 ? nil : MemoryPressureSource()
         box.identifier = ObjectIdentifier(self)
         garbageCollection?.start { [weak self] in self?.collectGarbage() }
+        memoryPressure?.start { [weak self] in self?.relieveMemoryPressure($0) }
     }
 
     deinit {
+        memoryPressure?.stop()
         garbageCollection?.stop()
         store.hub.unsubscribe(subscription)
     }

@@ -63,6 +63,9 @@ class MemoryRecord: @unchecked Sendable {
     /// Where ``TypedRecord`` keeps its value: read through ``value(as:)`` with no generic
     /// metadata lookup, which matters on the memory-hit path of unspecialized callers.
     let storage: UnsafeMutableRawPointer?
+    /// What the value counts against ``Cache/Configuration-swift.struct/memoryCostLimit``:
+    /// about its encoded size, the payload's length in bytes.
+    let cost: Int
     // Links of the recency list, which never owns records (the tier's dictionary does,
     // and a record leaves the list before it leaves the dictionary): `Unmanaged`, so
     // moving a record to the front costs no reference counting. (`unowned(unsafe)` is
@@ -70,11 +73,12 @@ class MemoryRecord: @unchecked Sendable {
     fileprivate var newer: Link?
     fileprivate var older: Link?
 
-    init(name: String, metadata: EntryMetadata, valueType: ObjectIdentifier? = nil, storage: UnsafeMutableRawPointer? = nil) {
+    init(name: String, metadata: EntryMetadata, valueType: ObjectIdentifier? = nil, storage: UnsafeMutableRawPointer? = nil, cost: Int = 0) {
         self.name = name
         self.metadata = metadata
         self.valueType = valueType
         self.storage = storage
+        self.cost = max(0, cost)
     }
 
     /// The value of a record whose ``valueType`` is `V`'s.
@@ -84,17 +88,17 @@ class MemoryRecord: @unchecked Sendable {
     }
 
     /// The same value with other metadata.
-    func replacing(metadata: EntryMetadata) -> MemoryRecord { MemoryRecord(name: name, metadata: metadata) }
+    func replacing(metadata: EntryMetadata) -> MemoryRecord { MemoryRecord(name: name, metadata: metadata, cost: cost) }
 
     /// The value, type-erased, for change notifications.
     var anyValue: (any Sendable)? { nil }
 }
 
 final class TypedRecord<Value: Sendable>: MemoryRecord, @unchecked Sendable {
-    init(name: String, metadata: EntryMetadata, value: Value) {
+    init(name: String, metadata: EntryMetadata, value: Value, cost: Int) {
         let storage = UnsafeMutablePointer<Value>.allocate(capacity: 1)
         storage.initialize(to: value)
-        super.init(name: name, metadata: metadata, valueType: ObjectIdentifier(Value.self), storage: UnsafeMutableRawPointer(storage))
+        super.init(name: name, metadata: metadata, valueType: ObjectIdentifier(Value.self), storage: UnsafeMutableRawPointer(storage), cost: cost)
     }
 
     deinit {
@@ -106,21 +110,26 @@ final class TypedRecord<Value: Sendable>: MemoryRecord, @unchecked Sendable {
     var value: Value { storage!.assumingMemoryBound(to: Value.self).pointee }
 
     override func replacing(metadata: EntryMetadata) -> MemoryRecord {
-        TypedRecord(name: name, metadata: metadata, value: value)
+        TypedRecord(name: name, metadata: metadata, value: value, cost: cost)
     }
 
     override var anyValue: (any Sendable)? { value }
 }
 
-/// The decoded-value tier: a dictionary plus an intrusive LRU list, bounded by a count.
+/// The decoded-value tier: a dictionary plus an intrusive LRU list, bounded by a count
+/// and by the records' total cost.
 ///
-/// The statistics counters live under the same lock so a hit takes one lock.
+/// The statistics counters live under the same lock so a hit takes one lock. Costs are
+/// added and taken away only where records come and go, never on a hit.
 final class MemoryTier: Sendable {
     private let state: Locked<State>
     let limit: Int?
+    /// The bound on the records' total ``MemoryRecord/cost``; `nil` for none.
+    let costLimit: Int?
 
-    init(limit: Int?) {
+    init(limit: Int?, costLimit: Int? = nil) {
         self.limit = limit.map { max(0, $0) }
+        self.costLimit = costLimit.map { max(0, $0) }
         state = Locked(State())
     }
 
@@ -131,7 +140,7 @@ final class MemoryTier: Sendable {
         withRecords(orIfNone: nil) { $0.records[name] }
     }
 
-    /// Stores `record`, replacing any under its name; returns what the count limit pushed out.
+    /// Stores `record`, replacing any under its name; returns what the count and cost limits pushed out.
     @discardableResult
     func insert(_ record: MemoryRecord) -> [MemoryRecord] {
         withRecords(orIfNone: []) { state in
@@ -143,9 +152,25 @@ final class MemoryTier: Sendable {
                     evicted.append(victim)
                 }
             }
+            if let costLimit {
+                state.evict(downToCost: costLimit, into: &evicted)
+            }
             return evicted
         }
     }
+
+    /// Removes least recently used records (unlocked first) until their total cost is at most
+    /// `budget(totalCost)`, all in one critical section; returns them.
+    func trim(toCost budget: (Int) -> Int) -> [MemoryRecord] {
+        withRecords(orIfNone: []) { state in
+            var evicted: [MemoryRecord] = []
+            state.evict(downToCost: max(0, budget(state.totalCost)), into: &evicted)
+            return evicted
+        }
+    }
+
+    /// The total ``MemoryRecord/cost`` of the records held.
+    var totalCost: Int { state.withLock { $0.totalCost } }
 
     @discardableResult
     func remove(_ name: String) -> MemoryRecord? {
@@ -218,6 +243,8 @@ final class MemoryTier: Sendable {
         var newest: Link?
         var oldest: Link?
         var statistics = CacheStatistics()
+        /// The sum of the records' costs.
+        var totalCost = 0
 
         /// The one definition of a memory record that may answer a read: same value type,
         /// same schema version, and for unversioned keys the same app version.
@@ -235,7 +262,11 @@ final class MemoryTier: Sendable {
         }
 
         mutating func insert(_ record: MemoryRecord) {
-            if let old = records.updateValue(record, forKey: record.name) { unlink(old) }
+            if let old = records.updateValue(record, forKey: record.name) {
+                unlink(old)
+                totalCost -= old.cost
+            }
+            totalCost += record.cost
             pushFront(record)
         }
 
@@ -243,7 +274,16 @@ final class MemoryTier: Sendable {
         mutating func remove(_ name: String) -> MemoryRecord? {
             guard let record = records.removeValue(forKey: name) else { return nil }
             unlink(record)
+            totalCost -= record.cost
             return record
+        }
+
+        /// Removes ``victim()`` after victim until the total cost is at most `budget`.
+        mutating func evict(downToCost budget: Int, into evicted: inout [MemoryRecord]) {
+            while totalCost > budget, let victim = victim() {
+                remove(victim.name)
+                evicted.append(victim)
+            }
         }
 
         /// The least recently used unlocked record, or the least recently used one if all are locked.
@@ -280,6 +320,7 @@ final class MemoryTier: Sendable {
                 record.older = nil
             }
             records.removeAll()
+            totalCost = 0
             newest = nil
             oldest = nil
         }
