@@ -94,9 +94,13 @@ public final class Cache: Sendable {
 
     /// Where a cache keeps its entries.
     public enum Location: Sendable, Hashable {
-        /// `Library/Caches/Cashier/<name>`; on Linux `$XDG_CACHE_HOME/Cashier/<name>` or `~/.cache/Cashier/<name>`.
+        /// `Library/Caches/Cashier/<name>` in the app's container; on Linux `$XDG_CACHE_HOME/Cashier/<name>`
+        /// or `~/.cache/Cashier/<name>`. A Mac process outside the App Sandbox gets a folder of its own:
+        /// `~/Library/Caches/<bundle identifier, else executable name>/Cashier/<name>`.
         case caches
-        /// `Library/Application Support/Cashier/<name>`; on Linux `$XDG_DATA_HOME` or `~/.local/share`.
+        /// `Library/Application Support/Cashier/<name>` (a Mac process outside the App Sandbox: under
+        /// `~/Library/Application Support/<bundle identifier, else executable name>/`); on Linux
+        /// `$XDG_DATA_HOME` or `~/.local/share`.
         case persistent
         /// Memory only: nothing touches the disk.
         case memoryOnly
@@ -222,14 +226,38 @@ public final class Cache: Sendable {
     private static func platformFolder(caches: Bool) -> String {
         #if canImport(Darwin)
         let directory: FileManager.SearchPathDirectory = caches ? .cachesDirectory : .applicationSupportDirectory
-        if let url = FileManager.default.urls(for: directory, in: .userDomainMask).first { return url.path }
-        return NSTemporaryDirectory()
+        let base = FileManager.default.urls(for: directory, in: .userDomainMask).first?.path ?? NSTemporaryDirectory()
+        #if os(macOS) || targetEnvironment(macCatalyst)
+        // Set in every App Sandbox process (not in Apple's reference, but what sandboxed Mac apps
+        // and Electron test); a container path says the same, and is documented.
+        let isSandboxed = ProcessInfo.processInfo.environment["APP_SANDBOX_CONTAINER_ID"] != nil
+        return ownFolder(in: base, isMac: true, isSandboxed: isSandboxed,
+                         bundleIdentifier: Bundle.main.bundleIdentifier, processName: ProcessInfo.processInfo.processName)
+        #else
+        return base
+        #endif
         #else
         let environment = ProcessInfo.processInfo.environment
         if let xdg = environment[caches ? "XDG_CACHE_HOME" : "XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return home + (caches ? "/.cache" : "/.local/share")
         #endif
+    }
+
+    /// The folder a process's `Cashier/<name>` folders go in, given the platform's caches or
+    /// application-support folder `base`: `base` itself where it is the app's own container
+    /// (iOS, tvOS, watchOS, a sandboxed Mac app), else `base/<bundle identifier>`, or
+    /// `base/<executable name>` for a process without one, so that two unsandboxed Mac apps or
+    /// tools never share (and never wipe) each other's entries.
+    ///
+    /// - Parameters:
+    ///   - isMac: macOS or Mac Catalyst, where `base` may be the user's `~/Library/Caches`.
+    ///   - isSandboxed: whether the App Sandbox confines the process; a `base` inside
+    ///     `~/Library/Containers/` counts as sandboxed too.
+    package static func ownFolder(in base: String, isMac: Bool, isSandboxed: Bool, bundleIdentifier: String?, processName: String) -> String {
+        guard isMac, !isSandboxed, !base.contains("/Library/Containers/") else { return base }
+        let owner = bundleIdentifier.flatMap { $0.isEmpty ? nil : $0 } ?? processName
+        return (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/" + folderName(for: owner)
     }
 
     var writeOptions: DiskStore.WriteOptions {

@@ -8,20 +8,23 @@ import Foundation
 /// bytes, so `JSONDecoder` stays the authority whenever this path gives up.
 enum PayloadDecoder {
     /// Decodes `type` from `bytes`, or throws (a `DecodingError`) when anything is unusual.
-    static func decode<V: Decodable>(_ type: V.Type, from bytes: UnsafeRawBufferPointer) throws -> V {
+    static func decode<V: Decodable>(_ type: V.Type, from bytes: UnsafeRawBufferPointer,
+                                     agreeingWith decoder: JSONDecoderGeneration = .current) throws -> V {
         var metSpecialType = false
-        return try decode(type, from: bytes, metSpecialType: &metSpecialType)
+        return try decode(type, from: bytes, agreeingWith: decoder, metSpecialType: &metSpecialType)
     }
 
     /// Decodes `type` from `bytes`; `metSpecialType` tells, success or not, whether a type
-    /// `JSONDecoder` treats specially (`Data`, `URL`, `Decimal`) was asked for, so the caller
-    /// can send values of `type` to `JSONDecoder` directly from then on.
+    /// left to `JSONDecoder` (`Data`, `URL`, `Decimal`, which it treats specially; and on older
+    /// Apple systems the types of ``JSONDecoderGeneration/serialization``) was asked for, so the
+    /// caller can send values of `type` to `JSONDecoder` directly from then on.
     ///
     /// A value's `init(from:)` may catch an error and go on (`try?` over one field). Where this
     /// path threw but `JSONDecoder` would not have, the value built would then differ, so a
     /// decode during which anything threw is given up as a whole, even when it returned.
-    static func decode<V: Decodable>(_ type: V.Type, from bytes: UnsafeRawBufferPointer, metSpecialType: inout Bool) throws -> V {
-        let document = try PayloadDocument(bytes: bytes)
+    static func decode<V: Decodable>(_ type: V.Type, from bytes: UnsafeRawBufferPointer,
+                                     agreeingWith decoder: JSONDecoderGeneration = .current, metSpecialType: inout Bool) throws -> V {
+        let document = try PayloadDocument(bytes: bytes, agreeingWith: decoder)
         defer { metSpecialType = document.metSpecialType }
         let value = try document.decode(V.self, at: 0, path: nil, key: nil)
         guard !document.threw else {
@@ -31,8 +34,8 @@ enum PayloadDecoder {
     }
 
     /// Decodes `type` from `data`; see the pointer overload.
-    static func decode<V: Decodable>(_ type: V.Type, from data: Data) throws -> V {
-        try data.withUnsafeBytes { try decode(V.self, from: $0) }
+    static func decode<V: Decodable>(_ type: V.Type, from data: Data, agreeingWith decoder: JSONDecoderGeneration = .current) throws -> V {
+        try data.withUnsafeBytes { try decode(V.self, from: $0, agreeingWith: decoder) }
     }
 
     /// The deepest nesting of arrays and objects accepted.
@@ -94,7 +97,9 @@ struct PayloadParser {
 
     /// Parses one top-level value followed only by whitespace.
     mutating func parse() throws {
-        guard input.count < Int(UInt32.max) else { throw failure("Payload too large") }
+        // Compared as UInt64: `Int(UInt32.max)` does not fit where `Int` is 32 bits (watchOS on arm64_32).
+        // Every offset and count on the tape is then below UInt32.max and no more than `input.count`.
+        guard UInt64(input.count) < UInt64(UInt32.max) else { throw failure("Payload too large") }
         nodes.reserveCapacity(input.count / 6 + 2)
         try beginValue()
         while let container = open.last {
@@ -398,7 +403,11 @@ final class PayloadDocument {
     /// Only written by ``member(named:in:)`` (a `hint`), never while another access is open.
     @exclusivity(unchecked) private(set) var nodes: [PayloadNode]
 
-    init(bytes input: UnsafeRawBufferPointer) throws {
+    /// The `JSONDecoder` whose results this document's reads must equal.
+    private let generation: JSONDecoderGeneration
+
+    init(bytes input: UnsafeRawBufferPointer, agreeingWith generation: JSONDecoderGeneration = .current) throws {
+        self.generation = generation
         var parser = PayloadParser(input)
         try parser.parse()
         nodes = parser.nodes
@@ -436,7 +445,8 @@ final class PayloadDocument {
     /// Whether any read of the decode threw (see ``PayloadDecoder/decode(_:from:metSpecialType:)``).
     /// Every decode-time error is made by ``failure(_:)``, which sets it.
     private(set) var threw = false
-    /// Whether `Data`, `URL` or `Decimal` was asked for.
+    /// Whether a type left to `JSONDecoder` was asked for: `Data`, `URL` or `Decimal`, and
+    /// for ``JSONDecoderGeneration/serialization`` also `Float` and `Double` (so `Date`).
     private(set) var metSpecialType = false
 
     /// `error`, noted as thrown.
@@ -482,6 +492,9 @@ final class PayloadDocument {
         guard let value = PayloadText.integer(T.self, text(index)) else {
             throw corrupted("Number does not fit \(T.self)", path())
         }
+        if generation == .serialization, !T.isSigned, T.bitWidth >= 64, UInt64(truncatingIfNeeded: value) > UInt64(Int64.max) {
+            throw corrupted("\(value) is above Int64.max: left to JSONDecoder", path())
+        }
         return value
     }
 
@@ -500,6 +513,10 @@ final class PayloadDocument {
     private func floatingPoint<T: BinaryFloatingPoint & LosslessStringConvertible>(
         _ type: T.Type, at index: Int, _ path: @autoclosure () -> [any CodingKey]
     ) throws -> T {
+        guard generation.readsFloatingPointAlike else {
+            metSpecialType = true
+            throw corrupted("\(T.self) is left to this system's JSONDecoder", path())
+        }
         guard kind(index) == .number else { throw mismatch(T.self, at: index, path()) }
         let text = text(index)
         // Exponent digits count too: JSONDecoder rejects "0e1" (though not "0e0").
@@ -939,4 +956,33 @@ struct PayloadUnkeyedContainer: UnkeyedDecodingContainer {
     mutating func superDecoder() throws -> any Decoder {
         try take((any Decoder).self) { PayloadNodeDecoder(document: $0, index: $1, path: PayloadPath($3, parent: $2)) }
     }
+}
+
+// MARK: - Which JSONDecoder to agree with
+
+/// The Foundation `JSONDecoder` that ``PayloadDecoder`` must give the same answers as: where it
+/// cannot show that it does, it throws, and the caller falls back to `JSONDecoder` itself.
+///
+/// The one place that knows Apple's older Foundation: ``current`` is the only `#available`
+/// check, and tests run both cases on Linux.
+enum JSONDecoderGeneration: Sendable, Hashable {
+    /// swift-foundation's `JSONDecoder`, written in Swift: Linux, and Apple's systems from
+    /// macOS 14, iOS 17, tvOS 17 and watchOS 10 (Apple's Foundation adopted swift-foundation's
+    /// implementation in that release, WWDC 2023). The fast path was tested bit for bit against it.
+    case swiftFoundation
+    /// The `JSONDecoder` before it (macOS 13, iOS 16, tvOS 16, watchOS 9), which decodes from
+    /// `JSONSerialization`'s `NSNumber`s: it reads `Float` through `Double` (rounding twice), and
+    /// how it rounds `Double` and holds integers above `Int64.max` is not documented. Those are
+    /// left to it: `Float` and `Double` (and so `Date`) by type, larger integers by value.
+    case serialization
+
+    /// The generation of the `JSONDecoder` this process runs with.
+    static let current: JSONDecoderGeneration = {
+        if #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) { return .swiftFoundation }
+        return .serialization
+    }()
+
+    /// Whether the fast path's `Float` and `Double` (parsed once from the text, correctly
+    /// rounded) are known to equal this decoder's.
+    var readsFloatingPointAlike: Bool { self == .swiftFoundation }
 }

@@ -66,13 +66,15 @@ enum ValueCoding {
     /// `User`, by callgrind on `cashier-ratios --smoke --only read`), `JSONDecoder` whenever it gives
     /// up: `JSONDecoder` stays the authority, and a payload only one of them reads is read by it.
     /// Types that hold `Data`, `URL` or `Decimal` (which `JSONDecoder` treats specially) go to
-    /// `JSONDecoder` directly once seen.
-    private static func decodeJSON<V: Decodable>(_ type: V.Type, from payload: Data) throws -> V {
+    /// `JSONDecoder` directly once seen; so do those holding `Float` or `Double` where this
+    /// system's `JSONDecoder` is the older one (``JSONDecoderGeneration/serialization``).
+    static func decodeJSON<V: Decodable>(_ type: V.Type, from payload: Data,
+                                         agreeingWith decoder: JSONDecoderGeneration = .current) throws -> V {
         let identifier = ObjectIdentifier(type)
         if !typeFacts.withLock({ $0[identifier]?.decodesWithJSONDecoder ?? false }) {
             var metSpecialType = false
             let fast = payload.withUnsafeBytes { bytes in
-                try? PayloadDecoder.decode(type, from: bytes, metSpecialType: &metSpecialType)
+                try? PayloadDecoder.decode(type, from: bytes, agreeingWith: decoder, metSpecialType: &metSpecialType)
             }
             if let fast { return fast }
             if metSpecialType { typeFacts.withLock { $0[identifier, default: TypeFacts()].decodesWithJSONDecoder = true } }

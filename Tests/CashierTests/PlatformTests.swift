@@ -1,0 +1,145 @@
+import CashierTestSupport
+import Foundation
+import Testing
+@testable import Cashier
+
+/// The decisions that differ per Apple platform, made by pure functions so Linux tests them:
+/// the default folder of an unsandboxed Mac process.
+@Suite struct DefaultFolderTests {
+    let caches = "/Users/ada/Library/Caches"
+
+    func folder(isMac: Bool = true, isSandboxed: Bool = false, bundleIdentifier: String?, processName: String = "tool") -> String {
+        Cache.ownFolder(in: caches, isMac: isMac, isSandboxed: isSandboxed, bundleIdentifier: bundleIdentifier, processName: processName)
+    }
+
+    @Test func anUnsandboxedMacAppGetsAFolderNamedByItsBundleIdentifier() {
+        #expect(folder(bundleIdentifier: "com.example.Notes") == caches + "/com.example.Notes")
+    }
+
+    @Test func anUnsandboxedProcessWithoutBundleIdentifierIsNamedByItsExecutable() {
+        #expect(folder(bundleIdentifier: nil, processName: "cashier-tool") == caches + "/cashier-tool")
+        #expect(folder(bundleIdentifier: "", processName: "cashier-tool") == caches + "/cashier-tool")
+    }
+
+    @Test func twoUnsandboxedMacAppsNeverShareAFolder() {
+        #expect(folder(bundleIdentifier: "com.example.A") != folder(bundleIdentifier: "com.example.B"))
+        #expect(folder(bundleIdentifier: nil, processName: "a") != folder(bundleIdentifier: nil, processName: "b"))
+    }
+
+    @Test(arguments: [("my tool", "my%20tool"), ("..", "%2E%2E"), ("a/b", "a%2Fb"), ("", "%")])
+    func theOwnersNameIsMadeSafeAsOnePathComponent(name: String, component: String) {
+        #expect(folder(bundleIdentifier: nil, processName: name) == caches + "/" + component)
+    }
+
+    @Test func sandboxedMacAppsKeepTheirContainer() {
+        #expect(folder(isSandboxed: true, bundleIdentifier: "com.example.Notes") == caches)
+        let container = "/Users/ada/Library/Containers/com.example.Notes/Data/Library/Caches"
+        #expect(Cache.ownFolder(in: container, isMac: true, isSandboxed: false, bundleIdentifier: "com.example.Notes", processName: "Notes")
+            == container)
+    }
+
+    @Test func iOSTVOSAndWatchOSKeepTheirContainer() {
+        #expect(folder(isMac: false, bundleIdentifier: "com.example.Notes") == caches)
+        #expect(folder(isMac: false, bundleIdentifier: nil) == caches)
+    }
+
+    @Test func aTrailingSlashOfTheBaseIsNotDoubled() {
+        #expect(Cache.ownFolder(in: "/tmp/", isMac: true, isSandboxed: false, bundleIdentifier: nil, processName: "t") == "/tmp/t")
+    }
+
+    #if os(Linux)
+    @Test func linuxFoldersAreUnchanged() {
+        var configuration = Cache.Configuration(name: "api")
+        configuration.location = .caches
+        let path = Cache.folderPath(for: configuration) ?? ""
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            #expect(path == xdg + "/Cashier/api")
+        } else {
+            #expect(path.hasSuffix("/.cache/Cashier/api"))
+        }
+    }
+    #endif
+}
+
+private struct Reading: Codable, Equatable {
+    var label: String
+    var celsius: Float
+}
+
+private struct Measurement: Codable, Equatable {
+    var label: String
+    var value: Double
+    var at: Date
+}
+
+private struct Counter: Codable, Equatable {
+    var name: String
+    var count: Int
+    var total: Int64
+}
+
+private struct Huge: Codable, Equatable {
+    var value: UInt64
+}
+
+private struct LateReading: Codable, Equatable {
+    var celsius: Float
+}
+
+/// The JSON fast path where Apple's older Foundation `JSONDecoder` (macOS 13, iOS 16) decodes.
+@Suite struct JSONDecoderGenerationTests {
+    func decode<V: Decodable>(_ type: V.Type, _ json: String, _ generation: JSONDecoderGeneration) -> (value: V?, leftToJSONDecoder: Bool) {
+        var met = false
+        let value = Data(json.utf8).withUnsafeBytes { bytes in
+            try? PayloadDecoder.decode(type, from: bytes, agreeingWith: generation, metSpecialType: &met)
+        }
+        return (value, met)
+    }
+
+    @Test func newFoundationDecodesFloatsOnTheFastPath() {
+        let reading = decode(Reading.self, #"{"label":"a","celsius":16777217.000000000000001}"#, .swiftFoundation)
+        #expect(reading.value == Reading(label: "a", celsius: 16777218))
+        #expect(!reading.leftToJSONDecoder)
+        let measurement = decode(Measurement.self, #"{"label":"a","value":0.1,"at":1.5}"#, .swiftFoundation)
+        #expect(measurement.value == Measurement(label: "a", value: 0.1, at: Date(timeIntervalSinceReferenceDate: 1.5)))
+    }
+
+    @Test func olderFoundationLeavesFloatDoubleAndDateToJSONDecoder() {
+        let reading = decode(Reading.self, #"{"label":"a","celsius":21.5}"#, .serialization)
+        #expect(reading.value == nil)
+        #expect(reading.leftToJSONDecoder)
+        let measurement = decode(Measurement.self, #"{"label":"a","value":0.1,"at":1.5}"#, .serialization)
+        #expect(measurement.value == nil)
+        #expect(measurement.leftToJSONDecoder)
+    }
+
+    @Test func olderFoundationStillDecodesStringsAndIntegersOnTheFastPath() {
+        let counter = decode(Counter.self, #"{"name":"n","count":-3,"total":9223372036854775807}"#, .serialization)
+        #expect(counter.value == Counter(name: "n", count: -3, total: .max))
+        #expect(!counter.leftToJSONDecoder)
+    }
+
+    @Test func olderFoundationLeavesIntegersAboveInt64MaxToJSONDecoder() {
+        let json = #"{"value":18446744073709551615}"#
+        #expect(decode(Huge.self, json, .swiftFoundation).value == Huge(value: .max))
+        let older = decode(Huge.self, json, .serialization)
+        #expect(older.value == nil)
+        // By value, not by type: an UInt64 that fits Int64 still takes the fast path.
+        #expect(!older.leftToJSONDecoder)
+        #expect(decode(Huge.self, #"{"value":9223372036854775807}"#, .serialization).value == Huge(value: UInt64(Int64.max)))
+    }
+
+    @Test func decodeJSONAnswersJSONDecodersValueOnOlderFoundation() throws {
+        let payload = try JSONEncoder().encode(LateReading(celsius: 0.1))
+        let expected = try JSONDecoder().decode(LateReading.self, from: payload)
+        #expect(try ValueCoding.decodeJSON(LateReading.self, from: payload, agreeingWith: .serialization) == expected)
+        #expect(try ValueCoding.decodeJSON(LateReading.self, from: payload, agreeingWith: .serialization) == expected)
+    }
+
+    #if !canImport(Darwin)
+    @Test func linuxRunsTheNewFoundation() {
+        #expect(JSONDecoderGeneration.current == .swiftFoundation)
+    }
+    #endif
+}
