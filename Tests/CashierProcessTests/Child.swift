@@ -63,13 +63,36 @@ final class Child {
 
     /// `CashierStress`, built beside the test bundle (SwiftPM builds it because this target depends on it).
     static func executable() throws -> URL {
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        for _ in 0..<4 {
+        let bundles = [Bundle(for: Child.self).bundleURL, Bundle.main.bundleURL]
+        for folder in searchFolders(bundles: bundles, argument0: CommandLine.arguments[0]) {
             let candidate = folder.appendingPathComponent("CashierStress")
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "CashierStress beside the test bundle or \(CommandLine.arguments[0])"])
+    }
+
+    /// Where `CashierStress` may be, best first. On macOS `xctest` or `swiftpm-testing-helper`
+    /// loads the test bundle (`.build/debug/CashierPackageTests.xctest`, a folder), so
+    /// `argv[0]` is that tool, far from `.build`: the folder holding a `.xctest` bundle comes
+    /// first. Then `argv[0]`'s folder and three above it, which finds it on Linux, where the
+    /// test binary itself is `.build/debug/CashierPackageTests.xctest`.
+    static func searchFolders(bundles: [URL], argument0: String) -> [URL] {
+        var folders: [URL] = []
+        for bundle in bundles {
+            let resolved = bundle.resolvingSymlinksInPath()
+            // The bundle itself, or (when it is the bundle's executable) the bundle it sits in.
+            var candidate = resolved
+            for _ in 0..<4 where candidate.pathExtension != "xctest" && candidate.path != "/" {
+                candidate.deleteLastPathComponent()
+            }
+            if candidate.pathExtension == "xctest" { folders.append(candidate.deletingLastPathComponent()) }
+        }
+        var folder = URL(fileURLWithPath: argument0).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<4 {
+            folders.append(folder)
             folder.deleteLastPathComponent()
         }
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "CashierStress beside \(CommandLine.arguments[0])"])
+        return folders
     }
 }
 
