@@ -143,3 +143,75 @@ private struct LateReading: Codable, Equatable {
     }
     #endif
 }
+
+/// The helper the background sweeps and collections run in.
+@Suite struct BackgroundActivityTests {
+    @Test func whereAppsAreNotSuspendedTheBodyRunsAtOnce() {
+        var ran = false
+        let result = withBackgroundActivity("test") { () -> Int in
+            ran = true
+            return 42
+        }
+        #expect(ran)
+        #expect(result == 42)
+    }
+
+    @Test func anActivityRunsItsBodyOnTheFirstCallAndIgnoresTheExpiryNotice() {
+        let counter = Locked(0)
+        let activity = ExpiringActivity { counter.withLock { $0 += 1; return $0 } }
+        activity.run(expired: false)
+        activity.run(expired: true)
+        #expect(activity.finished.wait(timeout: .now()) == .success)
+        #expect(activity.result == 1)
+        #expect(counter.withLock { $0 } == 1)
+    }
+
+    @Test func anActivityThatHasAlreadyExpiredNeverRunsItsBody() {
+        let counter = Locked(0)
+        let activity = ExpiringActivity { counter.withLock { $0 += 1 } }
+        activity.run(expired: true)
+        #expect(activity.finished.wait(timeout: .now()) == .success)
+        #expect(activity.result == nil)
+        #expect(counter.withLock { $0 } == 0)
+    }
+}
+
+/// A stand-in for the system's `performExpiringActivity`: keeps the block, calls it on
+/// another thread, and calls it again (expired) after the caller has returned.
+private final class FakeSystem: @unchecked Sendable {
+    private let kept = Locked<[@Sendable (Bool) -> Void]>([])
+
+    func perform(firstCallExpired: Bool) -> (@escaping @Sendable (Bool) -> Void) -> Void {
+        { block in
+            self.kept.withLock { $0.append(block) }
+            DispatchQueue.global().async { block(firstCallExpired) }
+        }
+    }
+
+    func sendExpiryNotices() {
+        for block in kept.withLock({ $0 }) { block(true) }
+    }
+}
+
+@Suite struct ExpiringActivityTests {
+    @Test func theBodyRunsOnTheSystemsThreadAndTheCallerGetsItsResult() {
+        let system = FakeSystem()
+        var ran = false
+        let result = runExpiringActivity({ () -> String in
+            ran = true
+            return "swept"
+        }, perform: system.perform(firstCallExpired: false))
+        #expect(ran)
+        #expect(result == "swept")
+        // The system may call the block again after the caller has gone: nothing escapes, nothing runs.
+        system.sendExpiryNotices()
+    }
+
+    @Test func noTimeLeftMeansTheBodyNeverRuns() {
+        let system = FakeSystem()
+        var ran = false
+        let result: Void? = runExpiringActivity({ ran = true }, perform: system.perform(firstCallExpired: true))
+        #expect(!ran)
+        #expect(result == nil)
+    }
+}
