@@ -976,7 +976,9 @@ enum JSONDecoderGeneration: Sendable, Hashable {
     /// left to it: `Float` and `Double` (and so `Date`) by type, larger integers by value.
     case serialization
 
-    /// The generation of the `JSONDecoder` this process runs with.
+    /// The generation of the `JSONDecoder` this process runs with. (The versions: swift-foundation
+    /// issue 332, where its maintainers say the new `JSONDecoder` ships in macOS 14, iOS 17,
+    /// watchOS 10 and tvOS 17.)
     static let current: JSONDecoderGeneration = {
         if #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) { return .swiftFoundation }
         return .serialization
