@@ -15,7 +15,10 @@ import Dispatch
 /// - `DispatchSource.MemoryPressureEvent.warning` and `.critical`
 ///   (`DISPATCH_MEMORYPRESSURE_WARN`, `DISPATCH_MEMORYPRESSURE_CRITICAL`): the same.
 /// - `resume()`, `setEventHandler(handler:)`, `cancel()`: `DispatchSourceProtocol`, everywhere.
-final class MemoryPressureSource: Sendable {
+///
+/// `@unchecked Sendable`: its one property is a constant dispatch source, an object Dispatch
+/// makes safe to use from any thread (not every SDK marks the protocol `Sendable`).
+final class MemoryPressureSource: @unchecked Sendable {
     #if canImport(Darwin)
     private let source: any DispatchSourceMemoryPressure
 
@@ -26,10 +29,12 @@ final class MemoryPressureSource: Sendable {
 
     /// Calls `relieve` for each event, on a background queue, until ``stop()``.
     func start(_ relieve: @escaping @Sendable (MemoryPressure) -> Void) {
-        let source = self.source
-        // The handler holds the source; `cancel()` releases the handler, which ends the cycle.
-        source.setEventHandler {
-            let event = source.data
+        // `weak`: the source keeps its handler until cancelled, and the handler must not keep the source.
+        source.setEventHandler { [weak self] in
+            guard let source = self?.source else { return }
+            // Typed: `DispatchSourceProtocol.data` is a `UInt` too; the overlay's extension on
+            // `DispatchSourceMemoryPressure` gives the `MemoryPressureEvent` wanted here.
+            let event: DispatchSource.MemoryPressureEvent = source.data
             if event.contains(.critical) {
                 relieve(.critical)
             } else if event.contains(.warning) {
