@@ -17,8 +17,9 @@ import Foundation
 /// Availability, from Apple's Foundation reference for
 /// `ProcessInfo.performExpiringActivity(withReason:using:)`: iOS 8.2, Mac Catalyst 13.1,
 /// tvOS 9.0, visionOS 1.0, watchOS 2.0; not macOS, hence the `#if`. Its block is
-/// `@escaping @Sendable (Bool) -> Void`, called asynchronously. (Not checkable by
-/// `.ci/darwin-calls.c`: Foundation API, not C.)
+/// `@escaping @Sendable (Bool) -> Void`, called asynchronously. (Foundation API, not C, so
+/// `.ci/darwin-calls.c` cannot check it; `.ci/darwin-swift.sh` type-checks the branch against
+/// that documented declaration.)
 func withBackgroundActivity<R>(_ reason: String, _ body: () -> R) -> R? {
     #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
     return runExpiringActivity(body) { block in

@@ -5,7 +5,8 @@ import Dispatch
 ///
 /// This file is the memory tier's only platform branch. The Darwin calls, each checked
 /// against Apple's documentation (they are Dispatch overlay API, not C declarations that
-/// `.ci/darwin-calls.c` could compile):
+/// `.ci/darwin-calls.c` could compile; `.ci/darwin-swift.sh` type-checks this branch against
+/// the documented declarations):
 /// - `DispatchSource.makeMemoryPressureSource(eventMask:queue:)` returning
 ///   `DispatchSourceMemoryPressure` (whose `data` is a `DispatchSource.MemoryPressureEvent`):
 ///   Apple's Dispatch reference lists them for iOS, iPadOS, Mac Catalyst, macOS, tvOS,
