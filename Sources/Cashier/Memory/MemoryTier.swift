@@ -243,7 +243,9 @@ final class MemoryTier: Sendable {
         var newest: Link?
         var oldest: Link?
         var statistics = CacheStatistics()
-        /// The sum of the records' costs.
+        /// The sum of the records' costs. Added and subtracted with wrapping arithmetic: with no
+        /// cost limit, encoded sizes could sum past `Int.max` where `Int` is 32 bits (watchOS) even
+        /// though the decoded values fit; that must not trap, and the sum stays exact modulo 2^32.
         var totalCost = 0
 
         /// The one definition of a memory record that may answer a read: same value type,
@@ -264,9 +266,9 @@ final class MemoryTier: Sendable {
         mutating func insert(_ record: MemoryRecord) {
             if let old = records.updateValue(record, forKey: record.name) {
                 unlink(old)
-                totalCost -= old.cost
+                totalCost &-= old.cost
             }
-            totalCost += record.cost
+            totalCost &+= record.cost
             pushFront(record)
         }
 
@@ -274,7 +276,7 @@ final class MemoryTier: Sendable {
         mutating func remove(_ name: String) -> MemoryRecord? {
             guard let record = records.removeValue(forKey: name) else { return nil }
             unlink(record)
-            totalCost -= record.cost
+            totalCost &-= record.cost
             return record
         }
 
