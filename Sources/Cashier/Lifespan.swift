@@ -42,15 +42,16 @@ extension Lifespan {
     /// ``until(_:)`` `Date.distantPast`.
     /// - Throws: ``CacheError`` of kind ``CacheError/Kind/invalidValue`` for NaN, which has no meaning.
     func storable(forKey key: String) throws(CacheError) -> Lifespan {
-        let amount: Double
+        let amount: Double, what: String
         switch self {
         case .never: return self
-        case .seconds(let seconds): amount = seconds
-        case .until(let date): amount = date.timeIntervalSince1970
+        case .seconds(let seconds): (amount, what) = (seconds, ".seconds")
+        case .until(let date): (amount, what) = (date.timeIntervalSince1970, ".until date")
         }
         if amount.isFinite { return self }
         if amount.isNaN {
-            throw CacheError(kind: .invalidValue, key: key, message: "the lifespan \(self) is not a number (NaN)")
+            // Not `\(self)`: printing a Date that is not finite traps in Foundation.
+            throw CacheError(kind: .invalidValue, key: key, message: "the lifespan's \(what) is not a number (NaN)")
         }
         return amount > 0 ? .never : .until(.distantPast)
     }
