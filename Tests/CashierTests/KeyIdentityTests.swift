@@ -71,4 +71,15 @@ import Testing
         #expect(cache.keys.count == 1)
         #expect(cache.value(for: CacheKey<String>(Self.decomposed)) == "new")
     }
+
+    @Test func memoryTierAndObserversTakeEitherSpelling() async throws {
+        var configuration = makeConfiguration(folder)
+        configuration.location = .memoryOnly
+        let cache = Cache(configuration)
+        var iterator = cache.updates(for: CacheKey<String>(Self.composed)).makeAsyncIterator()
+        #expect(await iterator.next() == .some(nil))
+        try cache.set("v", for: CacheKey<String>(Self.decomposed))
+        #expect(cache.value(for: CacheKey<String>(Self.composed)) == "v")
+        #expect(await iterator.next() == "v")
+    }
 }
