@@ -82,4 +82,9 @@ import Testing
         #expect(cache.value(for: CacheKey<String>(Self.composed)) == "v")
         #expect(await iterator.next() == "v")
     }
+
+    @Test func cacheNamesEqualAsStringsShareOneFolder() {
+        #expect(Cache.folderName(for: Self.composed) == Cache.folderName(for: Self.decomposed))
+        #expect(Cache.folderName(for: Self.composed) == "caf%C3%A9")
+    }
 }
