@@ -78,8 +78,12 @@ extension Cache {
     /// written to a temporary file and renamed into place, so readers in any
     /// process see the old entry or the new one, never a mix.
     ///
+    /// A lifespan that never ends (`+infinity`) is stored as ``Lifespan/never``, one
+    /// that ended forever ago (`-infinity`) as already expired.
+    ///
     /// - Throws: ``CacheError`` naming the key and the cause when the value cannot be
-    ///   encoded or the file cannot be written; what was stored before is then untouched.
+    ///   encoded or the file cannot be written, or (kind ``CacheError/Kind/invalidValue``)
+    ///   when the lifespan is NaN; what was stored before is then untouched.
     ///   One exception: with ``Configuration/durability`` `.synchronized`, when only the
     ///   folder sync after the rename fails, the new entry is in place (and read back)
     ///   but may not survive a power loss.
@@ -93,9 +97,16 @@ extension Cache {
             emit(.failure(key: key.name, error: failure))
             throw failure
         }
+        let storedLifespan: Lifespan
+        do {
+            storedLifespan = try (lifespan ?? key.lifespan ?? configuration.defaultLifespan).storable(forKey: key.name)
+        } catch {
+            emit(.failure(key: key.name, error: error))
+            throw error
+        }
         let now = nowSeconds
         var metadata = EntryMetadata(
-            createdAt: now, validatedAt: now, lifespan: lifespan ?? key.lifespan ?? configuration.defaultLifespan,
+            createdAt: now, validatedAt: now, lifespan: storedLifespan,
             isLocked: false, schemaVersion: key.schemaVersion, appVersion: configuration.appVersion, size: 0)
         var evicted: [MemoryRecord] = []
         do {
@@ -247,10 +258,14 @@ extension Cache {
     private func loadFromDisk<V>(_ key: CacheKey<V>, _ disk: DiskStore, events: inout [CacheEvent],
                                  changes: inout [(any Sendable)?]) -> Found<V>? {
         let fileName = DiskStore.fileName(for: key.name)
-        func discard(_ reason: DiscardReason) -> Found<V>? {
+        func discard(_ reason: DiscardReason, because error: (any Error)? = nil) -> Found<V>? {
             try? disk.remove(fileName)
             memory.remove(key.name)
             events.append(.discarded(key: key.name, reason: reason))
+            if let error {
+                let message = DecodingDescription.describe(error)
+                events.append(.failure(key: key.name, error: CacheError(kind: .decodingFailed, key: key.name, message: message)))
+            }
             changes.append(nil)
             return nil
         }
@@ -278,7 +293,7 @@ extension Cache {
             do {
                 value = try migration.convert(payload, header.format)
             } catch {
-                return discard(.migrationFailed)
+                return discard(.migrationFailed, because: error)
             }
             metadata.schemaVersion = key.schemaVersion
             metadata.appVersion = configuration.appVersion
@@ -308,7 +323,7 @@ extension Cache {
             do {
                 value = try ValueCoding.decode(V.self, from: payload, format: header.format)
             } catch {
-                return discard(.undecodable)
+                return discard(.undecodable, because: error)
             }
         }
         disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: Date().timeIntervalSince1970)
@@ -374,14 +389,6 @@ extension Cache {
             }
         }
         if let failure { emit(.failure(key: name, error: failure)) }
-    }
-
-    /// The metadata of `name`'s entry without decoding its value: memory first, then the file's header.
-    func metadata(named name: String) -> EntryMetadata? {
-        if let record = memory.peek(name) { return record.metadata }
-        guard let disk, case .success(let (header, info)) = disk.readHeader(DiskStore.fileName(for: name)),
-              header.key == name else { return nil }
-        return EntryMetadata(header, size: info.size)
     }
 }
 

@@ -76,16 +76,76 @@ extension Cache {
         removeEntry(named: key)
     }
 
-    /// Whether something unexpired is stored under `key`, whatever its type (reads the header only).
+    /// Whether something usable and unexpired is stored under `key`, whatever its type.
+    ///
+    /// Checks as ``value(for:)`` does for an unversioned key: the whole file is read and
+    /// its checksum verified, an entry stored under a schema version or written by another
+    /// ``Configuration/appVersion`` is not usable. An unusable entry is removed and reported
+    /// as ``CacheEvent/discarded(key:reason:)``, as ``value(for:)`` would. The stored type
+    /// cannot be checked without a type: an entry of any type counts.
     public func isValid(forKey key: String) -> Bool {
         guard let metadata = metadata(named: key) else { return false }
         return !metadata.isExpired(at: nowSeconds)
     }
 
     /// Restarts the lifespan of whatever is stored under `key` from now.
+    ///
+    /// Checks the entry first as ``isValid(forKey:)`` does: a damaged or outdated entry is
+    /// discarded, never refreshed. Nothing happens on a miss.
     public func refreshValidation(forKey key: String) {
+        guard metadata(named: key) != nil else { return }
         let now = nowSeconds
         updateMetadata(named: key) { $0.validatedAt = now }
+    }
+
+    /// The metadata of `name`'s entry when ``value(for:)`` of an unversioned key of the
+    /// right type could use it; memory first, then a full read of its file.
+    ///
+    /// Applies the checks of the read path that need no type: header and checksum, schema
+    /// version (none), app version. A failing entry is removed and reported as
+    /// ``CacheEvent/discarded(key:reason:)``; expiry is left to the caller.
+    func metadata(named name: String) -> EntryMetadata? {
+        let appVersion = configuration.appVersion
+        func usableRecord() -> EntryMetadata? {
+            guard let record = memory.peek(name), record.metadata.matches(schemaVersion: nil, appVersion: appVersion)
+            else { return nil }
+            return record.metadata
+        }
+        if let metadata = usableRecord() { return metadata }
+        guard let disk else { return nil }
+        var events: [CacheEvent] = []
+        var isDiscarded = false
+        let metadata: EntryMetadata? = store.keyLocks.withLock(name) {
+            if let metadata = usableRecord() { return metadata }
+            let fileName = DiskStore.fileName(for: name)
+            func discard(_ reason: DiscardReason) -> EntryMetadata? {
+                try? disk.remove(fileName)
+                memory.remove(name)
+                events.append(.discarded(key: name, reason: reason))
+                isDiscarded = true
+                return nil
+            }
+            switch disk.read(fileName) {
+            case .absent:
+                return nil
+            case .failed(let error):
+                events.append(.failure(key: name, error: error.cacheError(key: name)))
+                return nil
+            case .damaged:
+                return discard(.corrupt)
+            case .entry(let header, _, let info):
+                // Another key whose name hashes alike: not ours to judge or remove.
+                guard header.key == name else { return nil }
+                if header.schemaVersion != nil { return discard(.schemaMismatch(stored: header.schemaVersion, expected: nil)) }
+                if header.appVersion != appVersion {
+                    return discard(.appVersionMismatch(stored: header.appVersion, current: appVersion))
+                }
+                return EntryMetadata(header, size: info.size)
+            }
+        }
+        for event in events { emit(event) }
+        if isDiscarded { publish(name, nil) }
+        return metadata
     }
 
     /// Whether `data` starts with the 8-byte PNG signature.

@@ -204,9 +204,12 @@ public final class Cache: Sendable {
     }
 
     /// A cache name made safe as one path component: percent-encoded outside `[A-Za-z0-9._-]`.
+    ///
+    /// Encodes the name's canonical spelling (NFC), so names equal as Swift strings, which
+    /// ``named(_:)`` already treats as one cache, also share one folder.
     package static func folderName(for name: String) -> String {
         var result = ""
-        for byte in name.utf8 {
+        for byte in DiskStore.canonicalSpelling(of: name).utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                  UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):

@@ -29,6 +29,11 @@ public struct CacheError: Error, Sendable, Hashable {
         public static let noSpace = Kind(rawValue: "no space")
         /// Any other input/output failure.
         public static let ioFailure = Kind(rawValue: "I/O failure")
+        /// A stored payload did not decode as the key's value type, or its migration threw.
+        ///
+        /// Reported through events only, right after the ``CacheEvent/discarded(key:reason:)``
+        /// it explains; the message names the field (its coding path) and what was expected.
+        public static let decodingFailed = Kind(rawValue: "decoding failed")
         /// The fetch closure of ``Cache/value(for:lifespan:fetch:)`` threw (reported through events only).
         public static let fetchFailed = Kind(rawValue: "fetch failed")
     }

@@ -5,6 +5,11 @@ import Foundation
 /// Precedence when a value is written: the `lifespan` argument of
 /// ``Cache/set(_:for:lifespan:)``, then the key's ``CacheKey/lifespan``, then
 /// ``Cache/Configuration/defaultLifespan``. A locked entry never expires.
+///
+/// A lifespan that does not end (`.seconds(.infinity)`, `.until` an infinite date)
+/// is stored as ``never``; one that ended infinitely long ago (`-infinity`) as
+/// ``until(_:)`` `Date.distantPast`, already expired. `set` refuses a NaN lifespan
+/// with a ``CacheError`` of kind ``CacheError/Kind/invalidValue``.
 public enum Lifespan: Sendable, Hashable {
     /// Valid until removed.
     case never
@@ -27,5 +32,27 @@ public enum Lifespan: Sendable, Hashable {
         case .seconds(let seconds): validatedAt.addingTimeInterval(seconds)
         case .until(let date): date
         }
+    }
+}
+
+extension Lifespan {
+    /// The lifespan as an entry stores it: every value finite, so the header reads back.
+    ///
+    /// Endless (`+infinity`) becomes ``never``; ended forever ago (`-infinity`) becomes
+    /// ``until(_:)`` `Date.distantPast`.
+    /// - Throws: ``CacheError`` of kind ``CacheError/Kind/invalidValue`` for NaN, which has no meaning.
+    func storable(forKey key: String) throws(CacheError) -> Lifespan {
+        let amount: Double, what: String
+        switch self {
+        case .never: return self
+        case .seconds(let seconds): (amount, what) = (seconds, ".seconds")
+        case .until(let date): (amount, what) = (date.timeIntervalSince1970, ".until date")
+        }
+        if amount.isFinite { return self }
+        if amount.isNaN {
+            // Not `\(self)`: printing a Date that is not finite traps in Foundation.
+            throw CacheError(kind: .invalidValue, key: key, message: "the lifespan's \(what) is not a number (NaN)")
+        }
+        return amount > 0 ? .never : .until(.distantPast)
     }
 }

@@ -17,6 +17,11 @@ import Foundation
 //       garbage and prints "report COUNT TOTAL-SIZE".
 //   CashierStress check DIR
 //       Reads every key of the workload and prints what it found.
+//   CashierStress relaunch DIR write|read
+//       Writes, or reads back, a value of a `private` model type (whose reflected
+//       name carries an address that changes at every launch) under a versioned
+//       and an unversioned key. `read` prints "read NAME NAME", or "missed" and
+//       the events seen, and exits 1 on a miss.
 //
 // Exit status: 0 when every value read was sound, 1 when one was not, 2 on usage errors.
 
@@ -84,7 +89,7 @@ case ("share", 5):
         let name: String =
             switch event {
             case .evicted: "evicted"
-            case .discarded(_, let reason): "discarded-\(reason)"
+            case .discarded(_, let reason): "discarded-\(shortName(reason))"
             default: ""
             }
         if !name.isEmpty { events.add(name) }
@@ -108,11 +113,52 @@ case ("share", 5):
     cache.collectGarbage()
     say("report \(cache.count) \(cache.totalSize)")
 
+case ("relaunch", 3):
+    let events = Locked<[String]>([])
+    var settings = configuration(arguments[1])
+    settings.onEvent = { event in events.withLock { $0.append("\(event)") } }
+    let cache = Cache(settings)
+    let keys = [CacheKey<PrivateModel>("private-versioned", schemaVersion: 1), CacheKey<PrivateModel>("private-unversioned")]
+    switch arguments[2] {
+    case "write":
+        for key in keys {
+            do { try cache.set(PrivateModel(name: key.name), for: key) } catch { fail("write failed: \(error)", status: 1) }
+        }
+        say("wrote")
+    case "read":
+        let names = keys.compactMap { cache.value(for: $0)?.name }
+        guard names.count == keys.count else {
+            say("missed: \(events.withLock { $0 }.joined(separator: "; "))")
+            exit(1)
+        }
+        say("read \(names.joined(separator: " "))")
+    default:
+        fail("relaunch takes write or read", status: 2)
+    }
+
 case ("check", 2):
     let findings = Workload.check(Cache(configuration(arguments[1])))
     say("\(findings)")
     exit(findings.unsound.isEmpty ? 0 : 1)
 
 default:
-    fail("usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR", status: 2)
+    fail("usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read", status: 2)
+}
+
+/// A model only this file sees: `String(reflecting:)` names it with its context's address.
+private struct PrivateModel: Codable, Sendable {
+    var name: String
+}
+
+/// A discard reason's case name, one word for the event summary.
+func shortName(_ reason: DiscardReason) -> String {
+    switch reason {
+    case .schemaMismatch: "schemaMismatch"
+    case .appVersionMismatch: "appVersionMismatch"
+    case .typeMismatch: "typeMismatch"
+    case .corrupt: "corrupt"
+    case .undecodable: "undecodable"
+    case .expired: "expired"
+    case .migrationFailed: "migrationFailed"
+    }
 }

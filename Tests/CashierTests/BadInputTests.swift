@@ -24,12 +24,13 @@ import Testing
         #expect(folder.entryFiles.isEmpty)
     }
 
-    @Test func keysThatDifferOnlyByNormalizationAreDistinct() throws {
+    @Test func keysThatDifferOnlyByNormalizationAreOneKey() throws {
         let cache = Cache(makeConfiguration(folder))
-        try cache.set(1, for: CacheKey<Int>("é"))
+        try cache.set(1, for: CacheKey<Int>("\u{E9}"))
         try cache.set(2, for: CacheKey<Int>("e\u{301}"))
-        // Swift's String == treats these as equal; the cache keys files by UTF-8 bytes.
-        #expect(Cache(makeConfiguration(folder)).count == 2)
+        // Swift's String == treats these as equal, and so does the cache, on disk too (KeyIdentityTests).
+        #expect(Cache(makeConfiguration(folder)).count == 1)
+        #expect(Cache(makeConfiguration(folder)).value(for: CacheKey<Int>("\u{E9}")) == 2)
     }
 
     @Test(arguments: ["", ".", "..", "a/../../b", "name with spaces", "🧀"])

@@ -30,7 +30,10 @@ package final class DiskStore: Sendable {
     // MARK: Names
 
     /// The file an entry for `key` lives in: 32 hex digits of two XXH64 hashes, then `.cache`.
+    ///
+    /// Hashed from ``canonicalSpelling(of:)``, so keys equal as Swift strings share one file.
     package static func fileName(for key: String) -> String {
+        let key = canonicalSpelling(of: key)
         let high = XXHash64.hash(key)
         let low = XXHash64.hash(key, seed: 0x9E37_79B9_7F4A_7C15)
         return String(unsafeUninitializedCapacity: 38) { buffer in
@@ -338,6 +341,11 @@ package final class DiskStore: Sendable {
                 guard Self.isEntryFileName(name) else { continue }
                 switch readHeader(name) {
                 case .success(let (header, info)):
+                    // An orphan (KeyIdentity.swift): no read finds it, and its key may be live elsewhere.
+                    guard Self.isHome(name, of: header.key) else {
+                        _ = try? fileSystem.removeFile(path(name))
+                        continue
+                    }
                     if removeExpired, header.isExpired(at: now) {
                         if (try? fileSystem.removeFile(path(name))) != nil {
                             removals.append(.discarded(key: header.key, reason: .expired))

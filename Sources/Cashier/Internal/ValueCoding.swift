@@ -2,7 +2,8 @@ import Foundation
 
 /// Turns values into payload bytes and back, by codec; `Data` passes through raw.
 enum ValueCoding {
-    /// The name stored in headers for `V`: fully qualified, stable across runs and platforms.
+    /// The name stored in headers for `V`: fully qualified, stable across launches and platforms
+    /// (see ``normalizedTypeName(_:)``).
     ///
     /// Computed once per type: `String(reflecting:)` and the normalization cost about a
     /// microsecond, a tenth of a cold read.
@@ -24,10 +25,43 @@ enum ValueCoding {
 
     private static let typeFacts = Locked<[ObjectIdentifier: TypeFacts]>([:])
 
-    /// `String(reflecting:)` says `FoundationEssentials.Data` on Linux and `Foundation.Data` on
-    /// Apple platforms: both are written, and compared, as `Foundation.…`.
+    /// A reflected type name made the same on every platform and at every launch.
+    ///
+    /// - `String(reflecting:)` says `FoundationEssentials.Data` on Linux and `Foundation.Data`
+    ///   on Apple platforms: both are written, and compared, as `Foundation.…`.
+    /// - A `private`, `fileprivate` or function-local type's reflected name holds its context's
+    ///   address, `(unknown context at $55e3387690fc)`, which changes at every launch: it is
+    ///   written, and compared, as `(unknown context)`. (Two such types of one module with one
+    ///   name then share a stored name; decoding still tells their payloads apart, mostly.)
+    ///
+    /// Headers written before either rule keep their old spelling: the read path compares
+    /// stored names through this function too, so they stay readable.
     static func normalizedTypeName(_ name: String) -> String {
-        name.contains("FoundationEssentials.") ? name.replacingOccurrences(of: "FoundationEssentials.", with: "Foundation.") : name
+        var name = name
+        if name.contains("FoundationEssentials.") {
+            name = name.replacingOccurrences(of: "FoundationEssentials.", with: "Foundation.")
+        }
+        if name.contains(unknownContext) { name = withoutContextAddresses(name) }
+        return name
+    }
+
+    private static let unknownContext = "(unknown context at $"
+
+    /// `name` with every `(unknown context at $…)` written as `(unknown context)`.
+    private static func withoutContextAddresses(_ name: String) -> String {
+        var result = ""
+        var rest = name[...]
+        while let marker = rest.range(of: unknownContext) {
+            result += rest[..<marker.lowerBound]
+            result += "(unknown context)"
+            let afterMarker = rest[marker.upperBound...]
+            guard let close = afterMarker.firstIndex(of: ")") else {
+                rest = afterMarker[afterMarker.endIndex...]
+                break
+            }
+            rest = afterMarker[afterMarker.index(after: close)...]
+        }
+        return result + rest
     }
 
     /// The payload format a key's values are written with.
