@@ -170,6 +170,17 @@ final class MemoryTier: Sendable {
 
     var statistics: CacheStatistics { state.withLock { $0.statistics } }
 
+    /// The names of the records used (hit or stored) since the last call, most recent first.
+    ///
+    /// What lets memory hits count for the disk's least-recently-used order at no cost
+    /// to a hit: a hit already moves its record to the front of the recency list, and a
+    /// marker record in that list stands where the last call left the front. This walks
+    /// from the front to the marker, then moves the marker to the front. Empty, without
+    /// allocating, when nothing was used.
+    func takeUsedNames() -> [String] {
+        withRecords(orIfNone: []) { $0.takeUsed() }
+    }
+
     /// Looks up `name` for a read of a `valueType` value stored under `schemaVersion`
     /// (and, unversioned, `appVersion`): on a match, makes the record the most recently
     /// used and hands `copy` the value's address, all in one critical section.
@@ -218,6 +229,28 @@ final class MemoryTier: Sendable {
         var newest: Link?
         var oldest: Link?
         var statistics = CacheStatistics()
+        /// Stands in the recency list where ``takeUsed()`` last left its front; never in `records`.
+        let marker = MemoryRecord(
+            name: "", metadata: EntryMetadata(
+                createdAt: 0, validatedAt: 0, lifespan: .never, isLocked: false, schemaVersion: nil, appVersion: nil, size: 0))
+
+        init() {
+            pushFront(marker)
+        }
+
+        mutating func takeUsed() -> [String] {
+            guard !newest.is(marker) else { return [] }
+            var names: [String] = []
+            var link = newest
+            while let current = link, !link.is(marker) {
+                let record = current.takeUnretainedValue()
+                names.append(record.name)
+                link = record.older
+            }
+            unlink(marker)
+            pushFront(marker)
+            return names
+        }
 
         /// The one definition of a memory record that may answer a read: same value type,
         /// same schema version, and for unversioned keys the same app version.
@@ -249,12 +282,15 @@ final class MemoryTier: Sendable {
         /// The least recently used unlocked record, or the least recently used one if all are locked.
         func victim() -> MemoryRecord? {
             var candidate = oldest
+            var oldestRecord: MemoryRecord?
             while let link = candidate {
                 let record = link.takeUnretainedValue()
-                if !record.metadata.isLocked { return record }
                 candidate = record.newer
+                if record === marker { continue }
+                if !record.metadata.isLocked { return record }
+                if oldestRecord == nil { oldestRecord = record }
             }
-            return oldest?.takeUnretainedValue()
+            return oldestRecord
         }
 
         mutating func pushFront(_ record: MemoryRecord) {
@@ -280,8 +316,11 @@ final class MemoryTier: Sendable {
                 record.older = nil
             }
             records.removeAll()
+            marker.newer = nil
+            marker.older = nil
             newest = nil
             oldest = nil
+            pushFront(marker)
         }
     }
 }
