@@ -17,6 +17,10 @@ import Foundation
 //       garbage and prints "report COUNT TOTAL-SIZE".
 //   CashierStress check DIR
 //       Reads every key of the workload and prints what it found.
+//   CashierStress touch DIR KEY...
+//       Reads each KEY (a `Data` value) twice, from disk then from memory, waits
+//       for the cache's background work and prints "touched N" (N values found):
+//       a launch whose reads the next launch's eviction order must remember.
 //
 // Exit status: 0 when every value read was sound, 1 when one was not, 2 on usage errors.
 
@@ -113,6 +117,16 @@ case ("check", 2):
     say("\(findings)")
     exit(findings.unsound.isEmpty ? 0 : 1)
 
+case ("touch", let count) where count >= 3:
+    let cache = Cache(configuration(arguments[1]))
+    var found = 0
+    for name in arguments.dropFirst(2) {
+        if cache.value(for: CacheKey<Data>(name)) != nil { found += 1 }
+        _ = cache.value(for: CacheKey<Data>(name))
+    }
+    cache.waitForBackgroundWork()
+    say("touched \(found)")
+
 default:
-    fail("usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR", status: 2)
+    fail("usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | touch DIR KEY...", status: 2)
 }
