@@ -239,7 +239,7 @@ extension Cache {
         return found
     }
 
-    /// The memory record for `key` if it holds a `V` usable for it; recency unchanged.
+    /// The memory record for `key` if it holds a `V` usable for it, counted as used.
     private func memoryEntry<V>(_ key: CacheKey<V>) -> Found<V>? {
         guard let record = memory.peekUsable(
             key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, appVersion: configuration.appVersion)

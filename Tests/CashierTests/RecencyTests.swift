@@ -98,6 +98,17 @@ import Testing
         #expect(accessTime(of: "k0") == clock.now.timeIntervalSince1970)
     }
 
+    @Test func readsThroughEntryForCountInMemoryAndOnDisk() throws {
+        let cache = cache(memoryLimit: 2)
+        try fill(cache, count: 2)
+        clock.advance(by: 600)
+        #expect(cache.entry(for: Self.key(0)) != nil)  // from memory
+        try cache.set(Data(count: 1024), for: Self.key(2))
+        #expect(cache.memory.peek("k0") != nil)
+        #expect(cache.memory.peek("k1") == nil)
+        #expect(accessTime(of: "k0") == clock.now.timeIntervalSince1970)
+    }
+
     @Test func theInjectedClockOrdersUsesNotTheRealOne() throws {
         let cache = cache()
         // Written first in real time but later by the cache's clock: k0 is the more recent.

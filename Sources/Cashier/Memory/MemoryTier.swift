@@ -213,9 +213,14 @@ final class MemoryTier: Sendable {
     }
 
     /// The record for `name` if it holds a value usable for a read of `valueType` under
-    /// `schemaVersion` (and, unversioned, `appVersion`); recency unchanged.
+    /// `schemaVersion` (and, unversioned, `appVersion`), made the most recently used:
+    /// every read counts, for this tier's order and, through ``takeUsedNames()``, the disk's.
     func peekUsable(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?) -> MemoryRecord? {
-        withRecords(orIfNone: nil) { $0.usable(name, valueType, schemaVersion, appVersion) }
+        withRecords(orIfNone: nil) { state in
+            guard let record = state.usable(name, valueType, schemaVersion, appVersion) else { return nil }
+            state.moveToFront(record)
+            return record
+        }
     }
 
     /// `body` run under the lock; or, when the limit is 0 and the tier never holds anything,
