@@ -135,6 +135,22 @@ import Testing
 @Suite struct ObserverOrderTests {
     let folder = TemporaryFolder()
 
+    @Test func anExpiryAnnouncedAfterANewerWriteIsDropped() async throws {
+        let clock = TestClock()
+        let cache = Cache(makeConfiguration(folder, clock: clock))
+        let key = CacheKey<Int>("k", lifespan: .seconds(10))
+        try cache.set(1, for: key)
+        clock.advance(by: 20)
+        var iterator = cache.updates(for: key).makeAsyncIterator()
+        #expect(await iterator.next() == .some(nil))  // expired
+        try cache.set(2, for: key)
+        // A read that found the old value expired, announcing it only now, after the write.
+        cache.missExpired(key.name)
+        try cache.set(3, for: key)
+        #expect(await iterator.next() == 2)
+        #expect(await iterator.next() == 3)  // not the stale nil in between
+    }
+
     @Test("Racing writes leave an updates(for:) stream on the stored value", arguments: [false, true])
     func racingWritesLeaveTheStreamOnTheStoredValue(memoryOnly: Bool) async throws {
         for round in 0..<50 {

@@ -38,8 +38,6 @@ package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
 package struct FileInfo: Sendable, Hashable {
     /// Length in bytes (`st_size`): what ``Cache/totalSize`` adds up.
     package var size: Int
-    /// Seconds since 1970 of the last access or modification, whichever is later.
-    package var lastUse: Double { max(accessedAt, modifiedAt) }
     /// Seconds since 1970 of the last access (`st_atime`): the entry's last use, as Cashier sets it.
     package var accessedAt: Double
     /// Seconds since 1970 of the last modification (`st_mtime`), by the real clock.
