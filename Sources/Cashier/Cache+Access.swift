@@ -126,20 +126,26 @@ extension Cache {
                     }
                 }
                 evicted = memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count))
+                publish(key.name, value)
             }
         } catch let error as CacheError {
             emit(.failure(key: key.name, error: error))
             throw error
         }
         emit(.write(key: key.name, bytes: metadata.size))
-        publish(key.name, value)
         if disk == nil {
             for record in evicted {
                 emit(.evicted(key: record.name, bytes: 0))
-                publish(record.name, nil)
+                // Announced under its own key's lock, unless a write has put it back meanwhile.
+                store.keyLocks.withLock(record.name) {
+                    if memory.peek(record.name) == nil { publish(record.name, nil) }
+                }
             }
         } else {
-            disk?.sweepIfNeeded(limits: limits) { [weak self] removals in self?.apply(removals) }
+            recordMemoryUses()
+            disk?.sweepIfNeeded(limits: limits, forgetting: { [weak self] removal in self?.forget(removal) }) { [weak self] removals in
+                self?.report(removals)
+            }
         }
     }
 
@@ -235,14 +241,16 @@ extension Cache {
         var changes: [(any Sendable)?] = []
         let found: Found<V>? = store.keyLocks.withLock(key.name) {
             if let found = memoryEntry(key) { return found }
-            return loadFromDisk(key, disk, events: &events, changes: &changes)
+            let found = loadFromDisk(key, disk, events: &events, changes: &changes)
+            for change in changes { publish(key.name, change) }
+            return found
         }
         for event in events { emit(event) }
-        for change in changes { publish(key.name, change) }
+        recordMemoryUses()
         return found
     }
 
-    /// The memory record for `key` if it holds a `V` usable for it; recency unchanged.
+    /// The memory record for `key` if it holds a `V` usable for it, counted as used.
     private func memoryEntry<V>(_ key: CacheKey<V>) -> Found<V>? {
         guard let record = memory.peekUsable(
             key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, appVersion: configuration.appVersion)
@@ -326,15 +334,21 @@ extension Cache {
                 return discard(.undecodable, because: error)
             }
         }
-        disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: Date().timeIntervalSince1970)
+        disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: nowSeconds)
         if memory.limit != 0 { memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count)) }
         return Found(value: value, metadata: metadata)
     }
 
     /// Counts a miss for an expired entry and tells observers it is gone for them.
+    ///
+    /// The announcement is made under the key's lock, and only if the entry stored now is
+    /// still expired: a write that landed since the read must stay an observer's last value.
     func missExpired(_ name: String) {
         emit(.miss(key: name))
-        publish(name, nil)
+        store.keyLocks.withLock(name) {
+            if let metadata = metadata(named: name), !metadata.isExpired(at: nowSeconds) { return }
+            publish(name, nil)
+        }
     }
 
     /// Whether `name`'s current entry is locked, so a new write keeps the lock. Call holding its key lock.
@@ -356,9 +370,9 @@ extension Cache {
             } catch {
                 failure = error
             }
+            publish(name, nil)
         }
         if let failure { emit(.failure(key: name, error: failure.cacheError(key: name))) }
-        publish(name, nil)
     }
 
     /// Changes `name`'s metadata (validation time, lock) in memory and in its file's header.

@@ -4,13 +4,22 @@ extension Cache {
     /// Removes every entry, locked or not, from memory and disk.
     ///
     /// A file that cannot be removed stays readable and is reported as a
-    /// ``CacheEvent/failure(key:error:)`` without a key.
+    /// ``CacheEvent/failure(key:error:)`` without a key. Writes racing with it land
+    /// wholly before it (and are removed) or wholly after it (and stay): the files and
+    /// the memory tiers of every instance on the folder go in one step that no write of
+    /// any key can enter (see <doc:Concurrency>).
     public func removeAll() {
-        _ = memory.removeAll()
-        for failure in disk?.removeAllEntries() ?? [] {
+        let forget = {
+            _ = self.memory.removeAll()
+            self.publish(nil, nil)
+        }
+        guard let disk else {
+            store.keyLocks.withEveryKeyLocked(forget)
+            return
+        }
+        for failure in disk.removeAllEntries(forgetting: forget) {
             emit(.failure(key: nil, error: failure.cacheError(key: nil)))
         }
-        publish(nil, nil)
     }
 
     /// Removes every expired entry (locked entries never expire), reporting each as
@@ -18,13 +27,11 @@ extension Cache {
     public func removeExpired() {
         let now = nowSeconds
         if let disk {
-            apply(disk.collectGarbage(now: now, limits: DiskStore.Limits(size: nil, minimumFreeSpace: nil), removeExpired: true))
+            report(disk.collectGarbage(
+                now: now, limits: DiskStore.Limits(size: nil, minimumFreeSpace: nil), reclaim: DiskStore.Reclaim(expired: true),
+                forgetting: forget))
         } else {
-            for record in memory.allRecords where record.metadata.isExpired(at: now) {
-                memory.remove(record.name)
-                emit(.discarded(key: record.name, reason: .expired))
-                publish(record.name, nil)
-            }
+            removeFromMemory { $0.metadata.isExpired(at: now) ? .discarded(key: $0.name, reason: .expired) : nil }
         }
     }
 
@@ -48,17 +55,39 @@ extension Cache {
     }
 
     private func removeAll(matching shouldRemove: (String, EntryMetadata) -> Bool) {
+        guard let disk else {
+            removeFromMemory { shouldRemove($0.name, $0.metadata) ? .removed(key: $0.name) : nil }
+            return
+        }
+        recordMemoryUses()
+        // A record whose file is gone (removed by hand, say) has nothing on disk to match.
+        // Dropping a memory record early is always safe: the file is the truth.
         for record in memory.allRecords where shouldRemove(record.name, record.metadata) {
             memory.remove(record.name)
-            if disk == nil { publish(record.name, nil) }
         }
-        if let disk {
-            apply(disk.removeEntries { header in shouldRemove(header.key, EntryMetadata(header, size: 0)) })
-        }
+        report(disk.removeEntries(where: { header in shouldRemove(header.key, EntryMetadata(header, size: 0)) }, forgetting: forget))
     }
 
-    /// Garbage collection: expired entries, damaged files and abandoned temporary
-    /// files out, then least recently used entries (unlocked first) until the folder
+    /// Removes the memory records `removal` names a removal for, in a memory-only cache:
+    /// judged first, then removed and announced under the barrier, each if it is still the
+    /// record that was judged; reported after.
+    private func removeFromMemory(_ removal: (MemoryRecord) -> DiskStore.Removal?) {
+        let chosen = memory.allRecords.compactMap { record in removal(record).map { (record, $0) } }
+        guard !chosen.isEmpty else { return }
+        let removed = store.keyLocks.withEveryKeyLocked {
+            chosen.compactMap { record, removal -> DiskStore.Removal? in
+                guard memory.peek(record.name) === record else { return nil }
+                forget(removal)
+                return removal
+            }
+        }
+        report(removed)
+    }
+
+    /// Garbage collection: expired entries, damaged files, abandoned temporary files and
+    /// entries no read can return (those of unversioned keys written under another
+    /// ``Configuration/appVersion``, reported as ``DiscardReason/appVersionMismatch(stored:current:)``)
+    /// out, then least recently used entries (unlocked first) until the folder
     /// is within ``Configuration/diskSizeLimit`` and the volume has
     /// ``Configuration/minimumFreeDiskSpace`` free.
     ///
@@ -67,7 +96,10 @@ extension Cache {
     public func collectGarbage() {
         let now = nowSeconds
         if let disk {
-            apply(disk.collectGarbage(now: now, limits: limits, removeExpired: true))
+            // Memory hits count before victims are ordered.
+            recordMemoryUses()
+            let reclaim = DiskStore.Reclaim(expired: true, otherAppVersionsThan: .some(configuration.appVersion))
+            report(disk.collectGarbage(now: now, limits: limits, reclaim: reclaim, forgetting: forget))
         } else {
             removeExpired()
         }
@@ -90,8 +122,16 @@ extension Cache {
     public var statistics: CacheStatistics { memory.statistics }
 
     /// Every stored key, sorted, read from the entries' headers.
+    ///
+    /// Entries no read can return are not listed: those of unversioned keys written under
+    /// another ``Configuration-swift.struct/appVersion`` (garbage collection reclaims them).
     public var keys: [String] {
-        if let disk { return disk.scanHeaders().entries.map(\.header.key).sorted() }
+        if let disk {
+            let appVersion = configuration.appVersion
+            return disk.scanHeaders().entries
+                .filter { $0.header.schemaVersion != nil || $0.header.appVersion == appVersion }
+                .map(\.header.key).sorted()
+        }
         return memory.allRecords.map(\.name).sorted()
     }
 }

@@ -166,6 +166,7 @@ public final class Cache: Sendable {
 
     deinit {
         memoryPressure?.stop()
+        recordMemoryUses()
         garbageCollection?.stop()
         store.hub.unsubscribe(subscription)
     }
@@ -265,9 +266,11 @@ public final class Cache: Sendable {
 
     var writeOptions: DiskStore.WriteOptions {
         let complete = configuration.fileProtection == .complete
-        return DiskStore.WriteOptions(
+        var options = DiskStore.WriteOptions(
             filePermissions: complete ? 0o600 : 0o644, folderPermissions: complete ? 0o700 : 0o755,
             synchronize: configuration.durability == .synchronized, completeProtection: complete)
+        options.usedAt = nowSeconds
+        return options
     }
 
     var limits: DiskStore.Limits {
@@ -290,36 +293,47 @@ public final class Cache: Sendable {
     }
 
     /// Tells observers and the other instances on this folder that `name` changed.
+    ///
+    /// Call holding `name`'s key lock (or the barrier of every key, for `nil` or a bulk
+    /// removal): changes to one key are then announced in the order they were made, so
+    /// an observer's last value is the stored one.
     func publish(_ name: String?, _ value: (any Sendable)?) {
         store.hub.publish(Change(name: name, value: value, origin: identity))
     }
 
-    /// Applies what housekeeping removed: memory, counters, events, observers.
-    func apply(_ removals: [DiskStore.Removal]) {
+    /// Forgets an entry housekeeping removed: its memory record and, for observers and the
+    /// other instances, its value. Runs under the key barrier, in the same step as the removal.
+    func forget(_ removal: DiskStore.Removal) {
+        switch removal {
+        case .evicted(let key, _), .discarded(let key, _), .removed(let key):
+            memory.remove(key)
+            publish(key, nil)
+        }
+    }
+
+    /// Reports what housekeeping removed (counters and events), after the barrier is lifted:
+    /// `onEvent` is the app's code and may call the cache.
+    func report(_ removals: [DiskStore.Removal]) {
         for removal in removals {
             switch removal {
-            case .evicted(let key, let bytes):
-                memory.remove(key)
-                emit(.evicted(key: key, bytes: bytes))
-                publish(key, nil)
-            case .discarded(let key, let reason):
-                memory.remove(key)
-                emit(.discarded(key: key, reason: reason))
-                publish(key, nil)
-            case .removed(let key):
-                memory.remove(key)
-                publish(key, nil)
+            case .evicted(let key, let bytes): emit(.evicted(key: key, bytes: bytes))
+            case .discarded(let key, let reason): emit(.discarded(key: key, reason: reason))
+            case .removed: break
             }
         }
     }
 
-    /// Blocks until the size sweeps scheduled so far have finished.
+    /// Blocks until the size sweeps scheduled so far have finished, after writing down
+    /// the recency of the values read from memory since the cache last touched the disk.
     ///
     /// Writes past ``Configuration-swift.struct/diskSizeLimit`` schedule a sweep
     /// off the caller's thread; call this before exiting a short-lived process, or
     /// in tests and benchmarks instead of sleeping. Returns at once when none is
-    /// scheduled or the cache is memory-only. Touches the disk only by waiting.
+    /// scheduled or the cache is memory-only. Touches the disk only to set the access
+    /// time of entries read from memory (at most once a minute each, see
+    /// <doc:StorageAndLimits>), and by waiting.
     public func waitForBackgroundWork() {
+        recordMemoryUses()
         disk?.waitForSweeps()
     }
 }
@@ -333,13 +347,14 @@ private final class WeakIdentity: @unchecked Sendable {
 /// State shared by every ``Cache`` instance of this process on one folder.
 final class Store: Sendable {
     let disk: DiskStore?
-    let keyLocks = KeyLocks()
+    let keyLocks: KeyLocks
     let hub = ChangeHub()
     let fetches = Locked<[String: FetchCall]>([:])
     let revalidating = Locked<Set<String>>([])
 
     private init(disk: DiskStore?) {
         self.disk = disk
+        keyLocks = disk?.keyLocks ?? KeyLocks()
     }
 
     private static let shared = Locked<[String: WeakStore]>([:])

@@ -22,6 +22,10 @@ import Foundation
 //       name carries an address that changes at every launch) under a versioned
 //       and an unversioned key. `read` prints "read NAME NAME", or "missed" and
 //       the events seen, and exits 1 on a miss.
+//   CashierStress touch DIR KEY...
+//       Reads each KEY (a `Data` value) twice, from disk then from memory, waits
+//       for the cache's background work and prints "touched N" (N values found):
+//       a launch whose reads the next launch's eviction order must remember.
 //
 // Exit status: 0 when every value read was sound, 1 when one was not, 2 on usage errors.
 
@@ -141,8 +145,18 @@ case ("check", 2):
     say("\(findings)")
     exit(findings.unsound.isEmpty ? 0 : 1)
 
+case ("touch", let count) where count >= 3:
+    let cache = Cache(configuration(arguments[1]))
+    var found = 0
+    for name in arguments.dropFirst(2) {
+        if cache.value(for: CacheKey<Data>(name)) != nil { found += 1 }
+        _ = cache.value(for: CacheKey<Data>(name))
+    }
+    cache.waitForBackgroundWork()
+    say("touched \(found)")
+
 default:
-    fail("usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read", status: 2)
+    fail("usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY...", status: 2)
 }
 
 /// A model only this file sees: `String(reflecting:)` names it with its context's address.

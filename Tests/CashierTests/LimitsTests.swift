@@ -298,8 +298,10 @@ import Testing
         return Date(timeIntervalSince1970: Double(st.st_atim.tv_sec) + Double(st.st_atim.tv_nsec) / 1e9)
     }
 
-    @Test func readingAndListingLeaveAccessTimesAlone() throws {
-        let cache = Cache(makeConfiguration(folder))
+    /// Listing never makes an entry look used; a read does, by the cache's clock, not the kernel's.
+    @Test func listingLeavesAccessTimesAloneAndReadingSetsThemByTheCachesClock() throws {
+        let clock = TestClock()
+        let cache = Cache(makeConfiguration(folder, clock: clock))
         try cache.set(1, for: CacheKey<Int>("k"))
         let file = folder.entryFiles[0]
         // An access time far in the past that relatime would otherwise update.
@@ -307,12 +309,13 @@ import Testing
         var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 0, tv_nsec: omit)]
         #expect(utimensat(AT_FDCWD, folder.path + "/" + file, &times, 0) == 0)
         let before = try accessTime(file)
-        var configuration = makeConfiguration(folder)
+        var configuration = makeConfiguration(folder, clock: clock)
         configuration.memoryCountLimit = 0
         let reader = Cache(configuration)
-        #expect(reader.value(for: CacheKey<Int>("k")) == 1)
         #expect(reader.keys == ["k"])
         #expect(try accessTime(file) == before)
+        #expect(reader.value(for: CacheKey<Int>("k")) == 1)
+        #expect(try accessTime(file) == clock.now)
     }
 }
 #endif

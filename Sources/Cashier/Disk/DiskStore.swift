@@ -18,6 +18,8 @@ package final class DiskStore: Sendable {
     package let folder: String
     package let fileSystem: any FileSystem
     private let state = Locked(IndexState())
+    /// Per-key locks of every cache on this folder in this process, and the barrier bulk removals take.
+    let keyLocks = KeyLocks()
     private let sweepQueue = DispatchQueue(label: "Cashier.DiskStore.sweep", qos: .utility)
     /// Serializes folder scans in this process so concurrent first questions share one scan.
     private let scanLock = NSLock()
@@ -123,6 +125,8 @@ package final class DiskStore: Sendable {
         package var folderPermissions: mode_t
         package var synchronize: Bool
         package var completeProtection: Bool
+        /// The moment of the write by the cache's clock, recorded as the entry's last use; `nil`: the real clock.
+        package var usedAt: Double?
         package init(filePermissions: mode_t, folderPermissions: mode_t, synchronize: Bool, completeProtection: Bool) {
             self.filePermissions = filePermissions
             self.folderPermissions = folderPermissions
@@ -146,13 +150,14 @@ package final class DiskStore: Sendable {
             state.withLock { $0.folderReady = false }
             try writeTemporary(temporary, header: header, payload: payload, options: options)
         }
+        stampWrite(temporary, at: options.usedAt)
         do {
             try fileSystem.rename(temporary, to: path(fileName))
         } catch {
             try? fileSystem.removeFile(temporary)
             throw error
         }
-        noteWritten(fileName, size: size, isLocked: header.isLocked, at: Date().timeIntervalSince1970)
+        noteWritten(fileName, size: size, isLocked: header.isLocked, at: options.usedAt ?? Date().timeIntervalSince1970)
         // The new entry is in place (and in the index); a failing folder sync only
         // leaves its durability unknown, which the caller is told by the error.
         if options.synchronize { try fileSystem.synchronizeDirectory(folder) }
@@ -205,12 +210,41 @@ package final class DiskStore: Sendable {
     // MARK: The index
 
     package func noteWritten(_ fileName: String, size: Int, isLocked: Bool, at now: Double) {
-        state.withLock { $0.note(fileName, IndexRecord(size: size, lastUse: now, isLocked: isLocked)) }
+        state.withLock {
+            $0.note(fileName, IndexRecord(size: size, lastUse: now, isLocked: isLocked, stamp: now, modifiedAt: Date().timeIntervalSince1970))
+        }
     }
 
-    /// Records a read, for least-recently-used order (in this process; nothing is written to disk).
+    /// Records a read at `now` (the cache's clock), for least-recently-used order: exactly
+    /// in this process's index, and in the file's access time when that is a granularity
+    /// or more off (see ``recencyGranularity``).
     package func noteRead(_ fileName: String, info: FileInfo, isLocked: Bool, at now: Double) {
-        state.withLock { $0.note(fileName, IndexRecord(size: info.size, lastUse: now, isLocked: isLocked)) }
+        state.withLock {
+            $0.note(fileName, IndexRecord(size: info.size, lastUse: now, isLocked: isLocked, stamp: info.accessedAt, modifiedAt: info.modifiedAt))
+        }
+        persistUse(fileName, at: now, stamp: info.accessedAt)
+    }
+
+    /// The index's last use of `fileName` and the access time its file is known to have;
+    /// with `now`, first records a use at `now` if the index holds the file.
+    func recordUse(_ fileName: String, at now: Double?) -> (known: Bool, stamp: Double?) {
+        state.withLock { state in
+            guard state.files[fileName] != nil else { return (false, nil) }
+            if let now { state.touch(fileName, at: now) }
+            return (true, state.files[fileName]?.stamp)
+        }
+    }
+
+    /// Notes that `fileName`'s access time is now `stamp`.
+    func noteStamp(_ fileName: String, _ stamp: Double) {
+        state.withLock { $0.files[fileName]?.stamp = stamp }
+    }
+
+    /// The index's change counter for `fileName`: bumped by every write, read and use this process
+    /// notes, `nil` when it knows nothing of it. Bulk removals act only on files whose counter has
+    /// not moved since they chose them.
+    func sequence(of fileName: String) -> UInt64? {
+        state.withLock { $0.files[fileName]?.sequence }
     }
 
     /// Entry count and total bytes, scanning the folder once if this process has not yet.
@@ -248,14 +282,14 @@ package final class DiskStore: Sendable {
         guard let found = try? fileSystem.scan(folder, statting: Self.isEntryFileName) else { return [:] }
         var records: [String: IndexRecord] = [:]
         records.reserveCapacity(found.count)
-        let now = Date().timeIntervalSince1970
         for (name, info) in found {
             guard let info else {
-                if name.hasPrefix(Self.temporaryPrefix) { removeIfAbandoned(temporary: name, now: now) }
+                if name.hasPrefix(Self.temporaryPrefix) { removeIfAbandoned(temporary: name) }
                 continue
             }
             if info.isRegularFile {
-                records[name] = IndexRecord(size: info.size, lastUse: info.lastUse, isLocked: nil)
+                records[name] = IndexRecord(
+                    size: info.size, lastUse: info.accessedAt, isLocked: nil, stamp: info.accessedAt, modifiedAt: info.modifiedAt)
             }
         }
         return records
@@ -297,48 +331,80 @@ package final class DiskStore: Sendable {
     }
 
     /// Removes every entry for which `shouldRemove` returns true, under the folder lock.
-    package func removeEntries(where shouldRemove: (EntryHeader) -> Bool) -> [Removal] {
+    ///
+    /// `shouldRemove` judges the headers first, with no key lock held; the files it chose
+    /// are then removed under the key barrier (see ``KeyLocks``), each unless this process
+    /// wrote, read or used it since, and `forget` runs there for each, so the caches drop
+    /// their memory records in the same step as the file.
+    package func removeEntries(where shouldRemove: (EntryHeader) -> Bool,
+                               forgetting forget: (Removal) -> Void = { _ in }) -> [Removal] {
         withFolderLock {
-            var removals: [Removal] = []
-            for (fileName, header, _) in scanHeaders().entries where shouldRemove(header) {
-                if (try? remove(fileName)) != nil { removals.append(.removed(key: header.key)) }
+            let known = state.withLock { $0.files }
+            let chosen = scanHeaders().entries.filter { shouldRemove($0.header) }.map { entry in
+                Choice(fileName: entry.fileName, sequence: known[entry.fileName]?.sequence, removal: .removed(key: entry.header.key))
             }
-            return removals
+            return keyLocks.withEveryKeyLocked { removeUnchanged(chosen, forgetting: forget) }
         }
     }
 
     /// Removes every entry file; temporary files of writers still running are left to them.
     /// Returns the removals that failed (a read-only folder, say); the index then rescans.
+    ///
+    /// Runs under the key barrier, and `forget` with it (the caches drop their memory
+    /// there), so no write of one key lands between its file going and its memory record going.
     @discardableResult
-    package func removeAllEntries() -> [SystemError] {
+    package func removeAllEntries(forgetting forget: () -> Void = {}) -> [SystemError] {
         withFolderLock {
-            var failures: [SystemError] = []
-            for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where Self.isEntryFileName(name) {
-                do throws(SystemError) {
-                    try fileSystem.removeFile(path(name))
-                } catch {
-                    failures.append(error)
+            keyLocks.withEveryKeyLocked {
+                var failures: [SystemError] = []
+                for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where Self.isEntryFileName(name) {
+                    do throws(SystemError) {
+                        try fileSystem.removeFile(path(name))
+                    } catch {
+                        failures.append(error)
+                    }
                 }
+                state.withLock { $0.reset(loadedEmpty: failures.isEmpty) }
+                forget()
+                return failures
             }
-            state.withLock { $0.reset(loadedEmpty: failures.isEmpty) }
-            return failures
         }
     }
 
-    /// Garbage collection: stale temporaries and damaged files out, expired entries
-    /// out (when `removeExpired`), then least recently used down to the limits.
-    package func collectGarbage(now: Double, limits: Limits, removeExpired: Bool) -> [Removal] {
+    /// What garbage collection reclaims besides stale temporaries and damaged files.
+    package struct Reclaim: Sendable {
+        /// Expired entries.
+        package var expired: Bool
+        /// Entries of unversioned keys written under another app version than this one
+        /// (`nil`: nothing is reclaimed for its app version).
+        package var otherAppVersionsThan: String??
+        package init(expired: Bool, otherAppVersionsThan: String?? = .none) {
+            self.expired = expired
+            self.otherAppVersionsThan = otherAppVersionsThan
+        }
+    }
+
+    /// Garbage collection: stale temporaries and damaged files out, expired entries and
+    /// entries no read can return out (as `reclaim` says), then least recently used down
+    /// to the limits.
+    ///
+    /// Headers are judged first with no key lock held; removals then run under the key
+    /// barrier, each file only if this process has not written, read or used it since it
+    /// was judged, and `forget` runs there for each (see ``removeEntries(where:forgetting:)``).
+    package func collectGarbage(now: Double, limits: Limits, reclaim: Reclaim,
+                                forgetting forget: (Removal) -> Void = { _ in }) -> [Removal] {
         withFolderLock {
-            var removals: [Removal] = []
             let names = (try? fileSystem.contentsOfDirectory(folder)) ?? []
+            var chosen: [Choice] = []
             var live: [Candidate] = []
             let known = state.withLock { $0.files }
             for name in names {
                 if name.hasPrefix(Self.temporaryPrefix) {
-                    removeIfAbandoned(temporary: name, now: now)
+                    removeIfAbandoned(temporary: name)
                     continue
                 }
                 guard Self.isEntryFileName(name) else { continue }
+                let sequence = known[name]?.sequence
                 switch readHeader(name) {
                 case .success(let (header, info)):
                     // An orphan (KeyIdentity.swift): no read finds it, and its key may be live elsewhere.
@@ -346,30 +412,39 @@ package final class DiskStore: Sendable {
                         _ = try? fileSystem.removeFile(path(name))
                         continue
                     }
-                    if removeExpired, header.isExpired(at: now) {
-                        if (try? fileSystem.removeFile(path(name))) != nil {
-                            removals.append(.discarded(key: header.key, reason: .expired))
-                        }
+                    if reclaim.expired, header.isExpired(at: now) {
+                        chosen.append(Choice(fileName: name, sequence: sequence, removal: .discarded(key: header.key, reason: .expired)))
                         continue
                     }
-                    let lastUse = max(info.lastUse, known[name]?.lastUse ?? 0)
-                    live.append(Candidate(fileName: name, key: header.key, size: info.size, lastUse: lastUse, isLocked: header.isLocked))
-                case .failure(.damaged(_, _)):
-                    if (try? fileSystem.removeFile(path(name))) != nil {
-                        removals.append(.discarded(key: name, reason: .corrupt))
+                    if case .some(let appVersion) = reclaim.otherAppVersionsThan, header.schemaVersion == nil,
+                       header.appVersion != appVersion {
+                        let reason = DiscardReason.appVersionMismatch(stored: header.appVersion, current: appVersion)
+                        chosen.append(Choice(fileName: name, sequence: sequence, removal: .discarded(key: header.key, reason: reason)))
+                        continue
                     }
+                    let lastUse = max(info.accessedAt, known[name]?.lastUse ?? -.infinity)
+                    live.append(Candidate(
+                        fileName: name, key: header.key, size: info.size, lastUse: lastUse, sequence: sequence,
+                        modifiedAt: info.modifiedAt, isLocked: header.isLocked))
+                case .failure(.damaged(_, _)):
+                    chosen.append(Choice(fileName: name, sequence: sequence, removal: .discarded(key: name, reason: .corrupt)))
                 case .failure:
                     continue
                 }
             }
-            removals += evict(from: live, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace)
+            let removals = keyLocks.withEveryKeyLocked {
+                removeUnchanged(chosen, forgetting: forget)
+                    + evict(from: live, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace, forgetting: forget)
+            }
             rescan()
             return removals
         }
     }
 
     /// Schedules a size sweep off the caller's thread if the folder may be over `limits.size`.
-    package func sweepIfNeeded(limits: Limits, report: @escaping @Sendable ([Removal]) -> Void) {
+    /// `forget` runs under the key barrier for each eviction, `report` after the sweep.
+    package func sweepIfNeeded(limits: Limits, forgetting forget: @escaping @Sendable (Removal) -> Void = { _ in },
+                               report: @escaping @Sendable ([Removal]) -> Void) {
         guard let limit = limits.size else { return }
         let shouldSchedule = state.withLock { state -> Bool in
             guard !state.sweepScheduled, !state.loaded || state.totalSize > limit else { return false }
@@ -378,7 +453,7 @@ package final class DiskStore: Sendable {
         }
         guard shouldSchedule else { return }
         sweepQueue.async { [self] in
-            let removals = sweep(limits: limits)
+            let removals = sweep(limits: limits, forgetting: forget)
             report(removals)
         }
     }
@@ -388,7 +463,7 @@ package final class DiskStore: Sendable {
         sweepQueue.sync {}
     }
 
-    private func sweep(limits: Limits) -> [Removal] {
+    private func sweep(limits: Limits, forgetting forget: (Removal) -> Void) -> [Removal] {
         withFolderLock {
             state.withLock { $0.sweepScheduled = false }
             // Another process may have written: the folder, not this process's index, is the truth.
@@ -396,23 +471,53 @@ package final class DiskStore: Sendable {
             let (files, total) = state.withLock { ($0.files, $0.totalSize) }
             guard let limit = limits.size, total > limit else { return [] }
             let candidates = files.map { name, record in
-                Candidate(fileName: name, key: nil, size: record.size, lastUse: record.lastUse, isLocked: record.isLocked)
+                Candidate(
+                    fileName: name, key: nil, size: record.size, lastUse: record.lastUse, sequence: record.sequence,
+                    modifiedAt: record.modifiedAt, isLocked: record.isLocked)
             }
-            return evict(from: candidates, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil)
+            return keyLocks.withEveryKeyLocked {
+                evict(from: candidates, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil, forgetting: forget)
+            }
         }
+    }
+
+    /// A file housekeeping chose to remove, with the index's change counter when it chose it.
+    private struct Choice {
+        var fileName: String
+        var sequence: UInt64?
+        var removal: Removal
+    }
+
+    /// Removes each chosen file that this process has not touched since it was chosen. Call under the key barrier.
+    private func removeUnchanged(_ chosen: [Choice], forgetting forget: (Removal) -> Void) -> [Removal] {
+        var removals: [Removal] = []
+        for choice in chosen where sequence(of: choice.fileName) == choice.sequence {
+            guard (try? remove(choice.fileName)) != nil else { continue }
+            forget(choice.removal)
+            removals.append(choice.removal)
+        }
+        return removals
     }
 
     private struct Candidate {
         var fileName: String
         var key: String?
         var size: Int
+        /// The last use by the caches' clock, then two tie-breakers: the order this process
+        /// noted uses in (0 for files it has not touched), and the real time of the write.
         var lastUse: Double
+        var sequence: UInt64?
+        var modifiedAt: Double
         var isLocked: Bool?
+
+        var order: (Double, UInt64, Double) { (lastUse, sequence ?? 0, modifiedAt) }
     }
 
-    /// Removes least recently used entries, unlocked ones first, until the total is
-    /// at most `limit` and the volume has `minimumFreeSpace` free. Call under the folder lock.
-    private func evict(from candidates: [Candidate], downTo limit: Int?, minimumFreeSpace: Int?) -> [Removal] {
+    /// Removes least recently used entries, unlocked ones first, until the total is at most
+    /// `limit` and the volume has `minimumFreeSpace` free, skipping any this process touched
+    /// since the candidates were listed. Call under the folder lock and the key barrier.
+    private func evict(from candidates: [Candidate], downTo limit: Int?, minimumFreeSpace: Int?,
+                       forgetting forget: (Removal) -> Void) -> [Removal] {
         var total = candidates.reduce(0) { $0 + $1.size }
         func satisfied() -> Bool {
             if let limit, total > limit { return false }
@@ -422,11 +527,13 @@ package final class DiskStore: Sendable {
         guard !satisfied() else { return [] }
         var removals: [Removal] = []
         var locked: [Candidate] = []
-        let ordered = candidates.sorted { $0.lastUse < $1.lastUse }
+        let ordered = candidates.sorted { $0.order < $1.order }
         func evictOne(_ candidate: Candidate, key: String) {
-            guard (try? remove(candidate.fileName)) != nil else { return }
+            guard sequence(of: candidate.fileName) == candidate.sequence, (try? remove(candidate.fileName)) != nil else { return }
             total -= candidate.size
-            removals.append(.evicted(key: key, bytes: candidate.size))
+            let removal = Removal.evicted(key: key, bytes: candidate.size)
+            forget(removal)
+            removals.append(removal)
         }
         for var candidate in ordered {
             if satisfied() { return removals }
@@ -449,7 +556,12 @@ package final class DiskStore: Sendable {
     }
 
     /// Removes a temporary file whose writer is gone or that is over an hour old.
-    private func removeIfAbandoned(temporary name: String, now: Double) {
+    ///
+    /// The age is the real clock against the file's modification time, not the cache's
+    /// clock: both are the kernel's, and ``Cache/Configuration-swift.struct/now`` may be a
+    /// test's clock or set apart from real time, which would judge a running writer's file
+    /// (written a moment ago) an hour old and pull it from under its rename.
+    private func removeIfAbandoned(temporary name: String) {
         let fields = name.dropFirst(Self.temporaryPrefix.count).split(separator: "-")
         let writerAlive: Bool
         if let pid = fields.first.flatMap({ pid_t($0) }), pid > 0 {
@@ -457,7 +569,8 @@ package final class DiskStore: Sendable {
         } else {
             writerAlive = false
         }
-        if writerAlive, let info = fileSystem.info(name, in: folder), now - info.lastUse < 3600 { return }
+        if writerAlive, let info = fileSystem.info(name, in: folder),
+           Date().timeIntervalSince1970 - info.modifiedAt < 3600 { return }
         try? fileSystem.removeFile(path(name))
     }
 
@@ -472,8 +585,15 @@ package final class DiskStore: Sendable {
 
 private struct IndexRecord: Sendable {
     var size: Int
+    /// The last write, read or use, by the caches' clock.
     var lastUse: Double
     var isLocked: Bool?
+    /// The access time the file is known to have (what a relaunch reads as its last use).
+    var stamp: Double?
+    /// The real time of the file's write, the last tie-breaker of recency.
+    var modifiedAt: Double
+    /// The index's change counter when this record last changed (see ``DiskStore/sequence(of:)``).
+    var sequence: UInt64 = 0
 }
 
 /// The in-process index of one folder. Changes made while a scan runs are logged
@@ -485,6 +605,7 @@ private struct IndexState {
     var totalSize = 0
     var sweepScheduled = false
     var temporaryCounter = 0
+    private var changes: UInt64 = 0
     private var log: [(String, IndexRecord?)] = []
     private var activeScans = 0
 
@@ -496,8 +617,22 @@ private struct IndexState {
     /// Records a change. Before the first scan, `files` holds only what this process
     /// touched (its recency and locks are merged into the scan); `totalSize` counts once loaded.
     mutating func note(_ name: String, _ record: IndexRecord?) {
+        var record = record
+        if record != nil {
+            changes += 1
+            record?.sequence = changes
+        }
         if activeScans > 0 { log.append((name, record)) }
         apply(name, record)
+    }
+
+    /// Records a use at `now` of a file the index holds (a memory hit): recency only.
+    mutating func touch(_ name: String, at now: Double) {
+        guard var record = files[name] else { return }
+        record.isLocked = nil
+        record.lastUse = now
+        record.stamp = nil
+        note(name, record)
     }
 
     private mutating func apply(_ name: String, _ record: IndexRecord?) {
@@ -505,6 +640,7 @@ private struct IndexState {
             if let old = files[name] {
                 totalSize -= old.size
                 if record.isLocked == nil { record.isLocked = old.isLocked }
+                if record.stamp == nil { record.stamp = old.stamp }
                 record.lastUse = max(record.lastUse, old.lastUse)
             }
             files[name] = record
@@ -529,6 +665,7 @@ private struct IndexState {
             guard var record = files[name] else { continue }
             record.lastUse = max(record.lastUse, previous.lastUse)
             record.isLocked = previous.isLocked
+            record.sequence = previous.sequence
             files[name] = record
         }
         totalSize = files.values.reduce(0) { $0 + $1.size }

@@ -38,8 +38,10 @@ package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
 package struct FileInfo: Sendable, Hashable {
     /// Length in bytes (`st_size`): what ``Cache/totalSize`` adds up.
     package var size: Int
-    /// Seconds since 1970 of the last access or modification, whichever is later.
-    package var lastUse: Double
+    /// Seconds since 1970 of the last access (`st_atime`): the entry's last use, as Cashier sets it.
+    package var accessedAt: Double
+    /// Seconds since 1970 of the last modification (`st_mtime`), by the real clock.
+    package var modifiedAt: Double
     package var isRegularFile: Bool
     package var isDirectory: Bool
 }
@@ -71,6 +73,9 @@ package protocol FileSystem: Sendable {
     /// Takes an exclusive advisory lock (`flock`) on `path`, creating it; returns a token for ``unlock(_:)``.
     func lockExclusively(_ path: String) throws(SystemError) -> Int32
     func unlock(_ token: Int32)
+    /// Sets `path`'s access time to `seconds` since 1970, leaving its modification time:
+    /// how an entry's last use is kept across launches (see `FileSystem+Recency.swift`).
+    func setAccessTime(_ path: String, to seconds: Double) throws(SystemError)
 }
 
 extension FileSystem {
@@ -331,7 +336,7 @@ extension FileInfo {
         let modification = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
         #endif
         self.init(
-            size: Int(st.st_size), lastUse: max(access, modification),
+            size: Int(st.st_size), accessedAt: access, modifiedAt: modification,
             isRegularFile: st.st_mode & S_IFMT == S_IFREG, isDirectory: st.st_mode & S_IFMT == S_IFDIR)
     }
 }

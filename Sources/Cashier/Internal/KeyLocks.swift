@@ -1,26 +1,43 @@
 import Foundation
 
-/// Serializes work on one key name while leaving every other key free.
+/// Serializes work on one key name while leaving every other key free, and lets
+/// bulk removals exclude every key at once.
 ///
 /// Used around anything that reads or changes one entry's file and then its
 /// memory record, so the two never disagree. The names are spread over
 /// independent stripes, each a condition and the set of its names in use, so
 /// threads working on different keys rarely meet on the same lock even for the
-/// few instructions it is held. Invariant behind `@unchecked Sendable`: a
-/// stripe's `busy` is read and written only while its `condition` is locked.
+/// few instructions it is held.
+///
+/// ``withEveryKeyLocked(_:)`` is the barrier of bulk removals (`removeAll()`,
+/// garbage collection, sweeps): it closes every stripe to new holders, waits
+/// for the current ones to leave, and runs its body with no key held by anyone.
+/// A `set` therefore lands wholly before a bulk removal (which then removes its
+/// file and memory record together) or wholly after it, never across it. What
+/// it costs a key's holder: one more `Bool` read under the stripe lock it takes
+/// anyway. Key locks are never nested, and the barrier is never taken while
+/// holding one (nor inside a body run under one: migrations and decoders are
+/// user code; a migration that calls `removeAll()` would wait for itself).
+///
+/// Invariant behind `@unchecked Sendable`: a stripe's `busy` and `isClosed` are
+/// read and written only while its `condition` is locked.
 final class KeyLocks: @unchecked Sendable {
     private final class Stripe: @unchecked Sendable {
         let condition = NSCondition()
         var busy = Set<String>()
+        /// Set while a barrier holds or is waiting for this stripe: no new holder may enter.
+        var isClosed = false
     }
 
     private let stripes: [Stripe] = (0..<32).map { _ in Stripe() }
+    /// One barrier at a time (bulk removals of one folder already take turns on its file lock).
+    private let barrier = NSLock()
 
     func withLock<R>(_ name: String, _ body: () throws -> R) rethrows -> R {
         // Hashing per process is fine here: stripes are never stored or shared.
         let stripe = stripes[Int(UInt(bitPattern: name.hashValue) % UInt(stripes.count))]
         stripe.condition.lock()
-        while stripe.busy.contains(name) { stripe.condition.wait() }
+        while stripe.isClosed || stripe.busy.contains(name) { stripe.condition.wait() }
         stripe.busy.insert(name)
         stripe.condition.unlock()
         defer {
@@ -28,6 +45,33 @@ final class KeyLocks: @unchecked Sendable {
             stripe.busy.remove(name)
             stripe.condition.broadcast()
             stripe.condition.unlock()
+        }
+        return try body()
+    }
+
+    /// Runs `body` while no key is held and none can be taken: the barrier of bulk removals.
+    func withEveryKeyLocked<R>(_ body: () throws -> R) rethrows -> R {
+        barrier.lock()
+        defer { barrier.unlock() }
+        // Close every stripe first, then wait: a holder never waits on a second key,
+        // so each stripe empties whatever the others do.
+        for stripe in stripes {
+            stripe.condition.lock()
+            stripe.isClosed = true
+            stripe.condition.unlock()
+        }
+        for stripe in stripes {
+            stripe.condition.lock()
+            while !stripe.busy.isEmpty { stripe.condition.wait() }
+            stripe.condition.unlock()
+        }
+        defer {
+            for stripe in stripes {
+                stripe.condition.lock()
+                stripe.isClosed = false
+                stripe.condition.broadcast()
+                stripe.condition.unlock()
+            }
         }
         return try body()
     }

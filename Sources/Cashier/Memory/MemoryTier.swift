@@ -195,6 +195,17 @@ final class MemoryTier: Sendable {
 
     var statistics: CacheStatistics { state.withLock { $0.statistics } }
 
+    /// The names of the records used (hit or stored) since the last call, most recent first.
+    ///
+    /// What lets memory hits count for the disk's least-recently-used order at no cost
+    /// to a hit: a hit already moves its record to the front of the recency list, and a
+    /// marker record in that list stands where the last call left the front. This walks
+    /// from the front to the marker, then moves the marker to the front. Empty, without
+    /// allocating, when nothing was used.
+    func takeUsedNames() -> [String] {
+        withRecords(orIfNone: []) { $0.takeUsed() }
+    }
+
     /// Looks up `name` for a read of a `valueType` value stored under `schemaVersion`
     /// (and, unversioned, `appVersion`): on a match, makes the record the most recently
     /// used and hands `copy` the value's address, all in one critical section.
@@ -227,9 +238,14 @@ final class MemoryTier: Sendable {
     }
 
     /// The record for `name` if it holds a value usable for a read of `valueType` under
-    /// `schemaVersion` (and, unversioned, `appVersion`); recency unchanged.
+    /// `schemaVersion` (and, unversioned, `appVersion`), made the most recently used:
+    /// every read counts, for this tier's order and, through ``takeUsedNames()``, the disk's.
     func peekUsable(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?) -> MemoryRecord? {
-        withRecords(orIfNone: nil) { $0.usable(name, valueType, schemaVersion, appVersion) }
+        withRecords(orIfNone: nil) { state in
+            guard let record = state.usable(name, valueType, schemaVersion, appVersion) else { return nil }
+            state.moveToFront(record)
+            return record
+        }
     }
 
     /// `body` run under the lock; or, when the limit is 0 and the tier never holds anything,
@@ -247,6 +263,28 @@ final class MemoryTier: Sendable {
         /// cost limit, encoded sizes could sum past `Int.max` where `Int` is 32 bits (watchOS) even
         /// though the decoded values fit; that must not trap, and the sum stays exact modulo 2^32.
         var totalCost = 0
+        /// Stands in the recency list where ``takeUsed()`` last left its front; never in `records`.
+        let marker = MemoryRecord(
+            name: "", metadata: EntryMetadata(
+                createdAt: 0, validatedAt: 0, lifespan: .never, isLocked: false, schemaVersion: nil, appVersion: nil, size: 0))
+
+        init() {
+            pushFront(marker)
+        }
+
+        mutating func takeUsed() -> [String] {
+            guard !newest.is(marker) else { return [] }
+            var names: [String] = []
+            var link = newest
+            while let current = link, !link.is(marker) {
+                let record = current.takeUnretainedValue()
+                names.append(record.name)
+                link = record.older
+            }
+            unlink(marker)
+            pushFront(marker)
+            return names
+        }
 
         /// The one definition of a memory record that may answer a read: same value type,
         /// same schema version, and for unversioned keys the same app version.
@@ -291,12 +329,15 @@ final class MemoryTier: Sendable {
         /// The least recently used unlocked record, or the least recently used one if all are locked.
         func victim() -> MemoryRecord? {
             var candidate = oldest
+            var oldestRecord: MemoryRecord?
             while let link = candidate {
                 let record = link.takeUnretainedValue()
-                if !record.metadata.isLocked { return record }
                 candidate = record.newer
+                if record === marker { continue }
+                if !record.metadata.isLocked { return record }
+                if oldestRecord == nil { oldestRecord = record }
             }
-            return oldest?.takeUnretainedValue()
+            return oldestRecord
         }
 
         mutating func pushFront(_ record: MemoryRecord) {
@@ -323,8 +364,11 @@ final class MemoryTier: Sendable {
             }
             records.removeAll()
             totalCost = 0
+            marker.newer = nil
+            marker.older = nil
             newest = nil
             oldest = nil
+            pushFront(marker)
         }
     }
 }

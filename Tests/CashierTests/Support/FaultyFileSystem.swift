@@ -4,7 +4,7 @@ import Foundation
 /// The real file system, except for the failures a test switches on, and a log of the calls made.
 final class FaultyFileSystem: FileSystem {
     enum Operation: String, Sendable, CaseIterable {
-        case createDirectory, writeNewFile, rename, synchronizeDirectory, removeFile, readFile, lock
+        case createDirectory, writeNewFile, rename, synchronizeDirectory, removeFile, readFile, lock, setAccessTime
     }
 
     /// What an operation does instead of its work.
@@ -105,4 +105,8 @@ final class FaultyFileSystem: FileSystem {
         return try base.lockExclusively(path)
     }
     func unlock(_ token: Int32) { base.unlock(token) }
+    func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) {
+        if case .fail(let code) = begin(.setAccessTime, path) { throw SystemError(code: code, operation: "utimensat", path: path) }
+        try base.setAccessTime(path, to: seconds)
+    }
 }

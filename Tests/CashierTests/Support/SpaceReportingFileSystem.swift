@@ -21,6 +21,7 @@ struct SpaceReportingFileSystem: FileSystem {
     func info(_ name: String, in directory: String) -> FileInfo? { base.info(name, in: directory) }
     func lockExclusively(_ path: String) throws(SystemError) -> Int32 { try base.lockExclusively(path) }
     func unlock(_ token: Int32) { base.unlock(token) }
+    func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) { try base.setAccessTime(path, to: seconds) }
 
     func availableCapacity(_ path: String) -> Int? {
         let used = ((try? base.contentsOfDirectory(folder)) ?? []).reduce(0) { $0 + (base.info($1, in: folder)?.size ?? 0) }

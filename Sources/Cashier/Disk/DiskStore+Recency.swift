@@ -1,0 +1,44 @@
+import Foundation
+
+/// Least-recently-used order that counts every read and survives a relaunch.
+///
+/// A use is measured with the cache's clock (``Cache/Configuration-swift.struct/now``)
+/// and kept twice: exactly, in this process's index (what sweeps and garbage collection
+/// order by), and coarsely, as the entry file's access time, which Cashier sets itself
+/// (reads open files with `O_NOATIME`, so the kernel never moves it) and which a folder
+/// scan of the next launch reads back. A write sets it with the new file; a read or a
+/// memory hit sets it only when the file's is ``recencyGranularity`` or more away from
+/// the use's time, so an entry read all day costs one `utimensat` a minute, and a read
+/// right after a write none.
+extension DiskStore {
+    /// How far a use may be from the access time its file keeps before the file is updated, in seconds.
+    package static let recencyGranularity: Double = 60
+
+    /// Gives a new entry file (still under its temporary name) the write's time by the
+    /// cache's clock as its access time: unless that is within a second of the real clock,
+    /// which the kernel has just set it to.
+    func stampWrite(_ temporary: String, at usedAt: Double?) {
+        guard let usedAt, abs(usedAt - Date().timeIntervalSince1970) >= 1 else { return }
+        try? fileSystem.setAccessTime(temporary, to: usedAt)
+    }
+
+    /// Writes a use at `now` into `fileName`'s access time if the time the file keeps
+    /// (`stamp`, `nil` when unknown) is a granularity or more away. Best effort: a file
+    /// that is gone or not ours keeps what it has.
+    func persistUse(_ fileName: String, at now: Double, stamp: Double?) {
+        if let stamp, abs(now - stamp) < Self.recencyGranularity { return }
+        guard (try? fileSystem.setAccessTime(path(fileName), to: now)) != nil else { return }
+        noteStamp(fileName, now)
+    }
+
+    /// Records uses at `now` of the entries of `keys` (memory hits, gathered by the memory
+    /// tier and handed over when the cache next does disk work): in the index, and in
+    /// their files' access times as ``persistUse(_:at:stamp:)`` says.
+    package func noteUses(ofKeys keys: [String], at now: Double) {
+        for key in keys {
+            let fileName = Self.fileName(for: key)
+            let (known, stamp) = recordUse(fileName, at: now)
+            persistUse(fileName, at: now, stamp: known ? stamp : nil)
+        }
+    }
+}
