@@ -5,10 +5,11 @@ import Foundation
 /// The fetch decides the lifespan, as an HTTP response's `max-age` would:
 ///
 /// ```swift
-/// let entry = try await cache.entry(for: .article) {
-///     let (article, maxAge) = try await api.article()
-///     return Fetched(article, lifespan: .seconds(maxAge))
+/// let entry = try await cache.entry(for: Keys.feed) {
+///     let (feed, maxAge) = try await api.feedWithMaxAge()
+///     return Fetched(feed, lifespan: .seconds(maxAge))
 /// }
+/// if entry.origin == .fetch { print("fresh from the network") }
 /// ```
 public struct Fetched<Value: Codable & Sendable>: Sendable {
     /// The fetched value, stored before it is returned.
