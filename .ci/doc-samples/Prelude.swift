@@ -61,6 +61,9 @@ public struct API: Sendable {
     public init() {}
 
     public func feed() async throws -> [String] { ["a", "b"] }
+
+    /// The feed with its response's `max-age`, in seconds (ExpiryAndFetching.md, ComingFromAwesomeCache.md).
+    public func feedWithMaxAge() async throws -> (feed: [String], maxAge: TimeInterval) { (["a", "b"], 300) }
 }
 
 public let api = API()

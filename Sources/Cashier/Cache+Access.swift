@@ -88,6 +88,12 @@ extension Cache {
     ///   folder sync after the rename fails, the new entry is in place (and read back)
     ///   but may not survive a power loss.
     public func set<V>(_ value: V, for key: CacheKey<V>, lifespan: Lifespan? = nil) throws {
+        try write(value, for: key, lifespan: lifespan)
+    }
+
+    /// ``set(_:for:lifespan:)``, answering the metadata stored (what a fetched entry reports).
+    @discardableResult
+    func write<V>(_ value: V, for key: CacheKey<V>, lifespan: Lifespan?) throws -> EntryMetadata {
         let format = ValueCoding.format(for: V.self, codec: key.codec)
         let payload: Data
         do {
@@ -147,6 +153,7 @@ extension Cache {
                 self?.report(removals)
             }
         }
+        return metadata
     }
 
     /// The value for `key`: reading returns ``value(for:)``; assigning stores, and assigning `nil` removes.
@@ -173,13 +180,7 @@ extension Cache {
             return nil
         }
         emit(.hit(key: key.name))
-        let metadata = found.metadata
-        return CacheEntry(
-            value: found.value, createdAt: Date(timeIntervalSince1970: metadata.createdAt),
-            validatedAt: Date(timeIntervalSince1970: metadata.validatedAt),
-            expiresAt: metadata.expiresAt.map { Date(timeIntervalSince1970: $0) },
-            isExpired: metadata.isExpired(at: nowSeconds), isLocked: metadata.isLocked,
-            schemaVersion: metadata.schemaVersion, appVersion: metadata.appVersion, size: metadata.size)
+        return CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
     }
 
     /// Whether a usable entry is stored for `key`, expired or not. Unusable entries are discarded.
@@ -224,10 +225,11 @@ extension Cache {
 
 // MARK: - The read path
 
-/// A value found for a key, with its metadata.
+/// A value found for a key, with its metadata and the tier it was found in.
 struct Found<Value> {
     var value: Value
     var metadata: EntryMetadata
+    var origin: Origin
 }
 
 extension Cache {
@@ -255,7 +257,7 @@ extension Cache {
         guard let record = memory.peekUsable(
             key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, appVersion: configuration.appVersion)
         else { return nil }
-        return Found(value: record.value(as: V.self), metadata: record.metadata)
+        return Found(value: record.value(as: V.self), metadata: record.metadata, origin: .memory)
     }
 
     /// Reads, checks and decodes `key`'s file. Call holding `key`'s lock.
@@ -336,7 +338,7 @@ extension Cache {
         }
         disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: nowSeconds)
         if memory.limit != 0 { memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count)) }
-        return Found(value: value, metadata: metadata)
+        return Found(value: value, metadata: metadata, origin: .disk)
     }
 
     /// Counts a miss for an expired entry and tells observers it is gone for them.

@@ -1,6 +1,7 @@
 import Foundation
 
-/// How ``Cache/value(for:lifespan:policy:fetch:)`` weighs the cache against a fresh fetch.
+/// How ``Cache/entry(for:policy:fetch:)`` and ``Cache/value(for:lifespan:policy:fetch:)``
+/// weigh the cache against a fresh fetch.
 public enum FetchPolicy: Sendable, Hashable {
     /// A valid entry is returned; otherwise fetch, store, return.
     case cacheFirst
@@ -23,14 +24,12 @@ extension Cache {
     /// throws stores nothing and its error is rethrown to every caller sharing it.
     /// A value fetched but not stored (the disk refused) is still returned; the
     /// failure goes to ``Configuration/onEvent``.
+    ///
+    /// To let the fetch decide the lifespan, or to learn whether the value was
+    /// fetched, use ``entry(for:policy:fetch:)``.
     public func value<V>(for key: CacheKey<V>, lifespan: Lifespan? = nil,
                          fetch: @Sendable () async throws -> V) async throws -> V {
-        if let found = load(key), !found.metadata.isExpired(at: nowSeconds) {
-            emit(.hit(key: key.name))
-            return found.value
-        }
-        emit(.miss(key: key.name))
-        return try await sharedFetch(key, lifespan: lifespan, fetch: fetch)
+        try await cachedOrFetched(key) { Fetched(try await fetch(), lifespan: lifespan) }.value
     }
 
     /// The value for `key` under a ``FetchPolicy``.
@@ -44,43 +43,93 @@ extension Cache {
     ///   exists, even expired, that is returned instead of the error.
     public func value<V>(for key: CacheKey<V>, lifespan: Lifespan? = nil, policy: FetchPolicy,
                          fetch: @escaping @Sendable () async throws -> V) async throws -> V {
+        try await entry(for: key, policy: policy) { Fetched(try await fetch(), lifespan: lifespan) }.value
+    }
+
+    /// The entry for `key` under a ``FetchPolicy``, fetching when needed; the fetch decides the lifespan.
+    ///
+    /// `fetch` answers a ``Fetched``: the value and how long it stays valid (an
+    /// HTTP `max-age`, say); a `nil` lifespan means the key's, else
+    /// ``Configuration/defaultLifespan``. The entry's ``CacheEntry/origin`` says
+    /// where the value came from: ``Origin/memory`` or ``Origin/disk`` for a cached
+    /// one, ``Origin/fetch`` for a fetched one (also for callers that shared the
+    /// fetch). A fetched entry carries the metadata stored with it; if the write
+    /// failed, the value is still returned, with the metadata that would have been
+    /// stored and a ``CacheEntry/size`` of 0 (the failure goes to
+    /// ``Configuration/onEvent``).
+    ///
+    /// The policies behave as with ``value(for:lifespan:policy:fetch:)``:
+    /// - ``FetchPolicy/cacheFirst``: a valid entry is returned; an expired one or a
+    ///   miss fetches (even when the cache ``Configuration/returnsExpiredValues``).
+    /// - ``FetchPolicy/staleWhileRevalidate``: an expired entry is returned at once,
+    ///   with ``CacheEntry/isExpired`` `true` and its real origin, while `fetch`
+    ///   refreshes it in the background, storing the lifespan the fetch answers.
+    /// - ``FetchPolicy/refresh``: always fetches; if the fetch throws and an entry
+    ///   exists, even expired, that is returned instead of the error.
+    ///
+    /// Concurrent callers that fetch on the same key share one call of `fetch`
+    /// (across every ``Cache`` instance on the folder in this process). A fetch
+    /// that throws stores nothing and its error is rethrown to every caller sharing it.
+    ///
+    /// A fetched lifespan of `.seconds(0)` (or a date already past) answers the
+    /// value with ``CacheEntry/isExpired`` `true`: it is stored expired, so the
+    /// next ``FetchPolicy/cacheFirst`` call fetches again.
+    public func entry<V>(for key: CacheKey<V>, policy: FetchPolicy = .cacheFirst,
+                         fetch: @escaping @Sendable () async throws -> Fetched<V>) async throws -> CacheEntry<V> {
         switch policy {
         case .cacheFirst:
-            return try await value(for: key, lifespan: lifespan, fetch: fetch)
+            return try await cachedOrFetched(key, fetch: fetch)
         case .staleWhileRevalidate:
             if let found = load(key) {
                 emit(.hit(key: key.name))
-                if found.metadata.isExpired(at: nowSeconds) { revalidate(key, lifespan: lifespan, fetch: fetch) }
-                return found.value
+                let entry = CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
+                if entry.isExpired { revalidate(key, fetch: fetch) }
+                return entry
             }
             emit(.miss(key: key.name))
-            return try await sharedFetch(key, lifespan: lifespan, fetch: fetch)
+            return try await sharedFetch(key, fetch: fetch)
         case .refresh:
             do {
-                return try await sharedFetch(key, lifespan: lifespan, fetch: fetch)
+                return try await sharedFetch(key, fetch: fetch)
             } catch {
-                if let found = load(key) { return found.value }
+                if let found = load(key) {
+                    return CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
+                }
                 throw error
             }
         }
     }
 
+    /// The valid cached entry for `key`, else the shared fetch's: ``FetchPolicy/cacheFirst``.
+    private func cachedOrFetched<V>(_ key: CacheKey<V>, fetch: () async throws -> Fetched<V>) async throws -> CacheEntry<V> {
+        if let found = load(key) {
+            let entry = CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
+            if !entry.isExpired {
+                emit(.hit(key: key.name))
+                return entry
+            }
+        }
+        emit(.miss(key: key.name))
+        return try await sharedFetch(key, fetch: fetch)
+    }
+
     /// Refreshes `key` in the background unless a refresh of it is already running.
-    private func revalidate<V>(_ key: CacheKey<V>, lifespan: Lifespan?, fetch: @escaping @Sendable () async throws -> V) {
+    private func revalidate<V>(_ key: CacheKey<V>, fetch: @escaping @Sendable () async throws -> Fetched<V>) {
         let isFirst = store.revalidating.withLock { $0.insert(key.name).inserted }
         guard isFirst else { return }
         Task.detached { [self] in
             defer { _ = store.revalidating.withLock { $0.remove(key.name) } }
             do {
-                _ = try await sharedFetch(key, lifespan: lifespan, fetch: fetch)
+                _ = try await sharedFetch(key, fetch: fetch)
             } catch {
                 emit(.failure(key: key.name, error: CacheError(kind: .fetchFailed, key: key.name, message: String(describing: error))))
             }
         }
     }
 
-    /// Runs `fetch` once for every concurrent caller on `key`'s name, stores and returns its value.
-    func sharedFetch<V>(_ key: CacheKey<V>, lifespan: Lifespan?, fetch: () async throws -> V) async throws -> V {
+    /// Runs `fetch` once for every concurrent caller on `key`'s name, stores its value and
+    /// answers the entry stored (``Origin/fetch``) to each.
+    func sharedFetch<V>(_ key: CacheKey<V>, fetch: () async throws -> Fetched<V>) async throws -> CacheEntry<V> {
         let (call, isLeader) = store.fetches.withLock { calls in
             if let call = calls[key.name] { return (call, false) }
             let call = FetchCall()
@@ -89,15 +138,15 @@ extension Cache {
         }
         if !isLeader {
             switch await call.result() {
-            case .success(let value as V): return value
+            case .success(let entry as CacheEntry<V>): return entry
             case .success: break  // another key type under the same name: fetch for ourselves
             case .failure(let error): throw error
             }
-            return try await fetchAndStore(key, lifespan: lifespan, fetch: fetch)
+            return try await fetchAndStore(key, fetch: fetch)
         }
-        let outcome: Result<V, any Error>
+        let outcome: Result<CacheEntry<V>, any Error>
         do {
-            outcome = .success(try await fetchAndStore(key, lifespan: lifespan, fetch: fetch))
+            outcome = .success(try await fetchAndStore(key, fetch: fetch))
         } catch {
             outcome = .failure(error)
         }
@@ -106,10 +155,21 @@ extension Cache {
         return try outcome.get()
     }
 
-    private func fetchAndStore<V>(_ key: CacheKey<V>, lifespan: Lifespan?, fetch: () async throws -> V) async throws -> V {
-        let value = try await fetch()
-        try? set(value, for: key, lifespan: lifespan)  // a failure is reported by `set` through onEvent
-        return value
+    private func fetchAndStore<V>(_ key: CacheKey<V>, fetch: () async throws -> Fetched<V>) async throws -> CacheEntry<V> {
+        let fetched = try await fetch()
+        let metadata: EntryMetadata
+        do {
+            metadata = try write(fetched.value, for: key, lifespan: fetched.lifespan)
+        } catch {
+            // Reported by `write` through onEvent. The caller still gets the value, with
+            // what would have been stored.
+            let now = nowSeconds
+            metadata = EntryMetadata(
+                createdAt: now, validatedAt: now, lifespan: fetched.lifespan ?? key.lifespan ?? configuration.defaultLifespan,
+                isLocked: self.metadata(named: key.name)?.isLocked ?? false, schemaVersion: key.schemaVersion,
+                appVersion: configuration.appVersion, size: 0)
+        }
+        return CacheEntry(fetched.value, metadata: metadata, origin: .fetch, now: nowSeconds)
     }
 }
 

@@ -1,6 +1,9 @@
 import Foundation
 
 /// A stored value with its metadata, as returned by ``Cache/entry(for:)`` even when expired.
+///
+/// ``Cache/entry(for:policy:fetch:)`` answers one too: for a fetched value, the
+/// metadata is that of the entry it stored (see ``origin``).
 public struct CacheEntry<Value: Codable & Sendable>: Sendable {
     /// The decoded value.
     public let value: Value
@@ -20,6 +23,26 @@ public struct CacheEntry<Value: Codable & Sendable>: Sendable {
     public let appVersion: String?
     /// Bytes the entry takes on disk, header included; 0 in a memory-only cache.
     public let size: Int
+    /// Where the value came from: ``Origin/memory`` or ``Origin/disk`` for ``Cache/entry(for:)``,
+    /// ``Origin/fetch`` for a value ``Cache/entry(for:policy:fetch:)`` fetched.
+    ///
+    /// A fetched entry's metadata is that of the entry the fetch stored. When the
+    /// write failed (the failure went to ``Cache/Configuration-swift.struct/onEvent``),
+    /// it is what would have been stored, with a ``size`` of 0, and nothing is stored.
+    public let origin: Origin
+}
+
+extension CacheEntry {
+    /// The entry for `value` stored with `metadata`, judged expired or not at `now`.
+    init(_ value: Value, metadata: EntryMetadata, origin: Origin, now: Double) {
+        self.init(
+            value: value, createdAt: Date(timeIntervalSince1970: metadata.createdAt),
+            validatedAt: Date(timeIntervalSince1970: metadata.validatedAt),
+            expiresAt: metadata.expiresAt.map { Date(timeIntervalSince1970: $0) },
+            isExpired: metadata.isExpired(at: now), isLocked: metadata.isLocked,
+            schemaVersion: metadata.schemaVersion, appVersion: metadata.appVersion, size: metadata.size,
+            origin: origin)
+    }
 }
 
 /// Counters kept since the ``Cache`` instance was made.
