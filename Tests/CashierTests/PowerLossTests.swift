@@ -102,11 +102,15 @@ struct PowerLossExplorer {
         var traces = 0
         var points = 0
         var states = 0
+        /// States in which a read found a damaged entry (and discarded it), or a temporary file lay.
+        var damaged = 0
+        var withTemporaries = 0
         var violations: [String] = []
         var summary: String {
-            let count = states.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))
-            return "power-loss: \(count) crash states checked (\(model.rawValue) model) at \(points) crash points"
-                + " of \(traces) traces, \(violations.count) violations"
+            func number(_ value: Int) -> String { value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US"))) }
+            return "power-loss: \(number(states)) crash states checked (\(model.rawValue) model) at \(number(points)) crash points"
+                + " of \(traces) traces (\(number(damaged)) with a damaged entry, \(number(withTemporaries)) with a temporary file),"
+                + " \(violations.count) violations"
         }
     }
 
@@ -127,7 +131,10 @@ struct PowerLossExplorer {
                 for state in builder.states(at: point, samples: samplesPerPoint, using: &generator) {
                     report.states += 1
                     let order = CheckOrder.allCases[Int(generator.next() % 3)]
-                    for problem in try check(state, workload: workload, history: history, point: point, order: order) {
+                    let outcome = try check(state, workload: workload, history: history, point: point, order: order)
+                    if outcome.sawDamage { report.damaged += 1 }
+                    if state.files.keys.contains(where: { $0.contains("/" + DiskStore.temporaryPrefix) }) { report.withTemporaries += 1 }
+                    for problem in outcome.problems {
                         report.violations.append(
                             "trace \(traceNumber) (\(durability), seed \(workload.seed)) point \(point)/\(builder.operations.count), "
                                 + "\(order): \(problem); files: \(state.files.mapValues(\.count))")
@@ -143,8 +150,9 @@ struct PowerLossExplorer {
         case readsFirst, collectGarbageFirst, sweepFirst
     }
 
-    /// Opens `state` with a fresh cache and returns every broken promise.
-    func check(_ state: CrashState, workload: Workload, history: History, point: Int, order: CheckOrder) throws -> [String] {
+    /// Opens `state` with a fresh cache and returns every broken promise, and whether a damaged entry was discarded.
+    func check(_ state: CrashState, workload: Workload, history: History, point: Int,
+               order: CheckOrder) throws -> (problems: [String], sawDamage: Bool) {
         let scratch = ScratchFolder()
         try withDeadWriters(state).materialize(into: scratch.path)
         let folder = scratch.url.appendingPathComponent(Workload.cacheFolderName)
@@ -211,7 +219,7 @@ struct PowerLossExplorer {
             }
         }
         for failure in failures.failures { problems.append("failure event: \(failure)") }
-        return problems
+        return (problems, failures.discards.contains { $0.1 == .corrupt })
     }
 
     /// The state with every temporary file renamed as a writer that no longer runs
