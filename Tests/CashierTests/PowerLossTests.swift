@@ -10,10 +10,18 @@ import Testing
 /// `CASHIER_POWERLOSS_STATES=200000` explores that many states per model instead of the CI budget.
 @Suite("PowerLossTests")
 struct PowerLossTests {
-    /// States per model in CI; the environment variable raises it.
+    /// States per model in CI (an eighth under a sanitizer, which slows each check several
+    /// times over); the environment variable sets it.
     static var budget: Int {
-        ProcessInfo.processInfo.environment["CASHIER_POWERLOSS_STATES"].flatMap(Int.init) ?? 8_000
+        if let requested = ProcessInfo.processInfo.environment["CASHIER_POWERLOSS_STATES"].flatMap(Int.init) { return requested }
+        return isSanitized ? 1_000 : 8_000
     }
+
+    /// Whether ThreadSanitizer or AddressSanitizer is linked into this process.
+    static let isSanitized: Bool = {
+        let process = dlopen(nil, RTLD_NOW)
+        return ["__tsan_init", "__asan_init"].contains { dlsym(process, $0) != nil }
+    }()
 
     @Test func everyConservativeCrashStateKeepsThePromises() throws {
         let report = try PowerLossExplorer(model: .conservative).explore(budget: Self.budget)
