@@ -20,7 +20,8 @@ struct PowerLossTests {
     /// Whether ThreadSanitizer or AddressSanitizer is linked into this process.
     static let isSanitized: Bool = {
         let process = dlopen(nil, RTLD_NOW)
-        return ["__tsan_init", "__asan_init"].contains { dlsym(process, $0) != nil }
+        let symbols: [String] = ["__tsan_init", "__asan_init"]
+        return symbols.contains { dlsym(process, $0) != nil }
     }()
 
     @Test func everyConservativeCrashStateKeepsThePromises() throws {

@@ -174,7 +174,8 @@ struct CrashStateBuilder {
             let parent = TraceOperation.parent(of: path)
             return parent.isEmpty || (bindings[parent].map(directories.contains) == true && reachable(parent))
         }
-        for (path, inode) in bindings where reachable(path) {
+        // In path order, so a seed replays the same fates (dictionaries iterate in a per-process order).
+        for (path, inode) in bindings.sorted(by: { $0.key < $1.key }) where reachable(path) {
             if directories.contains(inode) {
                 state.directories.insert(path)
                 continue
