@@ -168,5 +168,7 @@ final class RecordingFileSystem: FileSystem {
         try base.scan(directory, statting: wanted)
     }
     func info(_ name: String, in directory: String) -> FileInfo? { base.info(name, in: directory) }
+    /// Access times order eviction only: a power loss may keep or lose them, and no promise rests on them.
+    func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) { try base.setAccessTime(path, to: seconds) }
     func availableCapacity(_ path: String) -> Int? { base.availableCapacity(path) }
 }
