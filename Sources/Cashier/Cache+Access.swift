@@ -348,9 +348,18 @@ extension Cache {
     func missExpired(_ name: String) {
         emit(.miss(key: name))
         store.keyLocks.withLock(name) {
-            if let metadata = metadata(named: name), !metadata.isExpired(at: nowSeconds) { return }
+            if let metadata = storedMetadata(named: name), !metadata.isExpired(at: nowSeconds) { return }
             publish(name, nil)
         }
+    }
+
+    /// What is stored for `name` now, judged by nothing: the memory record, else the file's
+    /// header (checksum unverified). Call holding `name`'s key lock; it takes no lock itself.
+    func storedMetadata(named name: String) -> EntryMetadata? {
+        if let record = memory.peek(name) { return record.metadata }
+        guard let disk, case .success(let (header, info)) = disk.readHeader(DiskStore.fileName(for: name)),
+              header.key == name else { return nil }
+        return EntryMetadata(header, size: info.size)
     }
 
     /// Whether `name`'s current entry is locked, so a new write keeps the lock. Call holding its key lock.

@@ -94,12 +94,18 @@ extension Cache {
     /// Holds the folder's advisory lock, so processes sharing the folder take turns.
     /// Runs on the calling thread; ``Configuration/garbageCollectionInterval`` runs it in the background.
     public func collectGarbage() {
+        collectGarbage(waiting: true)
+    }
+
+    /// Garbage collection; with `waiting` false (the scheduled one) it never waits for the
+    /// folder lock another process holds: that round is skipped and the next one tries again.
+    func collectGarbage(waiting: Bool) {
         let now = nowSeconds
         if let disk {
             // Memory hits count before victims are ordered.
             recordMemoryUses()
             let reclaim = DiskStore.Reclaim(expired: true, otherAppVersionsThan: .some(configuration.appVersion))
-            report(disk.collectGarbage(now: now, limits: limits, reclaim: reclaim, forgetting: forget))
+            report(disk.collectGarbage(now: now, limits: limits, reclaim: reclaim, waiting: waiting, forgetting: forget))
         } else {
             removeExpired()
         }

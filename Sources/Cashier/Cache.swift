@@ -160,7 +160,11 @@ public final class Cache: Sendable {
         }
         memoryPressure = memory.limit == 0 ? nil : MemoryPressureSource()
         box.identifier = ObjectIdentifier(self)
-        garbageCollection?.start { [weak self] in self?.collectGarbage() }
+        // In the background: inside an expiring activity where the platform has them, and never
+        // waiting for a folder lock another process holds (no lock across a suspension).
+        garbageCollection?.start { [weak self] in
+            _ = withBackgroundActivity("Cashier garbage collection") { self?.collectGarbage(waiting: false) }
+        }
         memoryPressure?.start { [weak self] in self?.relieveMemoryPressure($0) }
     }
 
@@ -270,6 +274,7 @@ public final class Cache: Sendable {
             filePermissions: complete ? 0o600 : 0o644, folderPermissions: complete ? 0o700 : 0o755,
             synchronize: configuration.durability == .synchronized, completeProtection: complete)
         options.usedAt = nowSeconds
+        options.excludesFromBackup = configuration.location == .persistent
         return options
     }
 

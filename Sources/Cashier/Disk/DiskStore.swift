@@ -125,6 +125,8 @@ package final class DiskStore: Sendable {
         package var folderPermissions: mode_t
         package var synchronize: Bool
         package var completeProtection: Bool
+        /// Whether a folder made for the cache is excluded from iCloud and device backups (`.persistent`).
+        package var excludesFromBackup = false
         /// The moment of the write by the cache's clock, recorded as the entry's last use; `nil`: the real clock.
         package var usedAt: Double?
         package init(filePermissions: mode_t, folderPermissions: mode_t, synchronize: Bool, completeProtection: Bool) {
@@ -166,7 +168,7 @@ package final class DiskStore: Sendable {
 
     private func writeTemporary(_ temporary: String, header: EntryHeader, payload: Data, options: WriteOptions) throws(SystemError) {
         if !state.withLock({ $0.folderReady }) {
-            try fileSystem.createDirectory(folder, permissions: options.folderPermissions)
+            try createFolder(options)
             state.withLock { $0.folderReady = true }
         }
         let written = payload.withUnsafeBytes { payloadBytes in
@@ -174,7 +176,8 @@ package final class DiskStore: Sendable {
             return headerBytes.withUnsafeBytes { headerBytes in
                 Result { () throws(SystemError) in
                     try fileSystem.writeNewFile(
-                        temporary, permissions: options.filePermissions, header: headerBytes,
+                        temporary, permissions: options.filePermissions, completeProtection: options.completeProtection,
+                        header: headerBytes,
                         payload: payloadBytes, synchronize: options.synchronize)
                 }
             }
@@ -183,11 +186,29 @@ package final class DiskStore: Sendable {
             try? fileSystem.removeFile(temporary)
             throw error
         }
-        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-        if options.completeProtection {
-            try? FileManager.default.setAttributes([.protectionKey: FileProtectionType.complete], ofItemAtPath: temporary)
+    }
+
+    /// Makes the folder (and any missing parent). A folder made here gets complete data
+    /// protection before any file is created in it (when asked), is excluded from backups
+    /// (when asked), and with `synchronize` each new folder's entry in its parent is synced:
+    /// otherwise a power loss could lose the folder, and with it a returned `.synchronized` set.
+    private func createFolder(_ options: WriteOptions) throws(SystemError) {
+        var missing: [String] = []
+        var current = folder
+        while true {
+            let parent = (current as NSString).deletingLastPathComponent
+            guard !parent.isEmpty, parent != current,
+                  fileSystem.info((current as NSString).lastPathComponent, in: parent) == nil else { break }
+            missing.append(current)
+            current = parent
         }
-        #endif
+        try fileSystem.createDirectory(folder, permissions: options.folderPermissions)
+        guard missing.first == folder else { return }
+        if options.completeProtection { try Platform.protectCompletely(folder) }
+        if options.excludesFromBackup { Platform.excludeFromBackup(folder) }
+        if options.synchronize {
+            for created in missing { try fileSystem.synchronizeDirectory((created as NSString).deletingLastPathComponent) }
+        }
     }
 
     /// Rewrites an entry's header, keeping its payload (refresh, lock, unlock).
@@ -391,9 +412,11 @@ package final class DiskStore: Sendable {
     /// Headers are judged first with no key lock held; removals then run under the key
     /// barrier, each file only if this process has not written, read or used it since it
     /// was judged, and `forget` runs there for each (see ``removeEntries(where:forgetting:)``).
-    package func collectGarbage(now: Double, limits: Limits, reclaim: Reclaim,
+    /// With `waiting` false (background collections), returns nothing at once when another
+    /// process holds the folder lock: the next collection tries again.
+    package func collectGarbage(now: Double, limits: Limits, reclaim: Reclaim, waiting: Bool = true,
                                 forgetting forget: (Removal) -> Void = { _ in }) -> [Removal] {
-        withFolderLock {
+        withFolderLock(waiting: waiting) {
             let names = (try? fileSystem.contentsOfDirectory(folder)) ?? []
             var chosen: [Choice] = []
             var live: [Candidate] = []
@@ -438,7 +461,7 @@ package final class DiskStore: Sendable {
             }
             rescan()
             return removals
-        }
+        } ?? []
     }
 
     /// Schedules a size sweep off the caller's thread if the folder may be over `limits.size`.
@@ -452,9 +475,30 @@ package final class DiskStore: Sendable {
             return true
         }
         guard shouldSchedule else { return }
-        sweepQueue.async { [self] in
-            let removals = sweep(limits: limits, forgetting: forget)
-            report(removals)
+        scheduleSweep(after: nil, limits: limits, forgetting: forget, report: report)
+    }
+
+    /// Runs a sweep on the sweep queue, inside an expiring background activity where the
+    /// platform has them, never waiting for the folder lock: when another process holds it,
+    /// the sweep is tried again a second later (a suspended app must not wait on, or hold, a
+    /// file lock: iOS ends it, 0xdead10cc).
+    private func scheduleSweep(after delay: Double?, limits: Limits, forgetting forget: @escaping @Sendable (Removal) -> Void,
+                               report: @escaping @Sendable ([Removal]) -> Void) {
+        let work: @Sendable () -> Void = { [self] in
+            switch withBackgroundActivity("Cashier size sweep", { sweep(limits: limits, forgetting: forget) }) {
+            case .some(.some(let removals)):
+                report(removals)
+            case .some(.none):
+                scheduleSweep(after: 1, limits: limits, forgetting: forget, report: report)
+            case .none:
+                // The system ended the activity before it began: the next write schedules anew.
+                state.withLock { $0.sweepScheduled = false }
+            }
+        }
+        if let delay {
+            sweepQueue.asyncAfter(deadline: .now() + delay, execute: work)
+        } else {
+            sweepQueue.async(execute: work)
         }
     }
 
@@ -463,8 +507,9 @@ package final class DiskStore: Sendable {
         sweepQueue.sync {}
     }
 
-    private func sweep(limits: Limits, forgetting forget: (Removal) -> Void) -> [Removal] {
-        withFolderLock {
+    /// A sweep, or `nil` when another process holds the folder lock.
+    private func sweep(limits: Limits, forgetting forget: (Removal) -> Void) -> [Removal]? {
+        withFolderLock(waiting: false) {
             state.withLock { $0.sweepScheduled = false }
             // Another process may have written: the folder, not this process's index, is the truth.
             rescan()
@@ -578,6 +623,21 @@ package final class DiskStore: Sendable {
     /// Without a folder (nothing written yet) there is nothing to protect: `body` runs unlocked.
     private func withFolderLock<R>(_ body: () -> R) -> R {
         guard let token = try? fileSystem.lockExclusively(path(Self.lockFileName)) else { return body() }
+        defer { fileSystem.unlock(token) }
+        return body()
+    }
+
+    /// The same, but `nil` at once, without running `body`, when another process holds the
+    /// lock and `waiting` is false: background work never blocks on the lock.
+    private func withFolderLock<R>(waiting: Bool, _ body: () -> R) -> R? {
+        if waiting { return withFolderLock(body) }
+        let token: Int32?
+        do throws(SystemError) {
+            token = try fileSystem.tryLockExclusively(path(Self.lockFileName))
+        } catch {
+            return body()
+        }
+        guard let token else { return nil }
         defer { fileSystem.unlock(token) }
         return body()
     }

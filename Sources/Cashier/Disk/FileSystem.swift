@@ -53,7 +53,8 @@ package protocol FileSystem: Sendable {
     func createDirectory(_ path: String, permissions: mode_t) throws(SystemError)
     /// Creates `path` exclusively, writes `header` then `payload`, optionally syncs, closes.
     /// On failure the file may exist and the caller removes it.
-    func writeNewFile(_ path: String, permissions: mode_t, header: UnsafeRawBufferPointer,
+    /// With `completeProtection`, Apple data protection is set on the empty file before the first byte.
+    func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
                       payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError)
     func rename(_ source: String, to destination: String) throws(SystemError)
     func synchronizeDirectory(_ path: String) throws(SystemError)
@@ -73,12 +74,19 @@ package protocol FileSystem: Sendable {
     /// Takes an exclusive advisory lock (`flock`) on `path`, creating it; returns a token for ``unlock(_:)``.
     func lockExclusively(_ path: String) throws(SystemError) -> Int32
     func unlock(_ token: Int32)
+    /// Like ``lockExclusively(_:)`` but never waits: `nil` when another process holds the lock.
+    func tryLockExclusively(_ path: String) throws(SystemError) -> Int32?
     /// Sets `path`'s access time to `seconds` since 1970, leaving its modification time:
     /// how an entry's last use is kept across launches (see `FileSystem+Recency.swift`).
     func setAccessTime(_ path: String, to seconds: Double) throws(SystemError)
 }
 
 extension FileSystem {
+    /// Test doubles that do not model other processes take the lock as ``lockExclusively(_:)`` does.
+    package func tryLockExclusively(_ path: String) throws(SystemError) -> Int32? {
+        try lockExclusively(path)
+    }
+
     package func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(name: String, info: FileInfo?)] {
         try contentsOfDirectory(directory).map { name in (name, wanted(name) ? info(name, in: directory) : nil) }
     }
@@ -88,16 +96,6 @@ extension FileSystem {
 package struct POSIXFileSystem: FileSystem {
     package init() {}
 
-    #if canImport(Glibc) || canImport(Musl)
-    /// `renameat2(2)`, looked up at run time: the C library declares it only under
-    /// `_GNU_SOURCE`, which the Swift overlay does not set. `nil` where it is missing.
-    private static let renameExchange: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self)
-    }()
-    /// `RENAME_EXCHANGE` from `<linux/fs.h>`.
-    private static let renameExchangeFlag: UInt32 = 2
-    #endif
 
     package func createDirectory(_ path: String, permissions: mode_t) throws(SystemError) {
         if mkdir(path, permissions) == 0 { return }
@@ -116,21 +114,17 @@ package struct POSIXFileSystem: FileSystem {
         }
     }
 
-    package func writeNewFile(_ path: String, permissions: mode_t, header: UnsafeRawBufferPointer,
+    package func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
                               payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         var closed = false
         defer { if !closed { _ = close(fd) } }
+        // The file exists and is empty: protect it before its first byte.
+        if completeProtection { try Platform.protectCompletely(path) }
         try writeAll(fd, header, payload, path: path)
         if synchronize {
-            #if canImport(Darwin)
-            // fsync on Apple platforms does not flush the drive's cache; F_FULLFSYNC does.
-            let result = fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd)
-            #else
-            let result = fdatasync(fd)
-            #endif
-            guard result == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
+            guard Platform.synchronizeData(fd) == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
         }
         closed = true
         guard close(fd) == 0 else { throw SystemError(code: errno, operation: "close", path: path) }
@@ -160,60 +154,26 @@ package struct POSIXFileSystem: FileSystem {
     }
 
     package func rename(_ source: String, to destination: String) throws(SystemError) {
-        #if canImport(Glibc) || canImport(Musl)
-        // Replacing an existing file by rename makes ext4 (auto_da_alloc) allocate and start
-        // writing the new file's blocks inside the call. Exchanging the two names and then
-        // unlinking the old file is as atomic for readers and cheaper: 13 + 17 µs against
-        // 70 µs measured on this project's machines. Where exchange is not possible (no
-        // file to replace, a file system without it) a plain rename follows.
-        if let exchange = Self.renameExchange, exchange(AT_FDCWD, source, AT_FDCWD, destination, Self.renameExchangeFlag) == 0 {
-            // The previous occupant, now under the temporary name. If it cannot be unlinked
-            // (a folder in the entry's place), swap it back and fail as rename(2) would.
-            guard unlink(source) != 0 else { return }
-            let code = errno
-            _ = exchange(AT_FDCWD, source, AT_FDCWD, destination, Self.renameExchangeFlag)
-            throw SystemError(code: code, operation: "rename", path: destination)
-        }
-        #endif
-        #if canImport(Darwin)
-        let result = Darwin.rename(source, destination)
-        #elseif canImport(Glibc)
-        let result = Glibc.rename(source, destination)
-        #else
-        let result = Musl.rename(source, destination)
-        #endif
-        guard result == 0 else { throw SystemError(code: errno, operation: "rename", path: destination) }
+        guard Platform.replace(source, destination) == 0 else { throw SystemError(code: errno, operation: "rename", path: destination) }
     }
 
     package func synchronizeDirectory(_ path: String) throws(SystemError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         defer { _ = close(fd) }
-        guard fsync(fd) == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
+        guard Platform.synchronizeFolder(fd) == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
     }
 
     package func removeFile(_ path: String) throws(SystemError) {
         guard unlink(path) == 0 || errno == ENOENT else { throw SystemError(code: errno, operation: "unlink", path: path) }
     }
 
-    #if os(Linux)
-    /// `O_NOATIME`, which Glibc's Swift module does not export (it needs `_GNU_SOURCE`);
-    /// this value holds on x86 and ARM Linux.
-    package static let noAccessTime: Int32 = 0o1000000
-    #endif
-
-    /// Opens for reading without updating the access time where the system allows it:
-    /// reading is not a metadata write, and listing must not make entries look used.
+    /// Opens for reading: never waits (a FIFO in an entry's place), never follows a symbolic
+    /// link, and leaves the access time alone where the system allows it (Platform+Reading.swift).
     private func openForReading(_ path: String) throws(SystemError) -> Int32 {
-        #if os(Linux) && (arch(x86_64) || arch(arm64) || arch(i386) || arch(arm))
-        let fd = open(path, O_RDONLY | O_CLOEXEC | Self.noAccessTime)
-        if fd >= 0 { return fd }
-        // O_NOATIME needs the file's owner; other users' files open without it.
-        guard errno == EPERM else { throw SystemError(code: errno, operation: "open", path: path) }
-        #endif
-        let plain = open(path, O_RDONLY | O_CLOEXEC)
-        guard plain >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
-        return plain
+        let fd = Platform.openForReading(path)
+        guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
+        return fd
     }
 
     package func readFile(_ path: String) throws(SystemError) -> (Data, FileInfo) {
@@ -248,7 +208,8 @@ package struct POSIXFileSystem: FileSystem {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw SystemError(code: errno, operation: "fstat", path: path) }
         let info = FileInfo(st)
-        let wanted = min(maximumLength, info.size)
+        // A FIFO, socket, device or folder in an entry's place is read as empty: damaged, never waited on.
+        let wanted = info.isRegularFile ? min(maximumLength, info.size) : 0
         var bytes = [UInt8](repeating: 0, count: wanted)
         let filled = bytes.withUnsafeMutableBytes { buffer -> Int in
             var filled = 0
@@ -303,9 +264,7 @@ package struct POSIXFileSystem: FileSystem {
     }
 
     package func availableCapacity(_ path: String) -> Int? {
-        var fs = statvfs()
-        guard statvfs(path, &fs) == 0 else { return nil }
-        return Int(fs.f_bavail) * Int(fs.f_frsize)
+        Platform.availableBytes(path)
     }
 
     package func lockExclusively(_ path: String) throws(SystemError) -> Int32 {
@@ -320,23 +279,21 @@ package struct POSIXFileSystem: FileSystem {
         return fd
     }
 
+    package func tryLockExclusively(_ path: String) throws(SystemError) -> Int32? {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            let code = errno
+            _ = close(fd)
+            if code == EWOULDBLOCK { return nil }
+            throw SystemError(code: code, operation: "flock", path: path)
+        }
+        return fd
+    }
+
     package func unlock(_ token: Int32) {
         _ = flock(token, LOCK_UN)
         _ = close(token)
-    }
-}
-
-extension FileInfo {
-    init(_ st: stat) {
-        #if canImport(Darwin)
-        let access = Double(st.st_atimespec.tv_sec) + Double(st.st_atimespec.tv_nsec) / 1e9
-        let modification = Double(st.st_mtimespec.tv_sec) + Double(st.st_mtimespec.tv_nsec) / 1e9
-        #else
-        let access = Double(st.st_atim.tv_sec) + Double(st.st_atim.tv_nsec) / 1e9
-        let modification = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
-        #endif
-        self.init(
-            size: Int(st.st_size), accessedAt: access, modifiedAt: modification,
-            isRegularFile: st.st_mode & S_IFMT == S_IFREG, isDirectory: st.st_mode & S_IFMT == S_IFDIR)
     }
 }

@@ -50,17 +50,17 @@ final class FaultyFileSystem: FileSystem {
         try base.createDirectory(path, permissions: permissions)
     }
 
-    func writeNewFile(_ path: String, permissions: mode_t, header: UnsafeRawBufferPointer,
+    func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
                       payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
         switch begin(.writeNewFile, path, synchronize: synchronize) {
         case .fail(let code)?:
             throw SystemError(code: code, operation: "open", path: path)
         case .failMidWrite(let code)?:
             let half = UnsafeRawBufferPointer(rebasing: payload[0..<payload.count / 2])
-            try base.writeNewFile(path, permissions: permissions, header: header, payload: half, synchronize: false)
+            try base.writeNewFile(path, permissions: permissions, completeProtection: completeProtection, header: header, payload: half, synchronize: false)
             throw SystemError(code: code, operation: "write", path: path)
         default:
-            try base.writeNewFile(path, permissions: permissions, header: header, payload: payload, synchronize: synchronize)
+            try base.writeNewFile(path, permissions: permissions, completeProtection: completeProtection, header: header, payload: payload, synchronize: synchronize)
         }
     }
 

@@ -111,10 +111,10 @@ final class RecordingFileSystem: FileSystem {
         for directory in missing { record(.makeDirectory(relative(directory))) }
     }
 
-    func writeNewFile(_ path: String, permissions: mode_t, header: UnsafeRawBufferPointer,
+    func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
                       payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
         let synchronize = synchronize && mutation != .dropsFileSyncs
-        try base.writeNewFile(path, permissions: permissions, header: header, payload: payload, synchronize: synchronize)
+        try base.writeNewFile(path, permissions: permissions, completeProtection: completeProtection, header: header, payload: payload, synchronize: synchronize)
         record(.createFile(relative(path), bytes: Array(header) + Array(payload), synchronized: synchronize))
     }
 

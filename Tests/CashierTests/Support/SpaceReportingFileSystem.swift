@@ -9,8 +9,8 @@ struct SpaceReportingFileSystem: FileSystem {
     let folder: String
 
     func createDirectory(_ path: String, permissions: mode_t) throws(SystemError) { try base.createDirectory(path, permissions: permissions) }
-    func writeNewFile(_ path: String, permissions: mode_t, header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
-        try base.writeNewFile(path, permissions: permissions, header: header, payload: payload, synchronize: synchronize)
+    func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
+        try base.writeNewFile(path, permissions: permissions, completeProtection: completeProtection, header: header, payload: payload, synchronize: synchronize)
     }
     func rename(_ source: String, to destination: String) throws(SystemError) { try base.rename(source, to: destination) }
     func synchronizeDirectory(_ path: String) throws(SystemError) { try base.synchronizeDirectory(path) }
