@@ -178,16 +178,24 @@ package struct EntryHeader: Sendable, Hashable {
         let version = UInt16(littleEndian: prefix.loadUnaligned(fromByteOffset: 4, as: UInt16.self))
         guard version == formatVersion else { throw .unsupportedVersion(Int(version)) }
         let flags = UInt16(littleEndian: prefix.loadUnaligned(fromByteOffset: 6, as: UInt16.self))
-        let headerLength = Int(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 8, as: UInt32.self)))
-        let keyLength = Int(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 56, as: UInt32.self)))
-        let typeLength = Int(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 60, as: UInt32.self)))
-        let appLength = Int(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 64, as: UInt32.self)))
-        guard headerLength <= maximumLength, headerLength == fixedLength + keyLength + typeLength + appLength else {
+        // Lengths are compared in UInt64 before any becomes an Int: where Int is 32 bits
+        // (watchOS on arm64_32) a damaged UInt32 field, or the sum of three, must not trap.
+        let storedHeaderLength = UInt64(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 8, as: UInt32.self)))
+        let storedKeyLength = UInt64(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 56, as: UInt32.self)))
+        let storedTypeLength = UInt64(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 60, as: UInt32.self)))
+        let storedAppLength = UInt64(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 64, as: UInt32.self)))
+        guard storedHeaderLength <= UInt64(maximumLength),
+              storedHeaderLength == UInt64(fixedLength) + storedKeyLength + storedTypeLength + storedAppLength else {
             throw .badField("header length")
         }
+        // All four are now at most `maximumLength` (16 MiB): they fit any Int.
+        let headerLength = Int(storedHeaderLength), keyLength = Int(storedKeyLength)
+        let typeLength = Int(storedTypeLength), appLength = Int(storedAppLength)
         let payloadLength = UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 48, as: UInt64.self))
-        guard payloadLength <= UInt64(Int.max - headerLength), headerLength + Int(payloadLength) == fileLength else {
-            throw fileLength < headerLength ? .truncated : .lengthMismatch(expected: headerLength &+ Int(truncatingIfNeeded: payloadLength), actual: fileLength)
+        guard payloadLength <= UInt64(Int.max) - storedHeaderLength,
+              storedHeaderLength + payloadLength == UInt64(max(fileLength, 0)) else {
+            let expected = Int(clamping: storedHeaderLength &+ payloadLength)
+            throw fileLength < headerLength ? .truncated : .lengthMismatch(expected: expected, actual: fileLength)
         }
         guard prefix.count >= headerLength else { throw .needMoreBytes(headerLength) }
         guard let format = PayloadFormat(rawValue: prefix[12]) else { throw .badField("payload format") }
