@@ -58,27 +58,30 @@ public enum Pairs {
     /// One pair per goal of issue 5, in its order, each under a short name, built when called
     /// (building one makes its fixtures: folders of up to `scale.entries` entries).
     public static let all: [(id: String, make: @Sendable (Scale) -> Pair)] = [
-        ("memory", memoryHit), ("write", standardWrite), ("sync", synchronizedWrite),
-        ("sync-floor", synchronizedWriteFloor), ("read", coldRead),
+        ("memory", { memoryHit($0, keyCount: 100) }), ("memory-10k", { memoryHit($0, keyCount: 10_000) }),
+        ("write", standardWrite), ("sync", synchronizedWrite),
+        ("sync-floor", synchronizedWriteFloor),
+        ("read", { coldRead($0, keyCount: 100) }), ("read-10k", { coldRead($0, keyCount: 10_000) }),
         ("open", openAndRead), ("size", totalSize), ("sweep", sweep), ("threads", concurrency),
     ]
 
-    public static func memoryHit(_ scale: Scale) -> Pair {
+    /// Memory hits spread over `keyCount` keys: 100 stay in the CPU caches, 10,000 mostly do not.
+    public static func memoryHit(_ scale: Scale, keyCount: Int) -> Pair {
         let operations = scale.times(200_000)
         let lock = NSLock()
         var dictionary = [String: User]()
-        for index in 0..<100 { dictionary["user-\(index)"] = .sample }
-        let names = (0..<100).map { "user-\($0)" }
+        for index in 0..<keyCount { dictionary["user-\(index)"] = .sample }
+        let names = (0..<keyCount).map { "user-\($0)" }
         let cache = Cache(Cache.Configuration.memoryOnly())
-        let keys = (0..<100).map(userKey)
+        let keys = (0..<keyCount).map(userKey)
         for key in keys { try? cache.set(.sample, for: key) }
         return Pair(
-            name: "memory hit", baselineName: "Dictionary + NSLock", goal: .atMost(1.5),
+            name: keyCount == 100 ? "memory hit" : "memory hit, \(keyCount) keys", baselineName: "Dictionary + NSLock", goal: .atMost(1.5),
             baseline: Workload(operations: operations) {
-                for index in 0..<operations { consume(lock.withLock { dictionary[names[index % 100]] }) }
+                for index in 0..<operations { consume(lock.withLock { dictionary[names[index % keyCount]] }) }
             },
             cashier: Workload(operations: operations) {
-                for index in 0..<operations { consume(cache.value(for: keys[index % 100])) }
+                for index in 0..<operations { consume(cache.value(for: keys[index % keyCount])) }
             },
             fixtures: [cache])
     }
@@ -150,24 +153,24 @@ public enum Pairs {
             fixtures: [baselineFolder, folder, cache])
     }
 
-    public static func coldRead(_ scale: Scale) -> Pair {
+    public static func coldRead(_ scale: Scale, keyCount: Int) -> Pair {
         let operations = scale.times(4_000)
         let baselineFolder = Scratch("read-baseline")
         let folder = Scratch("read")
-        let files = (0..<100).map { baselineFolder.file("user-\($0).json") }
+        let files = (0..<keyCount).map { baselineFolder.file("user-\($0).json") }
         for file in files { try? JSONEncoder().encode(User.sample).write(to: file) }
-        fill(folder, count: 100)
+        fill(folder, count: keyCount)
         let cache = Cache(folder.configuration(memoryCountLimit: 0))
-        let keys = (0..<100).map(userKey)
+        let keys = (0..<keyCount).map(userKey)
         return Pair(
-            name: "cold disk read", baselineName: "Data(contentsOf:) + JSONDecoder", goal: .atMost(0.9),
+            name: keyCount == 100 ? "cold disk read" : "cold disk read, \(keyCount) keys", baselineName: "Data(contentsOf:) + JSONDecoder", goal: .atMost(0.9),
             baseline: Workload(operations: operations) {
                 for index in 0..<operations {
-                    consume(try? JSONDecoder().decode(User.self, from: Data(contentsOf: files[index % 100])))
+                    consume(try? JSONDecoder().decode(User.self, from: Data(contentsOf: files[index % keyCount])))
                 }
             },
             cashier: Workload(operations: operations) {
-                for index in 0..<operations { consume(cache.value(for: keys[index % 100])) }
+                for index in 0..<operations { consume(cache.value(for: keys[index % keyCount])) }
             },
             fixtures: [baselineFolder, folder, cache])
     }
