@@ -124,7 +124,7 @@ package struct POSIXFileSystem: FileSystem {
         if completeProtection { try Platform.protectCompletely(path) }
         try writeAll(fd, header, payload, path: path)
         if synchronize {
-            guard Platform.synchronizeData(fd) == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
+            guard Platform.synchronize(fd, dataOnly: true) == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
         }
         closed = true
         guard close(fd) == 0 else { throw SystemError(code: errno, operation: "close", path: path) }
@@ -161,7 +161,7 @@ package struct POSIXFileSystem: FileSystem {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         defer { _ = close(fd) }
-        guard Platform.synchronizeFolder(fd) == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
+        guard Platform.synchronize(fd, dataOnly: false) == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
     }
 
     package func removeFile(_ path: String) throws(SystemError) {
