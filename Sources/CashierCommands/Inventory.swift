@@ -153,15 +153,11 @@ struct Inventory {
     private static let noAccessTimeFlag: Int32 = 0
     #endif
 
+    /// The later of the access and modification times, read through the library's one
+    /// platform branch for stat times (Platform+StatTimes.swift).
     private static func lastUse(_ st: stat) -> Double {
-        #if canImport(Darwin)
-        let access = Double(st.st_atimespec.tv_sec) + Double(st.st_atimespec.tv_nsec) / 1e9
-        let modification = Double(st.st_mtimespec.tv_sec) + Double(st.st_mtimespec.tv_nsec) / 1e9
-        #else
-        let access = Double(st.st_atim.tv_sec) + Double(st.st_atim.tv_nsec) / 1e9
-        let modification = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
-        #endif
-        return max(access, modification)
+        let info = FileInfo(st)
+        return max(info.accessedAt, info.modifiedAt)
     }
 
     static func reason(_ error: any Error) -> String {

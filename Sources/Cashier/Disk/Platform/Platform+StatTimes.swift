@@ -8,7 +8,7 @@ import Musl
 
 extension FileInfo {
     /// What Cashier uses of a `stat`: sizes clamp instead of trapping where `Int` is 32 bits.
-    init(_ st: stat) {
+    package init(_ st: stat) {
         #if canImport(Darwin)
         // <sys/stat.h>: struct stat's st_atimespec / st_mtimespec (struct timespec).
         let access = Platform.seconds(st.st_atimespec)
