@@ -116,11 +116,8 @@ struct Inventory {
 
     /// Reads a whole regular file without updating its access time where the system allows it.
     private static func readFile(_ path: String) -> ReadOutcome {
-        var fd = open(path, O_RDONLY | O_CLOEXEC | noAccessTimeFlag)
-        if fd < 0, errno == EPERM, noAccessTimeFlag != 0 {
-            // O_NOATIME is only allowed on files one owns; read others the ordinary way.
-            fd = open(path, O_RDONLY | O_CLOEXEC)
-        }
+        // The library's flags: no access-time update, no waiting on a FIFO, no following a link.
+        let fd = Platform.openForReading(path)
         guard fd >= 0 else {
             return errno == ENOENT ? .absent : .failed(String(cString: strerror(errno)))
         }
@@ -146,12 +143,6 @@ struct Inventory {
         if filled < data.count { data.count = filled }
         return .read(data, st)
     }
-
-    #if os(Linux)
-    private static let noAccessTimeFlag: Int32 = 0o1000000  // O_NOATIME
-    #else
-    private static let noAccessTimeFlag: Int32 = 0
-    #endif
 
     /// The later of the access and modification times, read through the library's one
     /// platform branch for stat times (Platform+StatTimes.swift).

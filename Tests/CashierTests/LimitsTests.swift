@@ -11,10 +11,7 @@ import Testing
     let clock = TestClock()
 
     func cache(diskLimit: Int? = nil, memoryLimit: Int? = nil, events: EventLog? = nil) -> Cache {
-        var configuration = makeConfiguration(folder, clock: clock, events: events)
-        configuration.diskSizeLimit = diskLimit
-        configuration.memoryCountLimit = memoryLimit
-        return Cache(configuration)
+        makeLimitedCache(folder, clock: clock, diskLimit: diskLimit, memoryLimit: memoryLimit, events: events)
     }
 
     /// Writes `count` 1 KiB entries named k0, k1, … and returns one entry's size on disk.

@@ -12,10 +12,7 @@ import Testing
     let clock = TestClock()
 
     func cache(diskLimit: Int? = nil, memoryLimit: Int? = nil, events: EventLog? = nil) -> Cache {
-        var configuration = makeConfiguration(folder, clock: clock, events: events)
-        configuration.diskSizeLimit = diskLimit
-        configuration.memoryCountLimit = memoryLimit
-        return Cache(configuration)
+        makeLimitedCache(folder, clock: clock, diskLimit: diskLimit, memoryLimit: memoryLimit, events: events)
     }
 
     static func key(_ index: Int) -> CacheKey<Data> { CacheKey("k\(index)") }

@@ -71,7 +71,8 @@ package final class DiskStore: Sendable {
         case failed(SystemError)
     }
 
-    /// Reads and verifies one entry file: open, fstat, read, close; no write of any kind.
+    /// Reads and verifies one entry file: open, fstat, read, close; no write (recency is
+    /// recorded by the caller, through ``noteRead(_:info:isLocked:at:)``).
     package func read(_ fileName: String) -> ReadResult {
         let data: Data, info: FileInfo
         do {

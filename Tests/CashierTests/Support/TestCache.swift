@@ -43,6 +43,14 @@ func makeConfiguration(_ folder: TemporaryFolder, clock: TestClock = TestClock()
     return configuration
 }
 
+/// A cache on `folder` with a disk size limit and a memory count limit (the limit and recency suites).
+func makeLimitedCache(_ folder: TemporaryFolder, clock: TestClock, diskLimit: Int?, memoryLimit: Int?, events: EventLog?) -> Cache {
+    var configuration = makeConfiguration(folder, clock: clock, events: events)
+    configuration.diskSizeLimit = diskLimit
+    configuration.memoryCountLimit = memoryLimit
+    return Cache(configuration)
+}
+
 struct User: Codable, Sendable, Equatable {
     var name: String
     var age: Int

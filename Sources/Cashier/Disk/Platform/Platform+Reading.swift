@@ -26,8 +26,9 @@ extension Platform {
     static let noAccessTime: Int32 = 0
     #endif
 
-    /// Opens `path` for reading with ``readingFlags`` and, where allowed, ``noAccessTime``.
-    static func openForReading(_ path: String) -> Int32 {
+    /// Opens `path` for reading with ``readingFlags`` and, where allowed, ``noAccessTime``
+    /// (the library and the `cashier-tool` inspector alike); -1 with `errno` on failure.
+    package static func openForReading(_ path: String) -> Int32 {
         if noAccessTime != 0 {
             let fd = open(path, readingFlags | noAccessTime)
             // O_NOATIME needs the file's owner; other users' files open without it.

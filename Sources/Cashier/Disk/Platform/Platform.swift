@@ -16,4 +16,4 @@
 /// documentation) it was written against; `.ci/darwin-calls.c` compiles every
 /// C-level name used here against Apple's own headers on each CI run, and
 /// `.ci/darwin-drift.sh` fails when a name used in a Darwin branch is missing there.
-enum Platform {}
+package enum Platform {}
