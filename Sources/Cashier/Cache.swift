@@ -331,6 +331,12 @@ public final class Cache: Sendable {
     /// Blocks until the size sweeps scheduled so far have finished, after writing down
     /// the recency of the values read from memory since the cache last touched the disk.
     ///
+    /// A sweep that found the folder locked by another process is tried again a second
+    /// later; this waits for that retry too, so it can last as long as the other process
+    /// holds the lock. It does not wait for the background fetches of
+    /// ``FetchPolicy/staleWhileRevalidate``: they run your `async` closure, which a
+    /// blocking call must not wait on.
+    ///
     /// Writes past ``Configuration-swift.struct/diskSizeLimit`` schedule a sweep
     /// off the caller's thread; call this before exiting a short-lived process, or
     /// in tests and benchmarks instead of sleeping. Returns at once when none is

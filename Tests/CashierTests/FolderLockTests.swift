@@ -49,4 +49,19 @@ import Darwin
         cache.collectGarbage(waiting: false)
         #expect(!folder.fileNames.contains(DiskStore.fileName(for: key.name)))
     }
+
+    @Test func waitForBackgroundWorkWaitsForASweepRetriedAfterTheLockWasHeld() throws {
+        var configuration = makeConfiguration(folder, clock: TestClock())
+        configuration.diskSizeLimit = 1_000
+        let cache = Cache(configuration)
+        try cache.set("first", for: CacheKey<String>("first"))
+        let held = try holdLock()
+        try cache.set(String(repeating: "x", count: 2_000), for: CacheKey<String>("big"))
+        cache.disk!.drainSweepQueue()   // the first attempt found the lock held; a retry is due in a second
+        #expect(folder.fileNames.filter(DiskStore.isEntryFileName).count == 2)
+        flock(held, LOCK_UN)
+        close(held)
+        cache.waitForBackgroundWork()
+        #expect(folder.fileNames.filter(DiskStore.isEntryFileName).count < 2)
+    }
 }

@@ -21,6 +21,8 @@ package final class DiskStore: Sendable {
     /// Per-key locks of every cache on this folder in this process, and the barrier bulk removals take.
     let keyLocks = KeyLocks()
     private let sweepQueue = DispatchQueue(label: "Cashier.DiskStore.sweep", qos: .utility)
+    /// Every sweep scheduled and not yet finished, retries included: what ``waitForSweeps()`` waits for.
+    private let pendingSweeps = DispatchGroup()
     /// Serializes folder scans in this process so concurrent first questions share one scan.
     private let scanLock = NSLock()
 
@@ -485,11 +487,14 @@ package final class DiskStore: Sendable {
     /// file lock: iOS ends it, 0xdead10cc).
     private func scheduleSweep(after delay: Double?, limits: Limits, forgetting forget: @escaping @Sendable (Removal) -> Void,
                                report: @escaping @Sendable ([Removal]) -> Void) {
+        pendingSweeps.enter()
         let work: @Sendable () -> Void = { [self] in
+            defer { pendingSweeps.leave() }
             switch withBackgroundActivity("Cashier size sweep", { sweep(limits: limits, forgetting: forget) }) {
             case .some(.some(let removals)):
                 report(removals)
             case .some(.none):
+                // Entered before this one leaves: a waiter never sees a gap between the two.
                 scheduleSweep(after: 1, limits: limits, forgetting: forget, report: report)
             case .none:
                 // The system ended the activity before it began: the next write schedules anew.
@@ -503,8 +508,15 @@ package final class DiskStore: Sendable {
         }
     }
 
-    /// Waits until every scheduled sweep has finished (for tests and orderly shutdown).
+    /// Waits until every scheduled sweep has finished (for tests and orderly shutdown),
+    /// including one retried because another process held the folder lock: that wait
+    /// lasts as long as the other process keeps the lock.
     package func waitForSweeps() {
+        pendingSweeps.wait()
+    }
+
+    /// Waits only for the sweep attempts queued so far, not for their retries (for tests).
+    package func drainSweepQueue() {
         sweepQueue.sync {}
     }
 
