@@ -19,6 +19,10 @@ struct CashierPlugin: CommandPlugin {
             exit(1)
         }
         // The tool has printed its own message; pass its status on (2 usage, 1 damage or failure).
+        // SwiftPM, as of Swift 6.3, does not hand it to the shell: it prints "Plugin ended with
+        // exit code N" and exits 1 for any N (swiftlang/swift-package-manager issue 7380).
+        // Exiting with the tool's status keeps N in that message, and reaches the shell
+        // unchanged once SwiftPM passes it on. `swift run cashier-tool` gives the status itself.
         if process.terminationStatus != 0 { exit(process.terminationStatus) }
     }
 }

@@ -79,7 +79,8 @@ public final class Cache: Sendable {
         }
 
         /// `CFBundleShortVersionString` and `CFBundleVersion` of the main bundle, when it has them.
-        public static var mainBundleVersion: String? {
+        /// ``appVersion``'s default; not public API (a program reads `Configuration(name:).appVersion`).
+        static var mainBundleVersion: String? {
             let info = Bundle.main.infoDictionary
             let short = info?["CFBundleShortVersionString"] as? String
             let build = info?["CFBundleVersion"] as? String

@@ -24,15 +24,6 @@ public enum Lifespan: Sendable, Hashable {
     public static func hours(_ n: Double) -> Lifespan { .seconds(n * 3600) }
     /// Valid for `n` days after the last validation.
     public static func days(_ n: Double) -> Lifespan { .seconds(n * 86_400) }
-
-    /// The moment an entry validated at `validatedAt` expires, or `nil` for never.
-    package func expiration(validatedAt: Date) -> Date? {
-        switch self {
-        case .never: nil
-        case .seconds(let seconds): validatedAt.addingTimeInterval(seconds)
-        case .until(let date): date
-        }
-    }
 }
 
 extension Lifespan {

@@ -1,18 +1,20 @@
 /// What one run of `cashier` was asked to do, parsed from its arguments.
-public enum Invocation: Sendable, Equatable {
+enum Invocation: Sendable, Equatable {
     /// `cashier --help`, `cashier help [COMMAND]`, `cashier COMMAND --help`.
     case help(command: String?)
+    /// `cashier-tool --version`.
+    case version
     case list(directory: String, sort: ListSort, json: Bool)
     case show(directory: String, key: String, json: Bool)
     case stats(directory: String, json: Bool)
     case verify(directory: String, json: Bool)
     case prune(directory: String, options: PruneOptions, json: Bool)
-    case remove(directory: String, key: String)
+    case remove(directory: String, key: String, force: Bool)
     case demo(directory: String?)
 }
 
 /// The orders `list --sort` knows.
-public enum ListSort: String, Sendable, CaseIterable {
+enum ListSort: String, Sendable, CaseIterable {
     /// By key, the default.
     case key
     /// Largest first.
@@ -24,13 +26,13 @@ public enum ListSort: String, Sendable, CaseIterable {
 }
 
 /// What `prune` removes.
-public struct PruneOptions: Sendable, Equatable {
-    public var expired = false
-    public var damaged = false
-    public var maximumSize: Int? = nil
-    public var dryRun = false
+struct PruneOptions: Sendable, Equatable {
+    var expired = false
+    var damaged = false
+    var maximumSize: Int? = nil
+    var dryRun = false
 
-    public init(expired: Bool = false, damaged: Bool = false, maximumSize: Int? = nil, dryRun: Bool = false) {
+    init(expired: Bool = false, damaged: Bool = false, maximumSize: Int? = nil, dryRun: Bool = false) {
         self.expired = expired
         self.damaged = damaged
         self.maximumSize = maximumSize
@@ -39,32 +41,36 @@ public struct PruneOptions: Sendable, Equatable {
 }
 
 /// Arguments that do not make a command: reported in one line, with the usage, and exit status 2.
-public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
+struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
+    var message: String
     /// The command whose usage to print, when the error is about one.
-    public var command: String?
+    var command: String?
 
-    public init(_ message: String, command: String? = nil) {
+    init(_ message: String, command: String? = nil) {
         self.message = message
         self.command = command
     }
 
-    public var description: String { message }
+    var description: String { message }
 }
 
 extension Invocation {
     /// The commands `cashier` knows, in the order the help lists them.
-    public static let commandNames = ["list", "show", "stats", "verify", "prune", "remove", "demo", "help"]
+    static let commandNames = ["list", "show", "stats", "verify", "prune", "remove", "demo", "help"]
 
     /// Parses the arguments after the program name.
     ///
     /// Options may come before, between or after the operands; `--name=value` and
     /// `--name value` are the same; `--` ends the options, so a key may start with `-`.
-    public static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
+    static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         guard let first = arguments.first else { throw UsageError("missing command") }
         if first == "--help" || first == "-h" {
             guard arguments.count == 1 else { throw UsageError("--help takes no arguments; try 'cashier-tool help COMMAND'") }
             return .help(command: nil)
+        }
+        if first == "--version" {
+            guard arguments.count == 1 else { throw UsageError("--version takes no arguments") }
+            return .version
         }
         if first.hasPrefix("-") { throw UsageError("unknown option '\(first)'") }
         if first == "help" {
@@ -98,7 +104,7 @@ private struct Grammar {
         "prune": Grammar(
             flags: ["--json", "--expired", "--damaged", "--dry-run"], valued: ["--max-size"],
             operands: 1...1, operandNames: "DIR"),
-        "remove": Grammar(operands: 2...2, operandNames: "DIR KEY"),
+        "remove": Grammar(flags: ["--force"], operands: 2...2, operandNames: "DIR KEY"),
         "demo": Grammar(operands: 0...1, operandNames: "[DIR]"),
     ]
 
@@ -196,7 +202,7 @@ extension Grammar.Parsed {
             }
             return .prune(directory: operands[0], options: options, json: json)
         case "remove":
-            return .remove(directory: operands[0], key: operands[1])
+            return .remove(directory: operands[0], key: operands[1], force: flags.contains("--force"))
         default:
             return .demo(directory: operands.first)
         }
@@ -204,8 +210,8 @@ extension Grammar.Parsed {
 }
 
 /// Byte counts on the command line: digits, optionally followed by K, M or G (powers of 1024, "KiB" and "KB" alike).
-public enum ByteCount {
-    public static func parse(_ text: String) -> Int? {
+enum ByteCount {
+    static func parse(_ text: String) -> Int? {
         let digits = text.prefix { $0.isASCII && $0.isNumber }
         guard !digits.isEmpty, let number = Int(digits) else { return nil }
         let multiplier: Int

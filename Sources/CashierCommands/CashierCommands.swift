@@ -3,17 +3,17 @@ import Foundation
 /// Where a command writes: standard output for results, standard error for diagnostics.
 ///
 /// The tool uses ``standard``; tests pass closures that collect the text.
-public struct Console {
-    public var output: (String) -> Void
-    public var error: (String) -> Void
+package struct Console {
+    package var output: (String) -> Void
+    package var error: (String) -> Void
 
-    public init(output: @escaping (String) -> Void, error: @escaping (String) -> Void) {
+    package init(output: @escaping (String) -> Void, error: @escaping (String) -> Void) {
         self.output = output
         self.error = error
     }
 
     /// The process's standard output and standard error.
-    public static var standard: Console {
+    package static var standard: Console {
         Console(
             output: { FileHandle.standardOutput.write(Data($0.utf8)) },
             error: { FileHandle.standardError.write(Data($0.utf8)) })
@@ -23,11 +23,12 @@ public struct Console {
     func printError(_ line: String) { error(line + "\n") }
 }
 
-/// The exit statuses of `cashier`.
-public enum ExitStatus: Int32, Sendable {
-    /// The command did what it was asked; `verify` found nothing damaged.
+/// The exit statuses of `cashier-tool`.
+package enum ExitStatus: Int32, Sendable {
+    /// The command did what it was asked; `verify` found nothing damaged (or nothing to check).
     case success = 0
-    /// `verify` found damage, or the command could not do what it was asked (no such key, a failed removal).
+    /// `verify` found damage, or the command could not do what it was asked (no such key, a failed
+    /// removal, a locked entry removed without `--force`).
     case failure = 1
     /// The arguments do not make a command, or DIR is missing or not a folder.
     case usage = 2
@@ -44,14 +45,17 @@ struct ToolError: Error {
     }
 }
 
-/// The `cashier` tool: every command, runnable in-process.
-public enum CashierCommands {
+/// The `cashier-tool` executable: every command, runnable in-process.
+///
+/// `package`, not `public`: the command library has no product, so only this package's
+/// executable and tests can import it.
+package enum CashierCommands {
     /// Parses `arguments` (without the program name), runs the command and returns its exit status.
     ///
     /// - Parameters:
     ///   - console: where output and diagnostics go.
     ///   - now: the moment ages and expiry are measured from.
-    public static func run(_ arguments: [String], console: Console = .standard, now: Date = Date()) -> ExitStatus {
+    package static func run(_ arguments: [String], console: Console = .standard, now: Date = Date()) -> ExitStatus {
         let invocation: Invocation
         do {
             invocation = try Invocation.parse(arguments)
@@ -77,6 +81,9 @@ public enum CashierCommands {
         case .help(let command):
             console.print(Help.text(for: command))
             return .success
+        case .version:
+            console.print("cashier-tool \(Version.current)")
+            return .success
         case .list(let directory, let sort, let json):
             return try ListCommand.run(directory: directory, sort: sort, json: json, console: console, now: now)
         case .show(let directory, let key, let json):
@@ -87,8 +94,8 @@ public enum CashierCommands {
             return try VerifyCommand.run(directory: directory, json: json, console: console, now: now)
         case .prune(let directory, let options, let json):
             return try PruneCommand.run(directory: directory, options: options, json: json, console: console, now: now)
-        case .remove(let directory, let key):
-            return try RemoveCommand.run(directory: directory, key: key, console: console)
+        case .remove(let directory, let key, let force):
+            return try RemoveCommand.run(directory: directory, key: key, force: force, console: console)
         case .demo(let directory):
             return try DemoCommand.run(directory: directory, console: console, now: now)
         }

@@ -1,14 +1,16 @@
 import Cashier
 import Foundation
 
-/// `cashier demo [DIR]`: the library's main job, shown to a newcomer in one run.
+/// `cashier-tool demo [DIR]`: the library's main job, shown to a newcomer in one run.
 ///
 /// Everything goes through the public API, as an app would use it.
 enum DemoCommand {
     static func run(directory: String?, console: Console, now: Date) throws -> ExitStatus {
-        let folder = try directory.map(checkTarget) ?? defaultFolder(now: now)
+        let folder = directory ?? defaultFolder
+        let cleared = try clearPreviousDemo(in: folder)
         let say = console.print
         say("Cashier demo: a cache in \(folder)")
+        if cleared > 0 { say("(first removed the \(cleared) \(cleared == 1 ? "entry" : "entries") a previous demo left there)") }
         say("")
 
         // Two caches on the folder, both "app version 1.0": one whose clock says two hours
@@ -73,7 +75,7 @@ enum DemoCommand {
         _ = events.take()
         say("")
 
-        say("4. What the folder holds now (cashier list):")
+        say("4. What the folder holds now (cashier-tool list):")
         let inventory = try Inventory.load(folder)
         say(inventory.table(sortedBy: .key, now: now.timeIntervalSince1970))
         say("")
@@ -95,30 +97,39 @@ enum DemoCommand {
         return configuration
     }
 
-    /// A new folder under the user's cache folder, named for the moment: `Cashier/demo-YYYYMMDD-HHMMSS`.
-    private static func defaultFolder(now: Date) throws -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd-HHmmss"
-        let name = "demo-" + formatter.string(from: now)
-        for attempt in 1...100 {
-            let candidate = Cache.folderPath(for: Cache.Configuration(name: attempt == 1 ? name : "\(name)-\(attempt)"))!
-            if !FileManager.default.fileExists(atPath: candidate) { return candidate }
-        }
-        throw ToolError("cannot find a free folder name for the demo next to \(name)")
+    /// The one folder every demo without DIR uses: `Cashier/demo` in the user's cache folder.
+    static var defaultFolder: String {
+        Cache.folderPath(for: Cache.Configuration(name: "demo"))!
     }
 
-    /// The demo writes into a folder that is missing, empty, or already a cache folder; never among other files.
-    private static func checkTarget(_ directory: String) throws -> String {
+    /// Makes `directory` ready for a run: missing, empty, or holding only what a demo writes,
+    /// which is removed so every run starts alike. Returns how many entries it removed.
+    ///
+    /// - Throws: ``ToolError`` when the folder holds anything else (other files, other keys' entries):
+    ///   the demo never writes among, or removes, what it did not write.
+    private static func clearPreviousDemo(in directory: String) throws -> Int {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else { return directory }
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else { return 0 }
         guard isDirectory.boolValue else { throw ToolError("not a folder: \(directory)", status: .usage) }
         let inventory = try Inventory.load(directory)
         guard inventory.foreign.isEmpty else {
             throw ToolError("\(directory) holds files that are not cache entries (\(inventory.foreign.prefix(3).joined(separator: ", "))); give the demo an empty or new folder")
         }
-        return directory
+        // A damaged file whose key does not read is taken for the demo's: the folder holds nothing else.
+        let others = inventory.entries.compactMap(\.header?.key).filter { !DemoKeys.names.contains($0) }
+        guard others.isEmpty else {
+            let shown = others.sorted().prefix(3).map { "\"\(Format.escaped($0))\"" }.joined(separator: ", ")
+            throw ToolError("\(directory) holds entries the demo did not write (\(shown)); give the demo an empty or new folder")
+        }
+        let store = DiskStore(folder: directory)
+        for entry in inventory.entries {
+            do {
+                try store.remove(entry.fileName)
+            } catch {
+                throw ToolError("could not remove the previous demo's \(entry.fileName): \(error)")
+            }
+        }
+        return inventory.entries.count
     }
 
     private static func shellQuoted(_ path: String) -> String {
@@ -211,6 +222,11 @@ enum DemoKeys {
     static let settingsV2 = CacheKey<SettingsV2>("settings", schemaVersion: 2, migrations: [
         .from(1, as: SettingsV1.self) { old in SettingsV2(theme: old.darkMode ? "dark" : "light", fontSize: 14) },
     ])
+
+    /// Every key the demo writes (`greeting` through `setString(_:forKey:)`): what a rerun may remove.
+    static let names: Set<String> = [
+        profile.name, headlines.name, forecast.name, avatar.name, blob.name, articleV1.name, settingsV1.name, "greeting",
+    ]
 }
 
 /// Collects the events a cache reports, for the demo to print after each step.

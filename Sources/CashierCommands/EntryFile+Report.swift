@@ -23,7 +23,7 @@ extension EntryFile {
         }
         return [
             Format.escaped(header.key),
-            Format.escaped(Format.shortTypeName(header.typeName)),
+            Format.typeName(header.typeName),
             header.format.name,
             header.schemaVersion.map(String.init) ?? "-",
             header.appVersion.map(Format.escaped) ?? "-",

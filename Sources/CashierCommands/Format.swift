@@ -58,9 +58,15 @@ enum Format {
         return result
     }
 
-    /// A type name without the `Swift.` and Foundation qualifiers, for narrow columns.
+    /// A type name without the `Swift.` and Foundation qualifiers.
     static func shortTypeName(_ name: String) -> String {
         name.replacingOccurrences(of: "Swift.", with: "").replacingOccurrences(of: "FoundationEssentials.", with: "").replacingOccurrences(of: "Foundation.", with: "")
+    }
+
+    /// A stored type name as `list` and `show` both spell it: without the standard
+    /// qualifiers, control characters escaped. (`--json` gives the stored name unchanged.)
+    static func typeName(_ stored: String) -> String {
+        escaped(shortTypeName(stored))
     }
 
     /// Left-aligned columns separated by two spaces; columns in `rightAligned` are aligned right.

@@ -2,6 +2,7 @@
 enum Help {
     static let usage = """
         usage: cashier-tool COMMAND [OPTIONS] ARGUMENTS
+               cashier-tool --version
 
         Inspects and maintains a Cashier cache folder. Run it as `swift run cashier-tool`
         inside the Cashier package, or as `swift package cashier` from a package that
@@ -15,12 +16,14 @@ enum Help {
           verify DIR [--json]      checks every entry's header and checksum (exit 1 when any is damaged)
           prune DIR [--expired] [--damaged] [--max-size BYTES] [--dry-run] [--json]
                                    removes expired or damaged entries, or least recently used ones down to BYTES
-          remove DIR KEY           removes one entry
+          remove DIR KEY [--force] removes one entry (a locked one only with --force)
           demo [DIR]               fills a demo cache through the library and lists it
           help [COMMAND]           this text, or one command's
 
-        Exit status: 0 success, 1 damage found or the command failed, 2 usage error
-        or a DIR that is missing or not a folder.
+        --version prints the tool's version, which is the version of Cashier it was built from.
+
+        Exit status: 0 success, 1 damage found or the command failed (no such key, a locked
+        entry without --force), 2 usage error or a DIR that is missing or not a folder.
         """
 
     static let commands: [String: String] = [
@@ -60,6 +63,8 @@ enum Help {
 
             Reads every entry file in DIR and checks its header and checksum. Prints each
             damaged file and why. Exit status 0 when all are sound, 1 when any is damaged.
+            A folder with no cache entries is reported as such ("nothing to verify"), with
+            exit status 0: an empty cache is sound, but check that DIR is the cache's folder.
 
               --json          one JSON document instead of text
             """,
@@ -77,9 +82,12 @@ enum Help {
               --json             one JSON document instead of text
             """,
         "remove": """
-            usage: cashier-tool remove DIR KEY
+            usage: cashier-tool remove DIR KEY [--force]
 
-            Removes the entry stored for KEY. Exit status 1 when there is none.
+            Removes the entry stored for KEY. Exit status 1 when there is none, or when
+            the entry is locked (pinned by the app: it never expires) and --force is not given.
+
+              --force         remove the entry even when it is locked
             """,
         "demo": """
             usage: cashier-tool demo [DIR]
@@ -87,8 +95,10 @@ enum Help {
             Fills a demo cache through the library's public API (a versioned key, an
             expiring key, a locked one, a property list, raw bytes), reads the values back,
             simulates an app update with a changed model (an old entry discarded, another
-            migrated), then lists the folder. DIR defaults to a new folder under the user's
-            cache folder ($XDG_CACHE_HOME or ~/.cache on Linux), which is printed.
+            migrated), then lists the folder. DIR defaults to Cashier/demo in the user's
+            cache folder ($XDG_CACHE_HOME or ~/.cache on Linux), which is printed. Each run
+            first removes what a previous demo left in the folder, so runs neither pile up
+            folders nor differ; a folder holding other files or other keys' entries is refused.
             """,
         "help": """
             usage: cashier-tool help [COMMAND]

@@ -35,7 +35,7 @@ enum ShowCommand {
             rows += [
                 ("key", Format.escaped(header.key)),
                 ("file", entry.fileName),
-                ("type", Format.escaped(header.typeName)),
+                ("type", Format.typeName(header.typeName)),
                 ("codec", header.format.name),
                 ("schema version", header.schemaVersion.map(String.init) ?? "none"),
                 ("app version", header.appVersion.map(Format.escaped) ?? "none"),

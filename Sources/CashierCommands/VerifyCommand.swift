@@ -1,6 +1,9 @@
 import Foundation
 
-/// `cashier verify DIR [--json]`: exit 0 when every entry is sound, 1 when any is damaged.
+/// `cashier-tool verify DIR [--json]`: exit 0 when every entry is sound, 1 when any is damaged.
+///
+/// A folder with no entries exits 0 (an empty cache is a sound one) but says that it
+/// checked nothing, and when it holds other files, asks whether it is a cache folder.
 enum VerifyCommand {
     static func run(directory: String, json: Bool, console: Console, now: Date) throws(ToolError) -> ExitStatus {
         let inventory = try Inventory.load(directory)
@@ -26,9 +29,15 @@ enum VerifyCommand {
             }
             let checked = inventory.entries.count
             let files = checked == 1 ? "1 entry" : "\(checked) entries"
-            console.print(damaged.isEmpty
-                ? "\(files) checked, all sound."
-                : "\(files) checked, \(damaged.count) damaged. Remove \(damaged.count == 1 ? "it" : "them") with: cashier prune \(directory) --damaged")
+            if checked == 0 {
+                // Not "all sound": nothing was checked, which a wrong folder gives too.
+                console.print("No cache entries in \(directory): nothing to verify.")
+            } else if damaged.isEmpty {
+                console.print("\(files) checked, all sound.")
+            } else {
+                let them = damaged.count == 1 ? "it" : "them"
+                console.print("\(files) checked, \(damaged.count) damaged. Remove \(them) with: cashier-tool prune \(directory) --damaged")
+            }
         }
         inventory.noteForeignFiles(console)
         return damaged.isEmpty ? .success : .failure

@@ -15,7 +15,9 @@ import Testing
          .prune(directory: "d", options: PruneOptions(damaged: true, dryRun: true), json: true)),
         (["prune", "d", "--max-size", "10K"], .prune(directory: "d", options: PruneOptions(maximumSize: 10_240), json: false)),
         (["prune", "--max-size=2048", "d"], .prune(directory: "d", options: PruneOptions(maximumSize: 2048), json: false)),
-        (["remove", "d", "k"], .remove(directory: "d", key: "k")),
+        (["remove", "d", "k"], .remove(directory: "d", key: "k", force: false)),
+        (["remove", "--force", "d", "k"], .remove(directory: "d", key: "k", force: true)),
+        (["--version"], .version),
         (["demo"], .demo(directory: nil)),
         (["demo", "d"], .demo(directory: "d")),
     ])
@@ -25,7 +27,7 @@ import Testing
 
     @Test func doubleDashEndsOptionsSoAKeyMayStartWithADash() throws {
         #expect(try Invocation.parse(["show", "d", "--", "--json"]) == .show(directory: "d", key: "--json", json: false))
-        #expect(try Invocation.parse(["remove", "d", "--", "-k"]) == .remove(directory: "d", key: "-k"))
+        #expect(try Invocation.parse(["remove", "d", "--", "-k"]) == .remove(directory: "d", key: "-k", force: false))
     }
 
     @Test(arguments: [
@@ -58,6 +60,8 @@ import Testing
         (["demo", "d", "--json"], "unknown option '--json' for 'demo'"),
         (["help", "frobnicate"], "unknown command 'frobnicate'"),
         (["help", "list", "show"], "help takes at most one command"),
+        (["--version", "list"], "--version takes no arguments"),
+        (["list", "d", "--force"], "unknown option '--force' for 'list'"),
     ])
     func rejectsWhatIsNotACommandWithOneLine(arguments: [String], message: String) {
         #expect(throws: UsageError.self) { try Invocation.parse(arguments) }

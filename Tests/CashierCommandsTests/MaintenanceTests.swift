@@ -198,3 +198,95 @@ import Testing
         #expect(folder.fileNames == ["thesis.tex"])
     }
 }
+
+/// What the tool says where a user could mistake it: an empty folder, a locked entry, the demo's folder.
+@Suite struct FirstUseTests {
+    let folder = TemporaryFolder()
+
+    @Test func verifyOfAFolderWithNoEntriesSaysItCheckedNothingInsteadOfAllSound() throws {
+        try FileManager.default.createDirectory(atPath: folder.path, withIntermediateDirectories: true)
+        let result = cashier("verify", folder.path)
+        #expect(result.status == .success)
+        #expect(result.output == "No cache entries in \(folder.path): nothing to verify.\n")
+        #expect(!result.output.contains("sound"))
+        #expect(cashier("verify", folder.path, "--json").json["checked"] as? Int == 0)
+
+        // The parent of cache folders, a likely slip: it also asks whether it is a cache folder.
+        try FileManager.default.createDirectory(atPath: folder.path + "/api", withIntermediateDirectories: true)
+        let parent = cashier("verify", folder.path)
+        #expect(parent.status == .success)
+        #expect(parent.output.hasPrefix("No cache entries in"))
+        #expect(parent.error.contains("is it a Cashier cache folder?"))
+    }
+
+    @Test func removeOfALockedEntryNeedsForceAndSaysWhy() throws {
+        _ = try makeFixture(folder)
+        let avatar = DiskStore.fileName(for: FixtureKeys.avatar)
+        let refused = cashier("remove", folder.path, "avatar")
+        #expect(refused.status == .failure)
+        #expect(refused.output.isEmpty)
+        #expect(refused.error == "cashier: \"avatar\" is locked (the app pinned it, so it never expires); nothing removed. Remove it anyway with --force.\n")
+        #expect(folder.entryFiles.contains(avatar))
+
+        let forced = cashier("remove", folder.path, "avatar", "--force")
+        #expect(forced.status == .success)
+        #expect(forced.output.hasPrefix("Removed \"avatar\" ("))
+        #expect(forced.output.hasSuffix("), which was locked.\n"))
+        #expect(!folder.entryFiles.contains(avatar))
+        // An unlocked entry needs no --force, and --force on one changes nothing.
+        #expect(cashier("remove", folder.path, "note").status == .success)
+        let blob = cashier("remove", folder.path, "blob", "--force")
+        #expect(blob.status == .success)
+        #expect(!blob.output.contains("which was"))
+    }
+
+    @Test func listAndShowSpellATypeTheSameWay() throws {
+        _ = try makeFixture(folder)
+        let list = cashier("list", folder.path).output.split(separator: "\n").map(String.init)
+        let showType = { (key: String) -> String? in
+            cashier("show", folder.path, key).output.split(separator: "\n")
+                .first { $0.hasPrefix("type ") }.map { $0.dropFirst(4).trimmingCharacters(in: .whitespaces) }
+        }
+        for key in ["feed", "blob", "profile"] {
+            let row = try #require(list.first { $0.hasPrefix(key + " ") })
+            let type = try #require(showType(key))
+            #expect(row.split(separator: " ", omittingEmptySubsequences: true)[1] == type[...])
+        }
+        #expect(showType("feed") == "Array<String>")
+        // `--json` keeps the name as stored, for scripts.
+        #expect(cashier("show", folder.path, "feed", "--json").json["type"] as? String == "Swift.Array<Swift.String>")
+    }
+}
+
+@Suite struct DemoFolderTests {
+    let folder = TemporaryFolder()
+
+    @Test func demoWithoutAFolderUsesOneFixedFolderInTheUsersCacheFolder() {
+        #expect(DemoCommand.defaultFolder.hasSuffix("/Cashier/demo"))
+        #expect(Help.text(for: "demo").contains("Cashier/demo"))
+    }
+
+    @Test func aSecondDemoReusesTheFolderAndStartsAfresh() throws {
+        let first = cashier(["demo", folder.path], now: Date())
+        #expect(first.status == .success)
+        let files = folder.fileNames
+        let second = cashier(["demo", folder.path], now: Date())
+        #expect(second.status == .success)
+        #expect(second.error.isEmpty)
+        #expect(second.output.contains("(first removed the 7 entries a previous demo left there)\n"))
+        // The same story as the first time: the discard and the migration happen again.
+        #expect(second.output.contains(".discarded(key: \"article.42\", reason: .schemaMismatch(stored: 1, expected: 2))"))
+        #expect(second.output.contains(".migrated(key: \"settings\", from: 1, to: 2)"))
+        #expect(folder.fileNames == files)
+        #expect(folder.entryFiles.count == 7)
+    }
+
+    @Test func demoRefusesAFolderHoldingOtherKeysEntries() throws {
+        _ = try makeFixture(folder)
+        let before = folder.snapshot()
+        let result = cashier("demo", folder.path)
+        #expect(result.status == .failure)
+        #expect(result.error.contains("holds entries the demo did not write (\"avatar\", \"blob\", \"feed\")"))
+        #expect(folder.snapshot() == before)
+    }
+}

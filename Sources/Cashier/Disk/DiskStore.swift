@@ -277,11 +277,6 @@ package final class DiskStore: Sendable {
         return state.withLock { ($0.files.count, $0.totalSize) }
     }
 
-    /// Forgets everything known about the folder; the next question rescans it.
-    package func invalidateIndex() {
-        state.withLock { $0.reset() }
-    }
-
     private func loadIndexIfNeeded() {
         guard !state.withLock({ $0.loaded }) else { return }
         scanLock.lock()
@@ -748,7 +743,7 @@ private struct IndexState {
         if activeScans == 0 { log.removeAll() }
     }
 
-    mutating func reset(loadedEmpty: Bool = false) {
+    mutating func reset(loadedEmpty: Bool) {
         files = [:]
         totalSize = 0
         loaded = loadedEmpty
