@@ -27,6 +27,8 @@ extension Cache {
     public func removeExpired() {
         let now = nowSeconds
         if let disk {
+            // Memory hits count before `.sinceLastUse` lifespans are judged.
+            recordMemoryUses()
             report(disk.collectGarbage(
                 now: now, limits: DiskStore.Limits(size: nil, minimumFreeSpace: nil), reclaim: DiskStore.Reclaim(expired: true),
                 forgetting: forget))
