@@ -203,7 +203,8 @@ extension Cache {
         return !found.metadata.isExpired(at: nowSeconds)
     }
 
-    /// Restarts `key`'s lifespan from now (for `.seconds` lifespans); nothing happens on a miss.
+    /// Restarts `key`'s lifespan from now (for `.seconds` and `.sinceLastUse` lifespans, even
+    /// when expired); nothing happens on a miss.
     ///
     /// Rewrites the entry's header on disk; a failure goes to ``Configuration/onEvent``.
     public func refresh<V>(_ key: CacheKey<V>) {

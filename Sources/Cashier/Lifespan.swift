@@ -28,11 +28,11 @@ public enum Lifespan: Sendable, Hashable {
     /// whichever came last. A read of an entry that has already expired does not bring
     /// it back: only a write or a refresh does.
     ///
-    /// Within one process the last use is exact. Across a relaunch, or between processes
-    /// sharing the folder, it is the time the entry file keeps as its access time, which
-    /// the cache moves at most once a minute per entry (its granularity, 60 seconds):
-    /// seen from there, an entry may expire up to a minute early, never late. See
-    /// <doc:ExpiryAndFetching>.
+    /// The instance that made a use knows it exactly. The next launch, another instance
+    /// or process, and this instance once its memory tier has dropped the value, know it
+    /// from the entry file's access time, which the cache moves only when a use is a
+    /// minute or more past the time it keeps (its granularity): seen from there, an
+    /// entry may expire up to a minute early, never late. See <doc:ExpiryAndFetching>.
     case sinceLastUse(TimeInterval)
 
     /// Valid for `n` minutes after the last validation.

@@ -10,6 +10,12 @@ import Foundation
 /// memory hit sets it only when the file's is ``recencyGranularity`` or more away from
 /// the use's time, so an entry read all day costs one `utimensat` a minute, and a read
 /// right after a write none.
+///
+/// The access time is also the last use a ``Lifespan/sinceLastUse(_:)`` lifespan runs
+/// from, as far as the next launch knows. For those entries a use is recorded at its own
+/// moment, not at the next flush's, and only when the read found the entry valid; such a
+/// use never moves an access time back, and a read that found the entry expired sets
+/// back any access time the read itself moved (see `EntryMetadata.use(at:)`).
 extension DiskStore {
     /// How far a use may be from the access time its file keeps before the file is updated, in seconds.
     package static let recencyGranularity: Double = 60
