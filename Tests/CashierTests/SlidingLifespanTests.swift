@@ -297,6 +297,26 @@ import Testing
         #expect(calls.withLock { $0 } == 2)
     }
 
+    /// Issue 19's "the read-sliding lifespan across a relaunch", for a lifespan a fetch decided.
+    @Test func aFetchedSinceLastUseLifespanSlidesAcrossARelaunch() async throws {
+        let calls = Locked(0)
+        let fetch: @Sendable () async throws -> Fetched<String> = {
+            calls.withLock { $0 += 1 }
+            return Fetched("fetched", lifespan: .sinceLastUse(100))
+        }
+        let key = CacheKey<String>("n", lifespan: .hours(1))
+        #expect(try await cache().entry(for: key, fetch: fetch).origin == .fetch)
+        at(90)
+        #expect(try await cache(relaunched: true).entry(for: key, fetch: fetch).origin == .disk)
+        at(180)
+        let entry = try await cache(relaunched: true).entry(for: key, fetch: fetch)
+        #expect(entry.origin == .disk)
+        #expect(entry.expiresAt == date(280))
+        at(281)
+        #expect(try await cache(relaunched: true).entry(for: key, fetch: fetch).origin == .fetch)
+        #expect(calls.withLock { $0 } == 2)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func staleWhileRevalidateAnswersTheIdleEntryAndStoresTheFetchedSlidingLifespan() async throws {
         let cache = cache()
