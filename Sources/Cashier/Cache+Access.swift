@@ -51,6 +51,15 @@ extension Cache {
                 return .expired
             }
             memory.count { $0.hits += 1 }
+        case .sliding(let deadline):
+            let now = nowSeconds
+            if now < deadline {
+                noteSlidingUse(name, at: now)
+            } else if !configuration.returnsExpiredValues {
+                missExpired(name)
+                return .expired
+            }
+            memory.count { $0.hits += 1 }
         }
         configuration.onEvent?(.hit(key: name))
         return .hit
@@ -194,7 +203,8 @@ extension Cache {
         return !found.metadata.isExpired(at: nowSeconds)
     }
 
-    /// Restarts `key`'s lifespan from now (for `.seconds` lifespans); nothing happens on a miss.
+    /// Restarts `key`'s lifespan from now (for `.seconds` and `.sinceLastUse` lifespans, even
+    /// when expired); nothing happens on a miss.
     ///
     /// Rewrites the entry's header on disk; a failure goes to ``Configuration/onEvent``.
     public func refresh<V>(_ key: CacheKey<V>) {
@@ -254,10 +264,12 @@ extension Cache {
 
     /// The memory record for `key` if it holds a `V` usable for it, counted as used.
     private func memoryEntry<V>(_ key: CacheKey<V>) -> Found<V>? {
-        guard let record = memory.peekUsable(
+        guard let found = memory.peekUsable(
             key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, appVersion: configuration.appVersion)
         else { return nil }
-        return Found(value: record.value(as: V.self), metadata: record.metadata, origin: .memory)
+        var metadata = found.metadata
+        countSlidingUse(of: key.name, &metadata)
+        return Found(value: found.record.value(as: V.self), metadata: metadata, origin: .memory)
     }
 
     /// Reads, checks and decodes `key`'s file. Call holding `key`'s lock.
@@ -295,6 +307,15 @@ extension Cache {
         guard header.key == key.name else { return nil }
 
         var metadata = EntryMetadata(header, size: info.size)
+        // The read is a use, unless it finds a sliding lifespan over (see `EntryMetadata.use(at:)`).
+        let now = nowSeconds
+        var usedAt = now
+        if metadata.lifespan.slidingSeconds != nil {
+            metadata.lastUsedAt = disk.lastUse(of: fileName, info: info)
+            usedAt = metadata.use(at: now)
+            if usedAt != now { disk.keepLastUse(fileName, at: usedAt) }
+            metadata.lastUsedAt = usedAt
+        }
         let value: V
         if header.schemaVersion != key.schemaVersion {
             guard let migration = key.migration(from: header.schemaVersion) else {
@@ -313,7 +334,9 @@ extension Cache {
                 let newHeader = EntryHeader(
                     key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
                     payloadLength: newPayload.count)
-                metadata.size = try disk.write(fileName, header: newHeader, payload: newPayload, options: writeOptions)
+                var options = writeOptions
+                options.usedAt = usedAt
+                metadata.size = try disk.write(fileName, header: newHeader, payload: newPayload, options: options)
             } catch let error as SystemError {
                 events.append(.failure(key: key.name, error: error.cacheError(key: key.name)))
             } catch {
@@ -336,8 +359,10 @@ extension Cache {
                 return discard(.undecodable, because: error)
             }
         }
-        disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: nowSeconds)
-        if memory.limit != 0 { memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count)) }
+        let stamp = disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: usedAt)
+        if memory.limit != 0 {
+            memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count, persistedUse: stamp))
+        }
         return Found(value: value, metadata: metadata, origin: .disk)
     }
 
@@ -356,10 +381,10 @@ extension Cache {
     /// What is stored for `name` now, judged by nothing: the memory record, else the file's
     /// header (checksum unverified). Call holding `name`'s key lock; it takes no lock itself.
     func storedMetadata(named name: String) -> EntryMetadata? {
-        if let record = memory.peek(name) { return record.metadata }
-        guard let disk, case .success(let (header, info)) = disk.readHeader(DiskStore.fileName(for: name)),
-              header.key == name else { return nil }
-        return EntryMetadata(header, size: info.size)
+        if let record = memory.peek(name) { return memory.currentMetadata(of: record) }
+        let fileName = DiskStore.fileName(for: name)
+        guard let disk, case .success(let (header, info)) = disk.readHeader(fileName), header.key == name else { return nil }
+        return EntryMetadata(header, size: info.size, lastUsedAt: disk.lastUse(of: fileName, info: info))
     }
 
     /// Whether `name`'s current entry is locked, so a new write keeps the lock. Call holding its key lock.
@@ -387,13 +412,16 @@ extension Cache {
     }
 
     /// Changes `name`'s metadata (validation time, lock) in memory and in its file's header.
+    ///
+    /// The entry is rewritten: that counts as a use of a ``Lifespan/sinceLastUse(_:)`` lifespan.
     func updateMetadata(named name: String, _ change: @escaping (inout EntryMetadata) -> Void) {
         var failure: CacheError?
         store.keyLocks.withLock(name) {
             let record = memory.peek(name)
+            let options = writeOptions
             if let disk {
                 do throws(SystemError) {
-                    let rewritten = try disk.rewriteHeader(DiskStore.fileName(for: name), key: name, options: writeOptions) { header in
+                    let rewritten = try disk.rewriteHeader(DiskStore.fileName(for: name), key: name, options: options) { header in
                         var metadata = EntryMetadata(header, size: 0)
                         change(&metadata)
                         header.validatedAt = metadata.validatedAt
@@ -403,13 +431,14 @@ extension Cache {
                         memory.remove(name)
                         return
                     }
-                    if let record { memory.insert(record.replacing(metadata: EntryMetadata(header, size: size))) }
+                    if let record { memory.insert(record.replacing(metadata: EntryMetadata(header, size: size, lastUsedAt: options.usedAt))) }
                 } catch {
                     failure = error.cacheError(key: name)
                 }
             } else if let record {
-                var metadata = record.metadata
+                var metadata = memory.currentMetadata(of: record)
                 change(&metadata)
+                metadata.lastUsedAt = options.usedAt
                 memory.insert(record.replacing(metadata: metadata))
             }
         }

@@ -109,7 +109,7 @@ extension Cache {
         func usableRecord() -> EntryMetadata? {
             guard let record = memory.peek(name), record.metadata.matches(schemaVersion: nil, appVersion: appVersion)
             else { return nil }
-            return record.metadata
+            return memory.currentMetadata(of: record)
         }
         if let metadata = usableRecord() { return metadata }
         guard let disk else { return nil }
@@ -140,7 +140,7 @@ extension Cache {
                 if header.appVersion != appVersion {
                     return discard(.appVersionMismatch(stored: header.appVersion, current: appVersion))
                 }
-                return EntryMetadata(header, size: info.size)
+                return EntryMetadata(header, size: info.size, lastUsedAt: disk.lastUse(of: fileName, info: info))
             }
         }
         for event in events { emit(event) }

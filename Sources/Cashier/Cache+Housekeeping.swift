@@ -27,11 +27,15 @@ extension Cache {
     public func removeExpired() {
         let now = nowSeconds
         if let disk {
+            // Memory hits count before `.sinceLastUse` lifespans are judged.
+            recordMemoryUses()
             report(disk.collectGarbage(
                 now: now, limits: DiskStore.Limits(size: nil, minimumFreeSpace: nil), reclaim: DiskStore.Reclaim(expired: true),
                 forgetting: forget))
         } else {
-            removeFromMemory { $0.metadata.isExpired(at: now) ? .discarded(key: $0.name, reason: .expired) : nil }
+            removeFromMemory { record in
+                memory.currentMetadata(of: record).isExpired(at: now) ? .discarded(key: record.name, reason: .expired) : nil
+            }
         }
     }
 

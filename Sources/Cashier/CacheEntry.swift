@@ -12,6 +12,9 @@ public struct CacheEntry<Value: Codable & Sendable>: Sendable {
     /// The last write or ``Cache/refresh(_:)``; `.seconds` lifespans run from here.
     public let validatedAt: Date
     /// When the entry expires, or `nil` for never. A locked entry keeps this date but does not expire.
+    ///
+    /// For a ``Lifespan/sinceLastUse(_:)`` lifespan, the lifespan after the entry's last
+    /// use, which the read that answered this entry is when it found the entry valid.
     public let expiresAt: Date?
     /// Whether the entry is past `expiresAt` (never true for a locked entry).
     public let isExpired: Bool

@@ -6,7 +6,7 @@ extension EntryFile {
     /// When the entry stops being valid, or `nil` for never (no lifespan end, or locked).
     var effectiveExpiry: Double? {
         guard let header, !header.isLocked else { return nil }
-        return header.expiresAt
+        return header.expiresAt(lastUsedAt: lastUse)
     }
 
     func age(at now: Double) -> Double? {
@@ -29,7 +29,7 @@ extension EntryFile {
             header.appVersion.map(Format.escaped) ?? "-",
             Format.size(size),
             Format.duration(now - header.createdAt),
-            Format.expiry(header.expiresAt, isLocked: header.isLocked, now: now),
+            Format.expiry(header.expiresAt(lastUsedAt: lastUse), isLocked: header.isLocked, now: now),
             header.isLocked ? "yes" : "no",
             status,
         ]

@@ -31,7 +31,7 @@ struct EntryFile {
 
     func status(at now: Double) -> EntryStatus {
         guard problem == nil, let header else { return .damaged }
-        return header.isExpired(at: now) ? .expired : .valid
+        return header.isExpired(at: now, lastUsedAt: lastUse) ? .expired : .valid
     }
 
     /// The key, or the file name in brackets when the header does not read.

@@ -42,7 +42,7 @@ enum ShowCommand {
                 ("size", "\(Format.size(entry.size)) (\(entry.size) bytes: header \(header.length), payload \(header.payloadLength))"),
                 ("created", "\(Format.date(header.createdAt)) (\(Format.duration(now - header.createdAt)) ago)"),
                 ("validated", "\(Format.date(header.validatedAt)) (\(Format.duration(now - header.validatedAt)) ago)"),
-                ("expires", expiry(header, now: now)),
+                ("expires", expiry(header, lastUse: entry.lastUse, now: now)),
                 ("locked", header.isLocked ? "yes" : "no"),
             ]
         } else {
@@ -53,8 +53,8 @@ enum ShowCommand {
         return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
     }
 
-    private static func expiry(_ header: EntryHeader, now: Double) -> String {
-        guard let expiresAt = header.expiresAt else { return "never" }
+    private static func expiry(_ header: EntryHeader, lastUse: Double, now: Double) -> String {
+        guard let expiresAt = header.expiresAt(lastUsedAt: lastUse) else { return "never" }
         let relative = Format.expiry(expiresAt, isLocked: false, now: now)
         return "\(Format.date(expiresAt)) (\(relative))" + (header.isLocked ? ", but locked entries never expire" : "")
     }

@@ -26,6 +26,10 @@ import Foundation
 //       Reads each KEY (a `Data` value) twice, from disk then from memory, waits
 //       for the cache's background work and prints "touched N" (N values found):
 //       a launch whose reads the next launch's eviction order must remember.
+//   CashierStress slide DIR write|read SECONDS...
+//       With the cache's clock at each SECONDS (since 1970) in turn, writes a value
+//       with a lifespan of `.sinceLastUse(100)`, or reads it and prints "hit" or
+//       "miss" per read; exits without any other disk work, as a killed app would.
 //
 // Exit status: 0 when every value read was sound, 1 when one was not, 2 on usage errors.
 
@@ -155,8 +159,33 @@ case ("touch", let count) where count >= 3:
     cache.waitForBackgroundWork()
     say("touched \(found)")
 
+case ("slide", let count) where count >= 4:
+    let moments = arguments.dropFirst(3).compactMap(Double.init)
+    guard moments.count == count - 3 else { fail("slide takes moments in seconds since 1970", status: 2) }
+    let now = Locked(moments[0])
+    var settings = configuration(arguments[1])
+    settings.now = { Date(timeIntervalSince1970: now.withLock { $0 }) }
+    let cache = Cache(settings)
+    let key = CacheKey<String>("sliding", lifespan: .sinceLastUse(100))
+    var answers: [String] = []
+    for moment in moments {
+        now.withLock { $0 = moment }
+        switch arguments[2] {
+        case "write":
+            do { try cache.set("token", for: key) } catch { fail("write failed: \(error)", status: 1) }
+            answers.append("wrote")
+        case "read":
+            answers.append(cache.value(for: key) == "token" ? "hit" : "miss")
+        default:
+            fail("slide takes write or read", status: 2)
+        }
+    }
+    say(answers.joined(separator: " "))
+    // No waitForBackgroundWork, and `exit` runs no deinit: what the next launch sees was written by the reads.
+    exit(0)
+
 default:
-    fail("usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY...", status: 2)
+    fail("usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | slide DIR write|read SECONDS...", status: 2)
 }
 
 /// A model only this file sees: `String(reflecting:)` names it with its context's address.

@@ -10,6 +10,12 @@ import Foundation
 /// memory hit sets it only when the file's is ``recencyGranularity`` or more away from
 /// the use's time, so an entry read all day costs one `utimensat` a minute, and a read
 /// right after a write none.
+///
+/// The access time is also the last use a ``Lifespan/sinceLastUse(_:)`` lifespan runs
+/// from, as far as the next launch knows. For those entries a use is recorded at its own
+/// moment, not at the next flush's, and only when the read found the entry valid; such a
+/// use never moves an access time back, and a read that found the entry expired sets
+/// back any access time the read itself moved (see `EntryMetadata.use(at:)`).
 extension DiskStore {
     /// How far a use may be from the access time its file keeps before the file is updated, in seconds.
     package static let recencyGranularity: Double = 60
@@ -23,22 +29,41 @@ extension DiskStore {
     }
 
     /// Writes a use at `now` into `fileName`'s access time if the time the file keeps
-    /// (`stamp`, `nil` when unknown) is a granularity or more away. Best effort: a file
-    /// that is gone or not ours keeps what it has.
-    func persistUse(_ fileName: String, at now: Double, stamp: Double?) {
-        if let stamp, abs(now - stamp) < Self.recencyGranularity { return }
-        guard (try? fileSystem.setAccessTime(path(fileName), to: now)) != nil else { return }
+    /// (`stamp`, `nil` when unknown) is a granularity or more away (with `onlyLater`, a
+    /// granularity or more earlier: what another launch or process wrote is never moved
+    /// back). Best effort: a file that is gone or not ours keeps what it has. Returns the
+    /// access time the file keeps (as far as known).
+    @discardableResult
+    func persistUse(_ fileName: String, at now: Double, stamp: Double?, onlyLater: Bool = false) -> Double {
+        if let stamp, (onlyLater ? now - stamp : abs(now - stamp)) < Self.recencyGranularity { return stamp }
+        guard (try? fileSystem.setAccessTime(path(fileName), to: now)) != nil else { return stamp ?? now }
         noteStamp(fileName, now)
+        return now
     }
 
-    /// Records uses at `now` of the entries of `keys` (memory hits, gathered by the memory
-    /// tier and handed over when the cache next does disk work): in the index, and in
-    /// their files' access times as ``persistUse(_:at:stamp:)`` says.
-    package func noteUses(ofKeys keys: [String], at now: Double) {
-        for key in keys {
+    /// Records uses of the entries of `keys` (memory hits, gathered by the memory tier and
+    /// handed over when the cache next does disk work): in the index, and in their files'
+    /// access times as ``persistUse(_:at:stamp:onlyLater:)`` says. A use is at `now` unless
+    /// it comes with its own moment (a ``Lifespan/sinceLastUse(_:)`` entry's last use, which
+    /// its lifespan runs from), which only ever moves an access time later.
+    package func noteUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) {
+        for (key, usedAt) in keys {
             let fileName = Self.fileName(for: key)
-            let (known, stamp) = recordUse(fileName, at: now)
-            persistUse(fileName, at: now, stamp: known ? stamp : nil)
+            let (known, stamp) = recordUse(fileName, at: usedAt ?? now)
+            persistUse(fileName, at: usedAt ?? now, stamp: known ? stamp : nil, onlyLater: usedAt != nil)
         }
+    }
+
+    /// The last use of an entry whose file reads `info`, for a ``Lifespan/sinceLastUse(_:)``
+    /// lifespan: the file's access time, or what this process knows of later uses.
+    package func lastUse(of fileName: String, info: FileInfo) -> Double {
+        max(info.accessedAt, indexedLastUse(of: fileName) ?? -.infinity)
+    }
+
+    /// Sets `fileName`'s access time back to `lastUse` after a read that found its sliding
+    /// lifespan over: where reading moves access times (a file system without `O_NOATIME`,
+    /// or not mounted `noatime`), that read must not count as a use in the next launch.
+    func keepLastUse(_ fileName: String, at lastUse: Double) {
+        persistUse(fileName, at: lastUse, stamp: nil)
     }
 }

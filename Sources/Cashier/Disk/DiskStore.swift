@@ -241,12 +241,18 @@ package final class DiskStore: Sendable {
 
     /// Records a read at `now` (the cache's clock), for least-recently-used order: exactly
     /// in this process's index, and in the file's access time when that is a granularity
-    /// or more off (see ``recencyGranularity``).
-    package func noteRead(_ fileName: String, info: FileInfo, isLocked: Bool, at now: Double) {
+    /// or more off (see ``recencyGranularity``). Returns the access time the file keeps now.
+    @discardableResult
+    package func noteRead(_ fileName: String, info: FileInfo, isLocked: Bool, at now: Double) -> Double {
         state.withLock {
             $0.note(fileName, IndexRecord(size: info.size, lastUse: now, isLocked: isLocked, stamp: info.accessedAt, modifiedAt: info.modifiedAt))
         }
-        persistUse(fileName, at: now, stamp: info.accessedAt)
+        return persistUse(fileName, at: now, stamp: info.accessedAt)
+    }
+
+    /// The last use of `fileName` this process's index holds (writes, reads, uses), if any.
+    func indexedLastUse(of fileName: String) -> Double? {
+        state.withLock { $0.files[fileName]?.lastUse }
     }
 
     /// The index's last use of `fileName` and the access time its file is known to have;
@@ -433,7 +439,8 @@ package final class DiskStore: Sendable {
                         _ = try? fileSystem.removeFile(path(name))
                         continue
                     }
-                    if reclaim.expired, header.isExpired(at: now) {
+                    let lastUse = max(info.accessedAt, known[name]?.lastUse ?? -.infinity)
+                    if reclaim.expired, header.isExpired(at: now, lastUsedAt: lastUse) {
                         chosen.append(Choice(fileName: name, sequence: sequence, removal: .discarded(key: header.key, reason: .expired)))
                         continue
                     }
@@ -443,7 +450,6 @@ package final class DiskStore: Sendable {
                         chosen.append(Choice(fileName: name, sequence: sequence, removal: .discarded(key: header.key, reason: reason)))
                         continue
                     }
-                    let lastUse = max(info.accessedAt, known[name]?.lastUse ?? -.infinity)
                     live.append(Candidate(
                         fileName: name, key: header.key, size: info.size, lastUse: lastUse, sequence: sequence,
                         modifiedAt: info.modifiedAt, isLocked: header.isLocked))

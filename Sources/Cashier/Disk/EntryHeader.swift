@@ -30,12 +30,13 @@ package enum PayloadFormat: UInt8, Sendable, Hashable, CaseIterable {
 ///      6    2 flags: bit 0 = locked; other bits are written 0 and ignored
 ///      8    4 header length H: 80 + key + type name + app version lengths
 ///     12    1 payload format: 0 raw bytes, 1 JSON, 2 binary property list
-///     13    1 lifespan kind: 0 never, 1 seconds after validation, 2 until a date
+///     13    1 lifespan kind: 0 never, 1 seconds after validation, 2 until a date,
+///             3 seconds after the last use (the file's access time; see below)
 ///     14    1 1 if a schema version is present, else 0
 ///     15    1 1 if an app version is present, else 0
 ///     16    8 created at (Float64)
 ///     24    8 validated at (Float64)
-///     32    8 lifespan value: seconds (kind 1) or a date (kind 2); 0 for never
+///     32    8 lifespan value: seconds (kinds 1 and 3) or a date (kind 2); 0 for never
 ///     40    8 schema version (Int64; 0 when absent)
 ///     48    8 payload length P (UInt64)
 ///     56    4 key length (UInt32)
@@ -50,6 +51,11 @@ package enum PayloadFormat: UInt8, Sendable, Hashable, CaseIterable {
 /// The file is exactly `H + P` bytes long. The checksum chains XXH64 over
 /// three ranges: `a = XXH64(bytes[0..<72], seed: 0)`,
 /// `b = XXH64(bytes[80..<H], seed: a)`, `checksum = XXH64(payload, seed: b)`.
+///
+/// The last use of kind 3 is not in the header (reads would have to rewrite it): it is
+/// the later of "validated at" and the file's access time, which Cashier sets itself
+/// (see `DiskStore+Recency.swift`). Builds before kind 3 existed read it as a bad field:
+/// such an entry is a `.corrupt` miss there, and removed.
 package struct EntryHeader: Sendable, Hashable {
     package static let magic: [UInt8] = [0x43, 0x53, 0x48, 0x52]
     package static let formatVersion: UInt16 = 1
@@ -93,17 +99,18 @@ package struct EntryHeader: Sendable, Hashable {
     }
 
     /// The moment the entry expires, ignoring the lock; `nil` for never.
-    package var expiresAt: Double? {
-        switch lifespan {
-        case .never: nil
-        case .seconds(let seconds): validatedAt + seconds
-        case .until(let date): date.timeIntervalSince1970
-        }
+    ///
+    /// `lastUsedAt` is the entry's last use, for a ``Lifespan/sinceLastUse(_:)`` lifespan:
+    /// the file's access time (``FileInfo/accessedAt``), or later if the caller knows better;
+    /// `nil` when unknown (the lifespan then runs from "validated at").
+    package func expiresAt(lastUsedAt: Double?) -> Double? {
+        EntryMetadata(self, size: 0, lastUsedAt: lastUsedAt).expiresAt
     }
 
-    /// Whether the entry counts as expired at `now`: never when locked.
-    package func isExpired(at now: Double) -> Bool {
-        guard !isLocked, let expiresAt else { return false }
+    /// Whether the entry counts as expired at `now`, last used at `lastUsedAt` (see
+    /// ``expiresAt(lastUsedAt:)``): never when locked.
+    package func isExpired(at now: Double, lastUsedAt: Double?) -> Bool {
+        guard !isLocked, let expiresAt = expiresAt(lastUsedAt: lastUsedAt) else { return false }
         return now >= expiresAt
     }
 
@@ -268,6 +275,7 @@ extension Lifespan {
         case .never: (0, 0)
         case .seconds(let seconds): (1, seconds)
         case .until(let date): (2, date.timeIntervalSince1970)
+        case .sinceLastUse(let seconds): (3, seconds)
         }
     }
 
@@ -276,6 +284,7 @@ extension Lifespan {
         case 0: self = .never
         case 1: self = .seconds(value)
         case 2: self = .until(Date(timeIntervalSince1970: value))
+        case 3: self = .sinceLastUse(value)
         default: return nil
         }
     }

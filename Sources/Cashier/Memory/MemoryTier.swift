@@ -9,9 +9,13 @@ struct EntryMetadata: Sendable, Hashable {
     var schemaVersion: Int?
     var appVersion: String?
     var size: Int
+    /// The entry's last use as far as it is known, for a ``Lifespan/sinceLastUse(_:)``
+    /// lifespan (which runs from the later of this and `validatedAt`); `nil`: unknown,
+    /// taken as `validatedAt`. Other lifespans ignore it.
+    var lastUsedAt: Double?
 
     init(createdAt: Double, validatedAt: Double, lifespan: Lifespan, isLocked: Bool,
-         schemaVersion: Int?, appVersion: String?, size: Int) {
+         schemaVersion: Int?, appVersion: String?, size: Int, lastUsedAt: Double? = nil) {
         self.createdAt = createdAt
         self.validatedAt = validatedAt
         self.lifespan = lifespan
@@ -19,12 +23,13 @@ struct EntryMetadata: Sendable, Hashable {
         self.schemaVersion = schemaVersion
         self.appVersion = appVersion
         self.size = size
+        self.lastUsedAt = lastUsedAt
     }
 
-    init(_ header: EntryHeader, size: Int) {
+    init(_ header: EntryHeader, size: Int, lastUsedAt: Double? = nil) {
         self.init(createdAt: header.createdAt, validatedAt: header.validatedAt, lifespan: header.lifespan,
                   isLocked: header.isLocked, schemaVersion: header.schemaVersion,
-                  appVersion: header.appVersion, size: size)
+                  appVersion: header.appVersion, size: size, lastUsedAt: lastUsedAt)
     }
 
     /// When the entry expires, ignoring the lock.
@@ -33,8 +38,13 @@ struct EntryMetadata: Sendable, Hashable {
         case .never: nil
         case .seconds(let seconds): validatedAt + seconds
         case .until(let date): date.timeIntervalSince1970
+        case .sinceLastUse(let seconds): lastUse + seconds
         }
     }
+
+    /// The moment a ``Lifespan/sinceLastUse(_:)`` lifespan runs from: the later of the
+    /// last use known and the last validation.
+    var lastUse: Double { max(validatedAt, lastUsedAt ?? validatedAt) }
 
     /// The moment after which the entry counts as expired: `nil` when locked or never.
     var expiryDeadline: Double? { isLocked ? nil : expiresAt }
@@ -48,6 +58,13 @@ struct EntryMetadata: Sendable, Hashable {
     func isExpired(at now: Double) -> Bool {
         guard let deadline = expiryDeadline else { return false }
         return now >= deadline
+    }
+
+    /// The moment a read at `now` records as the entry's last use: `now`, except that a read
+    /// of an expired ``Lifespan/sinceLastUse(_:)`` entry leaves its last use where it was
+    /// (a read never brings an expired entry back).
+    func use(at now: Double) -> Double {
+        lifespan.slidingSeconds != nil && isExpired(at: now) ? lastUse : now
     }
 }
 
@@ -72,13 +89,22 @@ class MemoryRecord: @unchecked Sendable {
     // not enough: loading one into a local retains it, five retains per hit.)
     fileprivate var newer: Link?
     fileprivate var older: Link?
+    /// For a ``Lifespan/sinceLastUse(_:)`` entry: its last use (read or written under the
+    /// tier's lock), which `metadata.lastUsedAt` held when the record was made…
+    fileprivate var lastUse: Double
+    /// …and the access time its file is known to keep, so a use is written there (at most
+    /// once per ``DiskStore/recencyGranularity``) as it happens, not only at the next flush.
+    fileprivate var persistedUse: Double
 
-    init(name: String, metadata: EntryMetadata, valueType: ObjectIdentifier? = nil, storage: UnsafeMutableRawPointer? = nil, cost: Int = 0) {
+    init(name: String, metadata: EntryMetadata, valueType: ObjectIdentifier? = nil, storage: UnsafeMutableRawPointer? = nil,
+         cost: Int = 0, persistedUse: Double? = nil) {
         self.name = name
         self.metadata = metadata
         self.valueType = valueType
         self.storage = storage
         self.cost = max(0, cost)
+        lastUse = metadata.lastUse
+        self.persistedUse = persistedUse ?? metadata.lastUse
     }
 
     /// The value of a record whose ``valueType`` is `V`'s.
@@ -87,18 +113,28 @@ class MemoryRecord: @unchecked Sendable {
         return storage!.assumingMemoryBound(to: V.self).pointee
     }
 
-    /// The same value with other metadata.
+    /// The same value with other metadata (whose `lastUsedAt` the file now keeps as its access time).
     func replacing(metadata: EntryMetadata) -> MemoryRecord { MemoryRecord(name: name, metadata: metadata, cost: cost) }
+
+    /// `metadata` with the last use this record knows. Call under the tier's lock.
+    fileprivate var currentMetadata: EntryMetadata {
+        guard metadata.lifespan.slidingSeconds != nil else { return metadata }
+        var current = metadata
+        current.lastUsedAt = lastUse
+        return current
+    }
 
     /// The value, type-erased, for change notifications.
     var anyValue: (any Sendable)? { nil }
 }
 
 final class TypedRecord<Value: Sendable>: MemoryRecord, @unchecked Sendable {
-    init(name: String, metadata: EntryMetadata, value: Value, cost: Int) {
+    init(name: String, metadata: EntryMetadata, value: Value, cost: Int, persistedUse: Double? = nil) {
         let storage = UnsafeMutablePointer<Value>.allocate(capacity: 1)
         storage.initialize(to: value)
-        super.init(name: name, metadata: metadata, valueType: ObjectIdentifier(Value.self), storage: UnsafeMutableRawPointer(storage), cost: cost)
+        super.init(
+            name: name, metadata: metadata, valueType: ObjectIdentifier(Value.self), storage: UnsafeMutableRawPointer(storage),
+            cost: cost, persistedUse: persistedUse)
     }
 
     deinit {
@@ -195,15 +231,38 @@ final class MemoryTier: Sendable {
 
     var statistics: CacheStatistics { state.withLock { $0.statistics } }
 
-    /// The names of the records used (hit or stored) since the last call, most recent first.
+    /// The names of the records used (hit or stored) since the last call, most recent first,
+    /// each with the moment of its last use for a ``Lifespan/sinceLastUse(_:)`` entry
+    /// (`nil` for others: they were used "by now").
     ///
     /// What lets memory hits count for the disk's least-recently-used order at no cost
     /// to a hit: a hit already moves its record to the front of the recency list, and a
     /// marker record in that list stands where the last call left the front. This walks
     /// from the front to the marker, then moves the marker to the front. Empty, without
     /// allocating, when nothing was used.
-    func takeUsedNames() -> [String] {
+    ///
+    /// A sliding entry's use is its own time, not the caller's "now": a hit on it that found
+    /// it expired is no use, and must not bring it back in the next launch.
+    func takeUsedNames() -> [(name: String, usedAt: Double?)] {
         withRecords(orIfNone: []) { $0.takeUsed() }
+    }
+
+    /// Records a use at `now` of `name`'s ``Lifespan/sinceLastUse(_:)`` record (a read that found
+    /// it valid). Returns whether its file's access time is ``DiskStore/recencyGranularity`` or
+    /// more behind, in which case the caller writes it (and the record now counts it as written).
+    func noteUse(_ name: String, at now: Double) -> Bool {
+        withRecords(orIfNone: false) { state in
+            guard let record = state.records[name], record.metadata.lifespan.slidingSeconds != nil else { return false }
+            record.lastUse = max(record.lastUse, now)
+            guard now - record.persistedUse >= DiskStore.recencyGranularity else { return false }
+            record.persistedUse = now
+            return true
+        }
+    }
+
+    /// `record`'s metadata with the last use the tier knows of it (see ``EntryMetadata/lastUsedAt``).
+    func currentMetadata(of record: MemoryRecord) -> EntryMetadata {
+        state.withLock { _ in record.currentMetadata }
     }
 
     /// Looks up `name` for a read of a `valueType` value stored under `schemaVersion`
@@ -218,6 +277,9 @@ final class MemoryTier: Sendable {
             else { return .none }
             state.moveToFront(record)
             copy(storage)
+            if let seconds = record.metadata.lifespan.slidingSeconds {
+                return .sliding(until: record.metadata.isLocked ? .infinity : max(record.metadata.validatedAt, record.lastUse) + seconds)
+            }
             guard let deadline = record.metadata.expiryDeadline else {
                 state.statistics.hits += 1
                 return .counted
@@ -235,16 +297,21 @@ final class MemoryTier: Sendable {
         /// A value copied out whose entry expires at this moment (seconds since 1970), left for
         /// the caller to check against its clock (user code, never called under this lock) and count.
         case expiring(at: Double)
+        /// The same for a ``Lifespan/sinceLastUse(_:)`` entry (`infinity` when locked): if the
+        /// read finds it valid, the caller records the use with ``noteUse(_:at:)``.
+        case sliding(until: Double)
     }
 
     /// The record for `name` if it holds a value usable for a read of `valueType` under
-    /// `schemaVersion` (and, unversioned, `appVersion`), made the most recently used:
-    /// every read counts, for this tier's order and, through ``takeUsedNames()``, the disk's.
-    func peekUsable(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?) -> MemoryRecord? {
+    /// `schemaVersion` (and, unversioned, `appVersion`), made the most recently used, with
+    /// its current metadata: every read counts, for this tier's order and, through
+    /// ``takeUsedNames()``, the disk's (a sliding lifespan's use is the caller's to note).
+    func peekUsable(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?)
+        -> (record: MemoryRecord, metadata: EntryMetadata)? {
         withRecords(orIfNone: nil) { state in
             guard let record = state.usable(name, valueType, schemaVersion, appVersion) else { return nil }
             state.moveToFront(record)
-            return record
+            return (record, record.currentMetadata)
         }
     }
 
@@ -272,13 +339,13 @@ final class MemoryTier: Sendable {
             pushFront(marker)
         }
 
-        mutating func takeUsed() -> [String] {
+        mutating func takeUsed() -> [(name: String, usedAt: Double?)] {
             guard !newest.is(marker) else { return [] }
-            var names: [String] = []
+            var names: [(name: String, usedAt: Double?)] = []
             var link = newest
             while let current = link, !link.is(marker) {
                 let record = current.takeUnretainedValue()
-                names.append(record.name)
+                names.append((record.name, record.metadata.lifespan.slidingSeconds == nil ? nil : record.lastUse))
                 link = record.older
             }
             unlink(marker)
