@@ -40,10 +40,10 @@ extension Cache.Configuration {
     /// bundle has no version: `CASHIER_APP_VERSION`.
     package static let appVersionEnvironmentVariable = "CASHIER_APP_VERSION"
 
-    /// ``appVersion``'s default in this process.
-    static var defaultAppVersion: String? {
+    /// ``appVersion``'s default in this process, read once: ``Cache/named(_:)`` (and so
+    /// ``Cache/default``) looks it up on every call, and neither source changes while a process runs.
+    static let defaultAppVersion: String? =
         defaultAppVersion(bundleVersion: mainBundleVersion, environment: ProcessInfo.processInfo.environment)
-    }
 
     /// The bundle's version, else a non-empty `CASHIER_APP_VERSION`, else `nil`.
     package static func defaultAppVersion(bundleVersion: String?, environment: [String: String]) -> String? {
