@@ -16,10 +16,12 @@
 # - .ci/doc-samples/Prelude.swift is compiled into the module DocSamplesPrelude:
 #   the names samples use without declaring them (User, Keys, cache, api...).
 # - Each sample is the main file of a module of its own, after
-#   `import Foundation`, `import Cashier` and `import DocSamplesPrelude`, so
-#   top-level code, `try` and `await` work, and a sample's own declarations
-#   shadow the prelude's. Diagnostics point at the article's file and line.
-#   Type-checking only: nothing is linked or run.
+#   `import Cashier` and `import DocSamplesPrelude`, so top-level code, `try`
+#   and `await` work, and a sample's own declarations shadow the prelude's.
+#   Nothing else is added: a sample that names Foundation's types (`Data`,
+#   `URL`, `Date`...) imports Foundation itself, as the reader's code must.
+#   Diagnostics point at the article's file and line. Type-checking only:
+#   nothing is linked or run.
 #
 # Usage, from anywhere:  bash .ci/doc-samples.sh
 # Exit status: 0 when every sample compiles, 1 otherwise.
@@ -146,7 +148,6 @@ while IFS=$'\t' read -r folder location status; do
     article="${location%:*}"
     first_line="$(cat "$folder/first-line")"
     {
-        echo "import Foundation"
         echo "import Cashier"
         echo "import DocSamplesPrelude"
         echo "#sourceLocation(file: \"$article\", line: $first_line)"

@@ -2,8 +2,10 @@
 //
 // .ci/doc-samples.sh compiles this file into the module DocSamplesPrelude and
 // type-checks every sample as the main file of its own module, importing
-// Foundation, Cashier and DocSamplesPrelude. A sample that declares one of
-// these names itself (its own `Keys` or `User`, say) shadows the one here.
+// Cashier and DocSamplesPrelude, and nothing else: a sample that names a
+// Foundation type imports Foundation itself (importing Foundation here does not
+// make its names visible there). A sample that declares one of these names
+// itself (its own `Keys` or `User`, say) shadows the one here.
 //
 // Keep these in line with what the articles show: the model types and keys
 // match the ones declared in GettingStarted.md and ExpiryAndFetching.md.

@@ -46,8 +46,10 @@ public final class Cache: Sendable {
         public var memoryCostLimit: Int? = Configuration.defaultMemoryCostLimit
         /// Bytes on disk (headers included) past which least recently used entries are evicted, off the caller's thread.
         public var diskSizeLimit: Int? = nil
-        /// The version unversioned keys' entries are tied to; defaults to the main bundle's version.
-        public var appVersion: String? = Configuration.mainBundleVersion
+        /// The version unversioned keys' entries are tied to: the main bundle's version, else the
+        /// `CASHIER_APP_VERSION` environment variable (for servers and tools, which have no bundle
+        /// version), else `nil`. See ``Cache/named(_:appVersion:)``.
+        public var appVersion: String? = Configuration.defaultAppVersion
         /// How entry files are protected.
         public var fileProtection: FileProtection = .none
         /// Whether `set` waits for the data to reach stable storage.
@@ -176,16 +178,13 @@ public final class Cache: Sendable {
         store.hub.unsubscribe(subscription)
     }
 
-    private static let registry = Locked<[String: Cache]>([:])
-
     /// The process's one cache with this name (default configuration, ``Location/caches``).
+    ///
+    /// Its ``Configuration-swift.struct/appVersion`` is the default one: the main bundle's
+    /// version, else the `CASHIER_APP_VERSION` environment variable. A server sets one with
+    /// ``named(_:appVersion:)``.
     public static func named(_ name: String) -> Cache {
-        registry.withLock { caches in
-            if let cache = caches[name] { return cache }
-            let cache = Cache(Configuration(name: name))
-            caches[name] = cache
-            return cache
-        }
+        named(name, resolvedAppVersion: Configuration.defaultAppVersion)
     }
 
     /// The cache named "default".
