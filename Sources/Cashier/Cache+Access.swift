@@ -238,7 +238,7 @@ extension Cache {
     /// Unusable entries on disk are removed and reported here.
     func load<V>(_ key: CacheKey<V>) -> Found<V>? {
         if let found = memoryEntry(key) { return found }
-        guard let disk else { return nil }
+        guard let disk, !isFolderRefused(key: key.name) else { return nil }
         var events: [CacheEvent] = []
         var changes: [(any Sendable)?] = []
         let found: Found<V>? = store.keyLocks.withLock(key.name) {
@@ -290,6 +290,10 @@ extension Cache {
             return discard(.corrupt)
         case .entry(let h, let p, let i):
             (header, payload, info) = (h, p, i)
+        }
+        if let untrusted = untrustedEntry(ownedBy: info.owner, path: disk.path(fileName), key: key.name) {
+            events.append(.failure(key: key.name, error: untrusted))
+            return nil
         }
         // Another key whose name hashes alike: not ours to judge or remove.
         guard header.key == key.name else { return nil }
@@ -357,7 +361,7 @@ extension Cache {
     /// header (checksum unverified). Call holding `name`'s key lock; it takes no lock itself.
     func storedMetadata(named name: String) -> EntryMetadata? {
         if let record = memory.peek(name) { return record.metadata }
-        guard let disk, case .success(let (header, info)) = disk.readHeader(DiskStore.fileName(for: name)),
+        guard let disk, disk.refusal(for: configuration.sharing) == nil, case .success(let (header, info)) = disk.readHeader(DiskStore.fileName(for: name)),
               header.key == name else { return nil }
         return EntryMetadata(header, size: info.size)
     }
@@ -365,7 +369,7 @@ extension Cache {
     /// Whether `name`'s current entry is locked, so a new write keeps the lock. Call holding its key lock.
     private func isLockedNow(_ name: String) -> Bool {
         if let record = memory.peek(name) { return record.metadata.isLocked }
-        guard let disk, case .success(let (header, _)) = disk.readHeader(DiskStore.fileName(for: name)) else { return false }
+        guard let disk, disk.refusal(for: configuration.sharing) == nil, case .success(let (header, _)) = disk.readHeader(DiskStore.fileName(for: name)) else { return false }
         return header.key == name && header.isLocked
     }
 

@@ -17,6 +17,7 @@ extension Cache {
             store.keyLocks.withEveryKeyLocked(forget)
             return
         }
+        guard !isFolderRefused(key: nil, fresh: true) else { return }
         for failure in disk.removeAllEntries(forgetting: forget) {
             emit(.failure(key: nil, error: failure.cacheError(key: nil)))
         }
@@ -27,6 +28,7 @@ extension Cache {
     public func removeExpired() {
         let now = nowSeconds
         if let disk {
+            guard !isFolderRefused(key: nil, fresh: true) else { return }
             report(disk.collectGarbage(
                 now: now, limits: DiskStore.Limits(size: nil, minimumFreeSpace: nil), reclaim: DiskStore.Reclaim(expired: true),
                 forgetting: forget))
@@ -59,6 +61,7 @@ extension Cache {
             removeFromMemory { shouldRemove($0.name, $0.metadata) ? .removed(key: $0.name) : nil }
             return
         }
+        guard !isFolderRefused(key: nil, fresh: true) else { return }
         recordMemoryUses()
         // A record whose file is gone (removed by hand, say) has nothing on disk to match.
         // Dropping a memory record early is always safe: the file is the truth.
@@ -102,6 +105,8 @@ extension Cache {
     func collectGarbage(waiting: Bool) {
         let now = nowSeconds
         if let disk {
+            // Judged anew: a folder whose owner or mode changed, or that was replaced, is left alone.
+            guard !isFolderRefused(key: nil, fresh: true) else { return }
             // Memory hits count before victims are ordered.
             recordMemoryUses()
             let reclaim = DiskStore.Reclaim(expired: true, otherAppVersionsThan: .some(configuration.appVersion))
@@ -116,12 +121,12 @@ extension Cache {
     /// The first call scans the folder once; later calls are kept current by this process's writes.
     /// 0 for a memory-only cache.
     public var totalSize: Int {
-        disk?.totals().size ?? 0
+        isFolderRefused(key: nil) ? 0 : disk?.totals().size ?? 0
     }
 
     /// How many entries are stored (on disk; in memory for a memory-only cache).
     public var count: Int {
-        disk?.totals().count ?? memory.count
+        isFolderRefused(key: nil) ? 0 : disk?.totals().count ?? memory.count
     }
 
     /// Counters since this instance was made.
@@ -133,6 +138,7 @@ extension Cache {
     /// another ``Configuration-swift.struct/appVersion`` (garbage collection reclaims them).
     public var keys: [String] {
         if let disk {
+            guard !isFolderRefused(key: nil) else { return [] }
             let appVersion = configuration.appVersion
             return disk.scanHeaders().entries
                 .filter { $0.header.schemaVersion != nil || $0.header.appVersion == appVersion }
