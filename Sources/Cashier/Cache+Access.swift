@@ -7,7 +7,8 @@ extension Cache {
     /// ``Configuration/returnsExpiredValues``), or an entry that cannot be used
     /// (another schema or app version, another type, damage, a payload that no
     /// longer decodes), which is removed and reported as
-    /// ``CacheEvent/discarded(key:reason:)``. A memory hit does no I/O and no
+    /// ``CacheEvent/discarded(key:reason:)``, and any entry in a folder the cache refuses
+    /// (``CacheError/Kind/untrustedFolder``, reported as ``CacheEvent/failure(key:error:)``). A memory hit does no I/O and no
     /// decoding; otherwise this reads one file. Never throws, never traps.
     @inlinable
     public func value<V>(for key: CacheKey<V>) -> V? {
@@ -83,7 +84,9 @@ extension Cache {
     ///
     /// - Throws: ``CacheError`` naming the key and the cause when the value cannot be
     ///   encoded or the file cannot be written, or (kind ``CacheError/Kind/invalidValue``)
-    ///   when the lifespan is NaN; what was stored before is then untouched.
+    ///   when the lifespan is NaN, or (kind ``CacheError/Kind/untrustedFolder``) when the folder
+    ///   is one that others could plant entries in (see ``Configuration-swift.struct/sharing``);
+    ///   what was stored before is then untouched.
     ///   One exception: with ``Configuration/durability`` `.synchronized`, when only the
     ///   folder sync after the rename fails, the new entry is in place (and read back)
     ///   but may not survive a power loss.

@@ -147,6 +147,7 @@ public final class Cache: Sendable {
 
     /// Makes a cache. Never throws: the folder is created by the first write, and
     /// I/O failures surface as errors from writes and ``CacheEvent/failure(key:error:)`` events.
+    /// The folder is judged (who owns it, who can write it) when the cache first uses it, not here.
     public init(_ configuration: Configuration) {
         self.configuration = configuration
         let path = Self.folderPath(for: configuration)
