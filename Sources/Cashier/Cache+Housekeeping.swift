@@ -17,7 +17,8 @@ extension Cache {
             store.keyLocks.withEveryKeyLocked(forget)
             return
         }
-        guard !isFolderRefused(key: nil, fresh: true) else { return }
+        // A refused folder is left alone, but what this instance holds in memory still goes.
+        guard !isFolderRefused(key: nil, fresh: true) else { return store.keyLocks.withEveryKeyLocked(forget) }
         for failure in disk.removeAllEntries(forgetting: forget) {
             emit(.failure(key: nil, error: failure.cacheError(key: nil)))
         }
@@ -61,13 +62,13 @@ extension Cache {
             removeFromMemory { shouldRemove($0.name, $0.metadata) ? .removed(key: $0.name) : nil }
             return
         }
-        guard !isFolderRefused(key: nil, fresh: true) else { return }
         recordMemoryUses()
         // A record whose file is gone (removed by hand, say) has nothing on disk to match.
         // Dropping a memory record early is always safe: the file is the truth.
         for record in memory.allRecords where shouldRemove(record.name, record.metadata) {
             memory.remove(record.name)
         }
+        guard !isFolderRefused(key: nil, fresh: true) else { return }
         report(disk.removeEntries(where: { header in shouldRemove(header.key, EntryMetadata(header, size: 0)) }, forgetting: forget))
     }
 

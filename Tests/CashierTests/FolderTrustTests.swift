@@ -109,6 +109,16 @@ import Darwin
         #expect(untrustedFailures.count == 4)
     }
 
+    @Test func removeAllOnARefusedFolderStillForgetsWhatIsInMemory() throws {
+        let cache = cache()
+        try cache.set("secret", for: key)
+        try #require(chmod(folder.path, 0o777) == 0)
+        cache.removeAll()
+        #expect(cache.value(for: key) == nil)
+        #expect(folder.entryFiles.count == 1)
+        #expect(untrustedFailures.count == 2)
+    }
+
     @Test func aSymbolicLinkAnotherUserOwnsIsRefusedAndTheUsersOwnIsFollowed() throws {
         let target = TemporaryFolder()
         try Cache(makeConfiguration(target)).set("secret", for: key)
