@@ -294,8 +294,15 @@ package struct POSIXFileSystem: FileSystem {
         Platform.availableBytes(path)
     }
 
-    package func lockExclusively(_ path: String) throws(SystemError) -> Int32 {
+    /// Opens the lock file, creating it; one another member of a shared cache's group made
+    /// (0600, theirs) opens read-only, which is all `flock` needs.
+    private func openLockFile(_ path: String) -> Int32 {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        return fd < 0 && errno == EACCES ? open(path, O_RDONLY | O_CLOEXEC) : fd
+    }
+
+    package func lockExclusively(_ path: String) throws(SystemError) -> Int32 {
+        let fd = openLockFile(path)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         while flock(fd, LOCK_EX) != 0 {
             if errno == EINTR { continue }
@@ -307,7 +314,7 @@ package struct POSIXFileSystem: FileSystem {
     }
 
     package func tryLockExclusively(_ path: String) throws(SystemError) -> Int32? {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = openLockFile(path)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
