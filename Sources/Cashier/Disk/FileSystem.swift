@@ -56,7 +56,8 @@ package struct FileInfo: Sendable, Hashable {
     package var isRegularFile: Bool
     package var isDirectory: Bool
     /// The file's owner (`st_uid`): a cache that shares with no one reads only its user's files.
-    package var owner: uid_t = 0
+    /// No default: a `FileInfo` built without it would pass as root's, trusted.
+    package var owner: uid_t
 }
 
 /// Every file-system call Cashier makes: the seam tests use to inject failures.
