@@ -69,3 +69,24 @@ void with_lock(os_unfair_lock *lock) {
     os_unfair_lock_unlock(lock);
 }
 os_unfair_lock new_lock(void) { return OS_UNFAIR_LOCK_INIT; }
+
+/* Disk/FolderTrust.swift and Disk/FileSystem.swift (shared code; the types the Swift side
+   assumes on Darwin): lstat, then stat through a link; st_uid, st_gid, st_mode (16-bit mode_t)
+   & 0o7777 against S_IWOTH / S_IWGRP; st_dev and st_ino widened to UInt64; geteuid, getegid,
+   getgroups(count, &groups); chmod after mkdir and fchmod after open with 0o2770 / 0o660. */
+_Static_assert(sizeof(mode_t) == 2, "mode_t is 16 bits on Darwin (UInt16 in Swift)");
+_Static_assert(sizeof(uid_t) == 4 && sizeof(gid_t) == 4, "uid_t and gid_t are 32 bits");
+_Static_assert(sizeof(((struct stat *)0)->st_ino) == 8, "st_ino is 64 bits");
+_Static_assert(S_IWOTH == 02 && S_IWGRP == 020 && S_ISGID == 02000 && S_IFLNK == 0120000, "mode bits");
+int32_t folder_trust(const char *path, int32_t fd) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return -1;
+    uid_t link_owner = st.st_uid;
+    if ((st.st_mode & S_IFMT) == S_IFLNK && stat(path, &st) != 0) return -1;
+    gid_t groups[16];
+    int32_t count = getgroups(16, groups);
+    uint64_t identity = (uint64_t)st.st_dev ^ (uint64_t)st.st_ino;
+    mode_t mode = st.st_mode & 07777;
+    int trusted = (st.st_uid == geteuid() || st.st_gid == getegid() || link_owner == 0) && (mode & (S_IWOTH | S_IWGRP)) == 0;
+    return trusted && count >= 0 && identity != 0 && chmod(path, (mode_t)02770) == 0 ? fchmod(fd, (mode_t)0660) : -1;
+}

@@ -7,7 +7,8 @@ extension Cache {
     /// ``Configuration/returnsExpiredValues``), or an entry that cannot be used
     /// (another schema or app version, another type, damage, a payload that no
     /// longer decodes), which is removed and reported as
-    /// ``CacheEvent/discarded(key:reason:)``. A memory hit does no I/O and no
+    /// ``CacheEvent/discarded(key:reason:)``, and any entry in a folder the cache refuses
+    /// (``CacheError/Kind/untrustedFolder``, reported as ``CacheEvent/failure(key:error:)``). A memory hit does no I/O and no
     /// decoding; otherwise this reads one file. Never throws, never traps.
     @inlinable
     public func value<V>(for key: CacheKey<V>) -> V? {
@@ -92,7 +93,9 @@ extension Cache {
     ///
     /// - Throws: ``CacheError`` naming the key and the cause when the value cannot be
     ///   encoded or the file cannot be written, or (kind ``CacheError/Kind/invalidValue``)
-    ///   when the lifespan is NaN; what was stored before is then untouched.
+    ///   when the lifespan is NaN, or (kind ``CacheError/Kind/untrustedFolder``) when the folder
+    ///   is one that others could plant entries in (see ``Configuration-swift.struct/sharing``);
+    ///   what was stored before is then untouched.
     ///   One exception: with ``Configuration/durability`` `.synchronized`, when only the
     ///   folder sync after the rename fails, the new entry is in place (and read back)
     ///   but may not survive a power loss.
@@ -248,7 +251,7 @@ extension Cache {
     /// Unusable entries on disk are removed and reported here.
     func load<V>(_ key: CacheKey<V>) -> Found<V>? {
         if let found = memoryEntry(key) { return found }
-        guard let disk else { return nil }
+        guard let disk, !isFolderRefused(key: key.name) else { return nil }
         var events: [CacheEvent] = []
         var changes: [(any Sendable)?] = []
         let found: Found<V>? = store.keyLocks.withLock(key.name) {
@@ -302,6 +305,10 @@ extension Cache {
             return discard(.corrupt)
         case .entry(let h, let p, let i):
             (header, payload, info) = (h, p, i)
+        }
+        if let untrusted = untrustedEntry(ownedBy: info.owner, path: disk.path(fileName), key: key.name) {
+            events.append(.failure(key: key.name, error: untrusted))
+            return nil
         }
         // Another key whose name hashes alike: not ours to judge or remove.
         guard header.key == key.name else { return nil }
@@ -383,14 +390,15 @@ extension Cache {
     func storedMetadata(named name: String) -> EntryMetadata? {
         if let record = memory.peek(name) { return memory.currentMetadata(of: record) }
         let fileName = DiskStore.fileName(for: name)
-        guard let disk, case .success(let (header, info)) = disk.readHeader(fileName), header.key == name else { return nil }
+        guard let disk, disk.refusal(for: configuration.sharing) == nil, case .success(let (header, info)) = disk.readHeader(fileName),
+              header.key == name else { return nil }
         return EntryMetadata(header, size: info.size, lastUsedAt: disk.lastUse(of: fileName, info: info))
     }
 
     /// Whether `name`'s current entry is locked, so a new write keeps the lock. Call holding its key lock.
     private func isLockedNow(_ name: String) -> Bool {
         if let record = memory.peek(name) { return record.metadata.isLocked }
-        guard let disk, case .success(let (header, _)) = disk.readHeader(DiskStore.fileName(for: name)) else { return false }
+        guard let disk, disk.refusal(for: configuration.sharing) == nil, case .success(let (header, _)) = disk.readHeader(DiskStore.fileName(for: name)) else { return false }
         return header.key == name && header.isLocked
     }
 

@@ -17,6 +17,8 @@ extension Cache {
             store.keyLocks.withEveryKeyLocked(forget)
             return
         }
+        // A refused folder is left alone, but what this instance holds in memory still goes.
+        guard !isFolderRefused(key: nil, fresh: true) else { return store.keyLocks.withEveryKeyLocked(forget) }
         for failure in disk.removeAllEntries(forgetting: forget) {
             emit(.failure(key: nil, error: failure.cacheError(key: nil)))
         }
@@ -27,6 +29,7 @@ extension Cache {
     public func removeExpired() {
         let now = nowSeconds
         if let disk {
+            guard !isFolderRefused(key: nil, fresh: true) else { return }
             // Memory hits count before `.sinceLastUse` lifespans are judged.
             recordMemoryUses()
             report(disk.collectGarbage(
@@ -69,6 +72,7 @@ extension Cache {
         for record in memory.allRecords where shouldRemove(record.name, record.metadata) {
             memory.remove(record.name)
         }
+        guard !isFolderRefused(key: nil, fresh: true) else { return }
         report(disk.removeEntries(where: { header in shouldRemove(header.key, EntryMetadata(header, size: 0)) }, forgetting: forget))
     }
 
@@ -106,6 +110,8 @@ extension Cache {
     func collectGarbage(waiting: Bool) {
         let now = nowSeconds
         if let disk {
+            // Judged anew: a folder whose owner or mode changed, or that was replaced, is left alone.
+            guard !isFolderRefused(key: nil, fresh: true) else { return }
             // Memory hits count before victims are ordered.
             recordMemoryUses()
             let reclaim = DiskStore.Reclaim(expired: true, otherAppVersionsThan: .some(configuration.appVersion))
@@ -120,12 +126,12 @@ extension Cache {
     /// The first call scans the folder once; later calls are kept current by this process's writes.
     /// 0 for a memory-only cache.
     public var totalSize: Int {
-        disk?.totals().size ?? 0
+        isFolderRefused(key: nil) ? 0 : disk?.totals().size ?? 0
     }
 
     /// How many entries are stored (on disk; in memory for a memory-only cache).
     public var count: Int {
-        disk?.totals().count ?? memory.count
+        isFolderRefused(key: nil) ? 0 : disk?.totals().count ?? memory.count
     }
 
     /// Counters since this instance was made.
@@ -137,6 +143,7 @@ extension Cache {
     /// another ``Configuration-swift.struct/appVersion`` (garbage collection reclaims them).
     public var keys: [String] {
         if let disk {
+            guard !isFolderRefused(key: nil) else { return [] }
             let appVersion = configuration.appVersion
             return disk.scanHeaders().entries
                 .filter { $0.header.schemaVersion != nil || $0.header.appVersion == appVersion }

@@ -52,6 +52,12 @@ public final class Cache: Sendable {
         public var appVersion: String? = Configuration.defaultAppVersion
         /// How entry files are protected.
         public var fileProtection: FileProtection = .none
+        /// Who besides this user may read and write the cache's folder: no one by default.
+        ///
+        /// With ``Sharing/owner`` entries are 0600 and folders 0700, and a folder another user
+        /// owns, or that its group or others can write, is refused. ``Sharing/group`` makes
+        /// 0660 entries in 0770 folders and accepts a folder the group can write. See <doc:StorageAndLimits>.
+        public var sharing: Sharing = .owner
         /// Whether `set` waits for the data to reach stable storage.
         public var durability: Durability = .standard
         /// How often ``Cache/collectGarbage()`` runs by itself, in seconds; `nil` for never.
@@ -115,8 +121,8 @@ public final class Cache: Sendable {
     public enum FileProtection: Sendable, Hashable {
         /// The platform's defaults.
         case none
-        /// Complete file protection on Apple platforms; owner-only permissions
-        /// (0600 files in a 0700 folder) everywhere.
+        /// Complete file protection on Apple platforms: unreadable while the device is locked.
+        /// Permissions are ``Configuration-swift.struct/sharing``'s, owner-only by default.
         case complete
     }
 
@@ -144,11 +150,15 @@ public final class Cache: Sendable {
 
     /// Makes a cache. Never throws: the folder is created by the first write, and
     /// I/O failures surface as errors from writes and ``CacheEvent/failure(key:error:)`` events.
+    /// The folder is judged (who owns it, who can write it) when the cache first uses it, not here.
     public init(_ configuration: Configuration) {
         self.configuration = configuration
         let path = Self.folderPath(for: configuration)
         folder = path.map { URL(fileURLWithPath: $0, isDirectory: true) }
         store = Store.forFolder(path, fileSystem: configuration.fileSystem)
+        // Each new cache judges the folder again on first use (its sharing may differ; the
+        // folder may have changed): one lstat then, none here.
+        store.disk?.forgetFolderStatus()
         memory = MemoryTier(limit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimit)
         let memory = self.memory
         let box = WeakIdentity()
@@ -271,8 +281,9 @@ public final class Cache: Sendable {
     var writeOptions: DiskStore.WriteOptions {
         let complete = configuration.fileProtection == .complete
         var options = DiskStore.WriteOptions(
-            filePermissions: complete ? 0o600 : 0o644, folderPermissions: complete ? 0o700 : 0o755,
+            filePermissions: configuration.sharing.filePermissions, folderPermissions: configuration.sharing.folderPermissions,
             synchronize: configuration.durability == .synchronized, completeProtection: complete)
+        options.sharing = configuration.sharing
         options.usedAt = nowSeconds
         options.excludesFromBackup = configuration.location == .persistent
         return options

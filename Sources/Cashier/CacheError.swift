@@ -25,6 +25,12 @@ public struct CacheError: Error, Sendable, Hashable {
         public static let folderUnavailable = Kind(rawValue: "folder unavailable")
         /// The file system refused for lack of permission or because it is read-only.
         public static let permissionDenied = Kind(rawValue: "permission denied")
+        /// The cache folder is owned by another user, or others (or, unless
+        /// ``Cache/Configuration-swift.struct/sharing`` is ``Cache/Sharing/group``, its group)
+        /// can write it, or it is a symbolic link another user owns: anyone who can write it
+        /// could plant entries. Writes throw it, reads miss and report it as a
+        /// ``CacheEvent/failure(key:error:)``; the message says who owns the folder and its mode.
+        public static let untrustedFolder = Kind(rawValue: "untrusted folder")
         /// The volume is full or a quota is exceeded.
         public static let noSpace = Kind(rawValue: "no space")
         /// Any other input/output failure.

@@ -77,6 +77,7 @@ package enum CashierCommands {
     }
 
     static func run(_ invocation: Invocation, console: Console, now: Date) throws -> ExitStatus {
+        if let warning = invocation.inspectedFolder.flatMap(FolderWarning.line(for:)) { console.printError(warning) }
         switch invocation {
         case .help(let command):
             console.print(Help.text(for: command))

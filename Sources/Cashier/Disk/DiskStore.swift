@@ -18,6 +18,8 @@ package final class DiskStore: Sendable {
     package let folder: String
     package let fileSystem: any FileSystem
     private let state = Locked(IndexState())
+    /// The folder's owner and mode as last judged (see `FolderTrust.swift`).
+    let folderCheck = Locked(FolderCheck())
     /// Per-key locks of every cache on this folder in this process, and the barrier bulk removals take.
     let keyLocks = KeyLocks()
     private let sweepQueue = DispatchQueue(label: "Cashier.DiskStore.sweep", qos: .utility)
@@ -128,6 +130,8 @@ package final class DiskStore: Sendable {
         package var folderPermissions: mode_t
         package var synchronize: Bool
         package var completeProtection: Bool
+        /// Who else may write the folder: a folder this refuses is never written to.
+        package var sharing: Cache.Sharing = .owner
         /// Whether a folder made for the cache is excluded from iCloud and device backups (`.persistent`).
         package var excludesFromBackup = false
         /// The moment of the write by the cache's clock, recorded as the entry's last use; `nil`: the real clock.
@@ -146,6 +150,8 @@ package final class DiskStore: Sendable {
     /// old entry (if any) is untouched and no temporary file is left. Returns the
     /// entry's size in bytes.
     package func write(_ fileName: String, header: EntryHeader, payload: Data, options: WriteOptions) throws(SystemError) -> Int {
+        // One lstat: a folder whose owner or mode changed, or that was replaced, is judged anew.
+        if let refusal = refusal(for: options.sharing, fresh: true) { throw refusal }
         let temporary = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
         let size = header.length + payload.count
         do {
@@ -172,6 +178,8 @@ package final class DiskStore: Sendable {
     private func writeTemporary(_ temporary: String, header: EntryHeader, payload: Data, options: WriteOptions) throws(SystemError) {
         if !state.withLock({ $0.folderReady }) {
             try createFolder(options)
+            // Another user may have made it first, between the check and the mkdir.
+            if let refusal = refusal(for: options.sharing, fresh: true) { throw refusal }
             state.withLock { $0.folderReady = true }
         }
         let written = payload.withUnsafeBytes { payloadBytes in

@@ -12,6 +12,8 @@ package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
     package var code: Int32
     package var operation: String
     package var path: String
+    /// Why the folder at `path` is refused (see `FolderTrust.swift`); `nil` for a failed call.
+    package var refusal: String?
 
     package init(code: Int32, operation: String, path: String) {
         self.code = code
@@ -19,10 +21,19 @@ package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
         self.path = path
     }
 
-    package var description: String { "\(operation) failed: \(String(cString: strerror(code))) (errno \(code))" }
+    /// The folder at `path` is not trusted, for `reason` (no system call failed).
+    package init(untrustedFolder path: String, reason: String) {
+        self.init(code: EPERM, operation: "trust folder", path: path)
+        refusal = reason
+    }
+
+    package var description: String {
+        refusal ?? "\(operation) failed: \(String(cString: strerror(code))) (errno \(code))"
+    }
 
     /// The ``CacheError`` a caller sees for this failure.
     func cacheError(key: String?) -> CacheError {
+        if let refusal { return CacheError(kind: .untrustedFolder, key: key, path: path, message: refusal) }
         let kind: CacheError.Kind =
             switch code {
             case ENOSPC, EDQUOT, EFBIG: .noSpace
@@ -44,6 +55,9 @@ package struct FileInfo: Sendable, Hashable {
     package var modifiedAt: Double
     package var isRegularFile: Bool
     package var isDirectory: Bool
+    /// The file's owner (`st_uid`): a cache that shares with no one reads only its user's files.
+    /// No default: a `FileInfo` built without it would pass as root's, trusted.
+    package var owner: uid_t
 }
 
 /// Every file-system call Cashier makes: the seam tests use to inject failures.
@@ -97,8 +111,13 @@ package struct POSIXFileSystem: FileSystem {
     package init() {}
 
 
+    /// Makes `path` and any missing parent with exactly `permissions` (`mkdir` then `chmod`:
+    /// the umask may strip group bits a shared cache asks for, and `mkdir` ignores setgid).
     package func createDirectory(_ path: String, permissions: mode_t) throws(SystemError) {
-        if mkdir(path, permissions) == 0 { return }
+        if mkdir(path, permissions) == 0 {
+            try setMode(path, permissions)
+            return
+        }
         let code = errno
         if code == EEXIST {
             var st = stat()
@@ -109,9 +128,13 @@ package struct POSIXFileSystem: FileSystem {
         let parent = (path as NSString).deletingLastPathComponent
         guard !parent.isEmpty, parent != path else { throw SystemError(code: code, operation: "mkdir", path: path) }
         try createDirectory(parent, permissions: permissions)
-        if mkdir(path, permissions) != 0, errno != EEXIST {
-            throw SystemError(code: errno, operation: "mkdir", path: path)
-        }
+        if mkdir(path, permissions) == 0 { return try setMode(path, permissions) }
+        if errno != EEXIST { throw SystemError(code: errno, operation: "mkdir", path: path) }
+    }
+
+    /// `chmod` of a folder just made: exactly `permissions`, whatever the umask took away.
+    private func setMode(_ path: String, _ permissions: mode_t) throws(SystemError) {
+        guard chmod(path, permissions) == 0 else { throw SystemError(code: errno, operation: "chmod", path: path) }
     }
 
     package func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
@@ -120,6 +143,11 @@ package struct POSIXFileSystem: FileSystem {
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         var closed = false
         defer { if !closed { _ = close(fd) } }
+        // A umask only takes bits away, so 0600 is what a sane umask leaves; a shared cache's
+        // group bits would be stripped by the usual 022, so they are set on the open file.
+        if permissions & ~0o700 != 0, fchmod(fd, permissions) != 0 {
+            throw SystemError(code: errno, operation: "fchmod", path: path)
+        }
         // The file exists and is empty: protect it before its first byte.
         if completeProtection { try Platform.protectCompletely(path) }
         try writeAll(fd, header, payload, path: path)
@@ -267,8 +295,15 @@ package struct POSIXFileSystem: FileSystem {
         Platform.availableBytes(path)
     }
 
-    package func lockExclusively(_ path: String) throws(SystemError) -> Int32 {
+    /// Opens the lock file, creating it; one another member of a shared cache's group made
+    /// (0600, theirs) opens read-only, which is all `flock` needs.
+    private func openLockFile(_ path: String) -> Int32 {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        return fd < 0 && errno == EACCES ? open(path, O_RDONLY | O_CLOEXEC) : fd
+    }
+
+    package func lockExclusively(_ path: String) throws(SystemError) -> Int32 {
+        let fd = openLockFile(path)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         while flock(fd, LOCK_EX) != 0 {
             if errno == EINTR { continue }
@@ -280,7 +315,7 @@ package struct POSIXFileSystem: FileSystem {
     }
 
     package func tryLockExclusively(_ path: String) throws(SystemError) -> Int32? {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = openLockFile(path)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
