@@ -63,8 +63,8 @@ public enum Pairs {
         ("sync-floor", synchronizedWriteFloor),
         ("read", { coldRead($0, keyCount: 100) }), ("read-10k", { coldRead($0, keyCount: 10_000) }),
         ("open", openAndRead), ("size", totalSize), ("sweep", sweep), ("threads", concurrency),
-        ("read-64k", { coldRead($0, bytes: 64 << 10) }), ("read-1m", { coldRead($0, bytes: 1 << 20) }),
-        ("write-64k", { write($0, bytes: 64 << 10) }), ("write-1m", { write($0, bytes: 1 << 20) }),
+        ("read-64k", { rawColdRead($0, bytes: 64 << 10) }), ("read-1m", { rawColdRead($0, bytes: 1 << 20) }),
+        ("write-64k", { rawWrite($0, bytes: 64 << 10) }), ("write-1m", { rawWrite($0, bytes: 1 << 20) }),
     ]
 
     /// Memory hits spread over `keyCount` keys: 100 stay in the CPU caches, 10,000 mostly do not.
@@ -277,7 +277,7 @@ public enum Pairs {
 extension Pairs {
     /// Goals of issue 16 for values of `bytes` bytes stored raw (`CacheKey<Data>`): a cold read
     /// at most 1.35x `Data(contentsOf:)` for 64 KiB and 2.1x for 1 MiB, the checksum verified.
-    public static func coldRead(_ scale: Scale, bytes: Int) -> Pair {
+    public static func rawColdRead(_ scale: Scale, bytes: Int) -> Pair {
         let keyCount = 16
         let operations = scale.times(bytes >= 1 << 20 ? 400 : 4_000)
         let baselineFolder = Scratch("blob-read-baseline")
@@ -303,7 +303,7 @@ extension Pairs {
 
     /// Writes of `bytes`-byte values stored raw, against `Data.write(to:options: .atomic)`:
     /// issue 16 asks that they stay at or below the ratios measured before its reader.
-    public static func write(_ scale: Scale, bytes: Int) -> Pair {
+    public static func rawWrite(_ scale: Scale, bytes: Int) -> Pair {
         let keyCount = 16
         let operations = scale.times(bytes >= 1 << 20 ? 200 : 1_000)
         let baselineFolder = Scratch("blob-write-baseline")
