@@ -83,7 +83,9 @@ extension Cache {
     ///
     /// - Throws: ``CacheError`` naming the key and the cause when the value cannot be
     ///   encoded or the file cannot be written, or (kind ``CacheError/Kind/invalidValue``)
-    ///   when the lifespan is NaN; what was stored before is then untouched.
+    ///   when the lifespan is NaN or, in a cache with a folder, when the entry (the encoded
+    ///   value and its header) would be over 1 GiB, the most a read accepts; what was stored
+    ///   before is then untouched.
     ///   One exception: with ``Configuration/durability`` `.synchronized`, when only the
     ///   folder sync after the rename fails, the new entry is in place (and read back)
     ///   but may not survive a power loss.
@@ -122,6 +124,7 @@ extension Cache {
                     let header = EntryHeader(
                         key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
                         payloadLength: payload.count)
+                    try header.checkWritable()
                     do throws(SystemError) {
                         metadata.size = try disk.write(DiskStore.fileName(for: key.name), header: header, payload: payload, options: writeOptions)
                     } catch {
