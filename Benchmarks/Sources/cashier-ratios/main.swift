@@ -69,11 +69,11 @@ for (_, make) in selected {
     switch pair.goal {
     case .atMost(let limit):
         ratio = cashier / baseline
-        target = String(format: "≤ %.2gx", limit)
+        target = String(format: "≤ %gx", limit)
         ok = ratio <= limit
     case .atLeast(let limit):
         ratio = baseline / cashier
-        target = String(format: "≥ %.2gx", limit)
+        target = String(format: "≥ %gx", limit)
         ok = ratio >= limit
     }
     if pair.isReference { references += 1 }
