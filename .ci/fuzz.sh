@@ -3,8 +3,9 @@
 #
 #   bash .ci/fuzz.sh [SECONDS] [entry] [payload]     # no names: both
 #
-# entry:   Tests/Fuzz/EntryFuzzer.swift over the entry-file parser (EntryHeader),
-#          seeded with Tests/Fixtures/EntryCorpus (real entry files).
+# entry:   Tests/Fuzz/EntryFuzzer.swift over the entry-file parser (EntryHeader) and
+#          the one reader (EntryReader: prefix, length checks against the file's size and
+#          the 1 GiB maximum, then the rest), seeded with Tests/Fixtures/EntryCorpus.
 # payload: Tests/Fuzz/PayloadFuzzer.swift over PayloadDecoder, the fast JSON path,
 #          checked against JSONDecoder; seeded with Tests/Fixtures/PayloadCorpus.
 #
@@ -22,7 +23,7 @@ fuzzers=("$@")
 out=.build-fuzz
 mkdir -p "$out/module-cache"
 
-sources_entry=(Sources/Cashier/Disk/EntryHeader.swift Sources/Cashier/Disk/XXHash64.swift Sources/Cashier/Lifespan.swift Sources/Cashier/CacheError.swift
+sources_entry=(Sources/Cashier/Disk/EntryHeader.swift Sources/Cashier/Disk/EntryReader.swift Sources/Cashier/Disk/XXHash64.swift Sources/Cashier/Lifespan.swift Sources/Cashier/CacheError.swift
                Sources/Cashier/Internal/ASCII.swift
                Tests/Fuzz/EntryFuzzer.swift)
 sources_payload=(Sources/Cashier/Internal/PayloadDecoder.swift Sources/Cashier/Internal/ASCII.swift Tests/Fuzz/PayloadFuzzer.swift)
@@ -46,7 +47,7 @@ for name in "${fuzzers[@]}"; do
     rm -f "$corpus/README.md"
     echo "== fuzz: $name, $seconds s over $(ls "$corpus" | wc -l) inputs"
     # One job, so a shared two-core machine keeps a core; -rss_limit_mb bounds memory.
-    "$binary" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    "$binary" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1100 \
         -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/$name-" 2>"$out/$name.log" || {
         status=$?
         tail -n 60 "$out/$name.log" >&2

@@ -93,9 +93,11 @@ extension Cache {
     ///
     /// - Throws: ``CacheError`` naming the key and the cause when the value cannot be
     ///   encoded or the file cannot be written, or (kind ``CacheError/Kind/invalidValue``)
-    ///   when the lifespan is NaN, or (kind ``CacheError/Kind/untrustedFolder``) when the folder
-    ///   is one that others could plant entries in (see ``Configuration-swift.struct/sharing``);
-    ///   what was stored before is then untouched.
+    ///   when the lifespan is NaN or, in a cache with a folder, when the entry (the encoded
+    ///   value and its header) would be over 1 GiB, the most a read accepts, or (kind
+    ///   ``CacheError/Kind/untrustedFolder``) when the folder is one that others could plant
+    ///   entries in (see ``Configuration-swift.struct/sharing``); what was stored before is
+    ///   then untouched.
     ///   One exception: with ``Configuration/durability`` `.synchronized`, when only the
     ///   folder sync after the rename fails, the new entry is in place (and read back)
     ///   but may not survive a power loss.
@@ -134,6 +136,7 @@ extension Cache {
                     let header = EntryHeader(
                         key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
                         payloadLength: payload.count)
+                    try header.checkWritable()
                     do throws(SystemError) {
                         metadata.size = try disk.write(DiskStore.fileName(for: key.name), header: header, payload: payload, options: writeOptions)
                     } catch {

@@ -80,75 +80,37 @@ struct Inventory {
         }
     }
 
-    /// Reads one entry file; `nil` when it does not exist or is not a regular file.
+    /// Reads one entry file through the library's reader (FileSystem+Entries.swift): no
+    /// waiting on a FIFO, no link followed, no access-time update where the system allows
+    /// it, and nothing allocated past what the checked header claims (at most
+    /// `EntryHeader.maximumEntryLength`), so a 40 GB file is a damaged entry, not a crash.
+    /// `nil` when the file does not exist or is not a regular file.
     static func readEntry(_ directory: String, _ name: String, keepPayload: Bool) -> EntryFile? {
         let path = directory + "/" + name
-        let bytes: Data, info: stat
-        switch readFile(path) {
-        case .absent: return nil
-        case .failed(let message):
+        switch POSIXFileSystem().readEntry(path) {
+        case .absent, .damaged(.notAFile, _, _):
+            return nil
+        case .failed(let error):
             var st = stat()
             guard stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
-            return EntryFile(fileName: name, size: Int(st.st_size), lastUse: lastUse(st), problem: "cannot read: \(message)")
-        case .read(let data, let st):
-            bytes = data
-            info = st
+            let info = FileInfo(st)
+            return EntryFile(fileName: name, size: info.size, lastUse: lastUse(info),
+                             problem: "cannot read: \(String(cString: strerror(error.code)))")
+        case .damaged(let error, let size, let header):
+            // The size as the reader's `fstat` gave it; the times of a second look, for ages.
+            var st = stat()
+            let used = lstat(path, &st) == 0 ? lastUse(FileInfo(st)) : 0
+            return EntryFile(fileName: name, size: size, lastUse: used, header: header, problem: error.description)
+        case .entry(let header, let payload, let info):
+            return EntryFile(fileName: name, size: info.size, lastUse: lastUse(info), header: header,
+                             payload: keepPayload ? payload : nil)
         }
-        var entry = EntryFile(fileName: name, size: bytes.count, lastUse: lastUse(info))
-        bytes.withUnsafeBytes { raw in
-            do throws(EntryFormatError) {
-                let (header, payload) = try EntryHeader.decode(file: raw)
-                entry.header = header
-                if keepPayload { entry.payload = bytes.subdata(in: payload) }
-            } catch {
-                entry.problem = error.description
-                entry.header = try? EntryHeader.decodePrefix(raw, fileLength: raw.count)
-            }
-        }
-        return entry
-    }
-
-    private enum ReadOutcome {
-        case absent
-        case failed(String)
-        case read(Data, stat)
-    }
-
-    /// Reads a whole regular file without updating its access time where the system allows it.
-    private static func readFile(_ path: String) -> ReadOutcome {
-        // The library's flags: no access-time update, no waiting on a FIFO, no following a link.
-        let fd = Platform.openForReading(path)
-        guard fd >= 0 else {
-            return errno == ENOENT ? .absent : .failed(String(cString: strerror(errno)))
-        }
-        defer { _ = close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return .failed(String(cString: strerror(errno))) }
-        guard st.st_mode & S_IFMT == S_IFREG else { return .absent }
-        var data = Data(count: Int(st.st_size))
-        var filled = 0
-        let failure: Int32? = data.withUnsafeMutableBytes { buffer in
-            while filled < buffer.count {
-                let count = read(fd, buffer.baseAddress! + filled, buffer.count - filled)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                if count == 0 { break }
-                filled += count
-            }
-            return nil
-        }
-        if let failure { return .failed(String(cString: strerror(failure))) }
-        if filled < data.count { data.count = filled }
-        return .read(data, st)
     }
 
     /// The later of the access and modification times, read through the library's one
     /// platform branch for stat times (Platform+StatTimes.swift).
-    private static func lastUse(_ st: stat) -> Double {
-        let info = FileInfo(st)
-        return max(info.accessedAt, info.modifiedAt)
+    private static func lastUse(_ info: FileInfo) -> Double {
+        max(info.accessedAt, info.modifiedAt)
     }
 
     static func reason(_ error: any Error) -> String {

@@ -66,6 +66,13 @@ struct Payload {
     var format: PayloadFormat
 
     static let dumpLength = 256
+    /// The largest payload parsed and pretty-printed (1 MiB). A larger one (entries go up to
+    /// 1 GiB) would cost many times its size in parsed values and text: it is described and
+    /// its first bytes dumped instead.
+    static let prettyPrintLimit = 1 << 20
+
+    /// Whether the payload is small enough to parse and pretty-print.
+    var isPrintable: Bool { data.count <= Self.prettyPrintLimit }
     static let pngSignature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 
     /// Width and height from a PNG's IHDR chunk, when the bytes are a PNG.
@@ -78,11 +85,11 @@ struct Payload {
         return (bigEndian(16..<20), bigEndian(20..<24))
     }
 
-    var jsonValue: JSONValue? { format == .json ? JSONValue.parse(data) : nil }
+    var jsonValue: JSONValue? { format == .json && isPrintable ? JSONValue.parse(data) : nil }
 
     /// The property list as XML text, when the payload is one.
     var propertyListXML: String? {
-        guard format == .propertyList,
+        guard format == .propertyList, isPrintable,
               let object = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
               let xml = try? PropertyListSerialization.data(fromPropertyList: object, format: .xml, options: 0)
         else { return nil }
@@ -90,6 +97,10 @@ struct Payload {
     }
 
     var text: String {
+        if format != .raw, !isPrintable {
+            return "payload: \(data.count) bytes of \(format == .json ? "JSON" : "property list"), too large to pretty-print"
+                + " (over \(Format.size(Self.prettyPrintLimit)))\n" + dump
+        }
         switch format {
         case .json:
             if let value = jsonValue { return value.text }
@@ -113,7 +124,7 @@ struct Payload {
 
     var json: [String: JSONValue] {
         let png = pngSize
-        let hex = format == .raw && png == nil ? data.prefix(Self.dumpLength).map { String(format: "%02x", $0) }.joined() : nil
+        let hex = (format == .raw && png == nil) || !isPrintable ? data.prefix(Self.dumpLength).map { String(format: "%02x", $0) }.joined() : nil
         return [
             "format": .string(format.name),
             "length": .int(data.count),

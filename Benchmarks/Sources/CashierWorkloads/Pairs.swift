@@ -63,6 +63,8 @@ public enum Pairs {
         ("sync-floor", synchronizedWriteFloor),
         ("read", { coldRead($0, keyCount: 100) }), ("read-10k", { coldRead($0, keyCount: 10_000) }),
         ("open", openAndRead), ("size", totalSize), ("sweep", sweep), ("threads", concurrency),
+        ("read-64k", { rawColdRead($0, bytes: 64 << 10) }), ("read-1m", { rawColdRead($0, bytes: 1 << 20) }),
+        ("write-64k", { rawWrite($0, bytes: 64 << 10) }), ("write-1m", { rawWrite($0, bytes: 1 << 20) }),
     ]
 
     /// Memory hits spread over `keyCount` keys: 100 stay in the CPU caches, 10,000 mostly do not.
@@ -269,6 +271,70 @@ public enum Pairs {
                 group.wait()
             },
             fixtures: [folder, cache])
+    }
+}
+
+extension Pairs {
+    /// Goals of issue 16 for values of `bytes` bytes stored raw (`CacheKey<Data>`): a cold read
+    /// at most 1.35x `Data(contentsOf:)` for 64 KiB and 2.1x for 1 MiB, the checksum verified.
+    public static func rawColdRead(_ scale: Scale, bytes: Int) -> Pair {
+        let keyCount = 16
+        let operations = scale.times(bytes >= 1 << 20 ? 400 : 4_000)
+        let baselineFolder = Scratch("blob-read-baseline")
+        let folder = Scratch("blob-read")
+        let blob = sampleBlob(bytes)
+        let files = (0..<keyCount).map { baselineFolder.file("blob-\($0)") }
+        for file in files { try? blob.write(to: file) }
+        let keys = (0..<keyCount).map { CacheKey<Data>("blob-\($0)") }
+        let writer = Cache(folder.configuration(memoryCountLimit: 0))
+        for key in keys { try? writer.set(blob, for: key) }
+        let cache = Cache(folder.configuration(memoryCountLimit: 0))
+        return Pair(
+            name: "cold disk read, \(sizeName(bytes)) Data", baselineName: "Data(contentsOf:)",
+            goal: .atMost(bytes >= 1 << 20 ? 2.1 : 1.35),
+            baseline: Workload(operations: operations) {
+                for index in 0..<operations { consume(try? Data(contentsOf: files[index % keyCount])) }
+            },
+            cashier: Workload(operations: operations) {
+                for index in 0..<operations { consume(cache.value(for: keys[index % keyCount])) }
+            },
+            fixtures: [baselineFolder, folder, writer, cache])
+    }
+
+    /// Writes of `bytes`-byte values stored raw, against `Data.write(to:options: .atomic)`:
+    /// issue 16 asks that they stay at or below the ratios measured before its reader.
+    public static func rawWrite(_ scale: Scale, bytes: Int) -> Pair {
+        let keyCount = 16
+        let operations = scale.times(bytes >= 1 << 20 ? 200 : 1_000)
+        let baselineFolder = Scratch("blob-write-baseline")
+        let folder = Scratch("blob-write")
+        let blob = sampleBlob(bytes)
+        let files = (0..<keyCount).map { baselineFolder.file("blob-\($0)") }
+        let keys = (0..<keyCount).map { CacheKey<Data>("blob-\($0)") }
+        let cache = Cache(folder.configuration(memoryCountLimit: 0))
+        return Pair(
+            name: "disk write, \(sizeName(bytes)) Data", baselineName: "Data.write(.atomic)",
+            goal: .atMost(bytes >= 1 << 20 ? 0.6 : 0.4),
+            baseline: Workload(operations: operations) {
+                for index in 0..<operations { try? blob.write(to: files[index % keyCount], options: .atomic) }
+            },
+            cashier: Workload(operations: operations) {
+                for index in 0..<operations { try? cache.set(blob, for: keys[index % keyCount]) }
+            },
+            fixtures: [baselineFolder, folder, cache])
+    }
+
+    /// `bytes` bytes that do not compress or repeat in a way any layer could exploit.
+    public static func sampleBlob(_ bytes: Int) -> Data {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        return Data((0..<bytes).map { _ in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        })
+    }
+
+    static func sizeName(_ bytes: Int) -> String {
+        bytes >= 1 << 20 ? "\(bytes >> 20) MiB" : "\(bytes >> 10) KiB"
     }
 }
 

@@ -42,7 +42,8 @@ print(pad("goal", 52) + pad("Cashier", 11) + pad("baseline", 11) + pad("ratio", 
 var met = 0
 var referencesMet = 0
 var references = 0
-// --only ID: one pair (memory, memory-10k, write, sync, sync-floor, read, read-10k, open, size, sweep, threads), for profiling it.
+// --only ID: one pair (memory, memory-10k, write, sync, sync-floor, read, read-10k, open, size, sweep, threads,
+// read-64k, read-1m, write-64k, write-1m), for profiling it.
 let only = arguments.firstIndex(of: "--only").flatMap { arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil }
 let selected = Pairs.all.filter { only == nil || $0.id == only }
 for (_, make) in selected {
@@ -68,11 +69,11 @@ for (_, make) in selected {
     switch pair.goal {
     case .atMost(let limit):
         ratio = cashier / baseline
-        target = String(format: "≤ %.2gx", limit)
+        target = String(format: "≤ %gx", limit)
         ok = ratio <= limit
     case .atLeast(let limit):
         ratio = baseline / cashier
-        target = String(format: "≥ %.2gx", limit)
+        target = String(format: "≥ %gx", limit)
         ok = ratio >= limit
     }
     if pair.isReference { references += 1 }

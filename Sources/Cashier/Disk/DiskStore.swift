@@ -71,50 +71,22 @@ package final class DiskStore: Sendable {
     package enum ReadResult: Sendable {
         case absent
         case entry(EntryHeader, payload: Data, info: FileInfo)
-        case damaged(EntryFormatError, size: Int)
+        /// Damage: why, the file's size, and its header when that decoded (a checksum mismatch).
+        case damaged(EntryFormatError, size: Int, header: EntryHeader? = nil)
         case failed(SystemError)
     }
 
-    /// Reads and verifies one entry file: open, fstat, read, close; no write (recency is
-    /// recorded by the caller, through ``noteRead(_:info:isLocked:at:)``).
+    /// Reads and verifies one entry file (FileSystem+Entries.swift): open, fstat, pread,
+    /// close; no write (recency is recorded by the caller, through ``noteRead(_:info:isLocked:at:)``).
+    /// The payload is the buffer the kernel filled, indices from 0; nothing is allocated
+    /// before the header's lengths are checked against the file and the maximum entry size.
     package func read(_ fileName: String) -> ReadResult {
-        let data: Data, info: FileInfo
-        do {
-            (data, info) = try fileSystem.readFile(path(fileName))
-        } catch {
-            return error.code == ENOENT || error.code == ENOTDIR ? .absent : .failed(error)
-        }
-        let decoded = data.withUnsafeBytes { bytes in
-            Result { () throws(EntryFormatError) in try EntryHeader.decode(file: bytes) }
-        }
-        switch decoded {
-        case .success(let (header, range)): return .entry(header, payload: data.subdata(in: range), info: info)
-        case .failure(let error): return .damaged(error, size: info.size)
-        }
+        fileSystem.readEntry(path(fileName))
     }
 
     /// Reads just the header of an entry file (checksum not verified).
     package func readHeader(_ fileName: String) -> Result<(EntryHeader, FileInfo), HeaderFailure> {
-        var wanted = 4096
-        while true {
-            let bytes: [UInt8], info: FileInfo
-            do {
-                (bytes, info) = try fileSystem.readPrefix(path(fileName), maximumLength: wanted)
-            } catch {
-                return .failure(error.code == ENOENT || error.code == ENOTDIR ? .absent : .failed(error))
-            }
-            let decoded = bytes.withUnsafeBytes { raw in
-                Result { () throws(EntryFormatError) in try EntryHeader.decodePrefix(raw, fileLength: info.size) }
-            }
-            switch decoded {
-            case .success(let header):
-                return .success((header, info))
-            case .failure(.needMoreBytes(let count)) where count > wanted && bytes.count == wanted:
-                wanted = count
-            case .failure(let error):
-                return .failure(.damaged(error, size: info.size))
-            }
-        }
+        fileSystem.readEntryHeader(path(fileName))
     }
 
     package enum HeaderFailure: Error, Sendable {
@@ -154,6 +126,8 @@ package final class DiskStore: Sendable {
         if let refusal = refusal(for: options.sharing, fresh: true) { throw refusal }
         let temporary = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
         let size = header.length + payload.count
+        // Never an entry no read accepts (``EntryHeader/checkWritable()``; `set` says why first).
+        guard (try? header.checkWritable()) != nil else { throw SystemError(code: EFBIG, operation: "write", path: path(fileName)) }
         do {
             try writeTemporary(temporary, header: header, payload: payload, options: options)
         } catch where error.code == ENOENT {

@@ -62,6 +62,13 @@ package struct EntryHeader: Sendable, Hashable {
     package static let fixedLength = 80
     /// Headers longer than this are taken as damage rather than read.
     package static let maximumLength = 1 << 24
+    /// The largest entry file, header and payload together, that Cashier writes or reads: 1 GiB.
+    ///
+    /// `set` refuses a larger value (``CacheError/Kind/invalidValue``), and a read takes a
+    /// larger file, or a header that claims more, as damage before allocating anything for
+    /// it: no file decides an allocation past this bound. It fits `Int` where `Int` is 32
+    /// bits (watchOS on arm64_32).
+    package static let maximumEntryLength = 1 << 30
     static let checksumOffset = 72
 
     package var key: String
@@ -147,6 +154,24 @@ package struct EntryHeader: Sendable, Hashable {
         return bytes
     }
 
+    /// Throws unless an entry of this header (and its ``payloadLength``) is one a read accepts:
+    /// a header of at most ``maximumLength`` bytes, an entry of at most ``maximumEntryLength``.
+    ///
+    /// - Throws: ``CacheError`` of kind ``CacheError/Kind/invalidValue`` naming the key and the limit.
+    package func checkWritable() throws(CacheError) {
+        let headerLength = length
+        if headerLength > Self.maximumLength {
+            throw CacheError(
+                kind: .invalidValue, key: key,
+                message: "the entry's header would be \(headerLength) bytes (the key, type name and app version), more than the \(Self.maximumLength) bytes a header may hold")
+        }
+        if payloadLength > Self.maximumEntryLength - headerLength {
+            throw CacheError(
+                kind: .invalidValue, key: key,
+                message: "the entry would be \(headerLength + payloadLength) bytes, more than the \(Self.maximumEntryLength) bytes (1 GiB) an entry may hold")
+        }
+    }
+
     /// The checksum of a header (whose checksum field is skipped) and a payload.
     package static func checksum(header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt64 {
         let a = XXHash64.hash(UnsafeRawBufferPointer(rebasing: header[0..<checksumOffset]))
@@ -160,22 +185,33 @@ package struct EntryHeader: Sendable, Hashable {
     /// values, UTF-8 strings, that the file is exactly header plus payload long,
     /// and the checksum. Never traps, whatever `file` holds.
     package static func decode(file: UnsafeRawBufferPointer) throws(EntryFormatError) -> (header: EntryHeader, payload: Range<Int>) {
-        var header = try decodePrefix(file, fileLength: file.count)
-        let headerLength = header.length
-        let stored = header.checksum
-        let computed = checksum(
+        let header = try decodePrefix(file, fileLength: file.count)
+        try header.verifyChecksum(file: file)
+        return (header, header.length..<file.count)
+    }
+
+    /// Checks this header's stored checksum against `file`, the whole entry file it was decoded from.
+    package func verifyChecksum(file: UnsafeRawBufferPointer) throws(EntryFormatError) {
+        let headerLength = length
+        guard file.count == headerLength + payloadLength else {
+            throw .lengthMismatch(expected: headerLength + payloadLength, actual: file.count)
+        }
+        let computed = Self.checksum(
             header: UnsafeRawBufferPointer(rebasing: file[0..<headerLength]),
             payload: UnsafeRawBufferPointer(rebasing: file[headerLength...]))
-        guard stored == computed else { throw .checksumMismatch }
-        header.checksum = stored
-        return (header, headerLength..<file.count)
+        guard checksum == computed else { throw .checksumMismatch }
     }
 
     /// Reads a header from the first bytes of a file of `fileLength` bytes, without the checksum.
     ///
-    /// Used where the payload is not needed (listing, garbage collection). Throws
-    /// ``EntryFormatError/needMoreBytes(_:)`` when `prefix` is shorter than the header.
+    /// Used where the payload is not needed (listing, garbage collection), and by the
+    /// reader before it allocates for the rest (EntryReader.swift). Throws
+    /// ``EntryFormatError/needMoreBytes(_:)`` when `prefix` is shorter than the header, and
+    /// only once the declared lengths are checked: the header at most ``maximumLength``,
+    /// header and payload together equal to `fileLength` and at most ``maximumEntryLength``.
     package static func decodePrefix(_ prefix: UnsafeRawBufferPointer, fileLength: Int) throws(EntryFormatError) -> EntryHeader {
+        // Judged before a byte is looked at: a 40 GB file is damage whatever it starts with.
+        guard fileLength <= maximumEntryLength else { throw .tooLarge(fileLength) }
         guard prefix.count >= fixedLength else {
             throw fileLength < fixedLength ? .truncated : .needMoreBytes(fixedLength)
         }
@@ -199,9 +235,12 @@ package struct EntryHeader: Sendable, Hashable {
         let headerLength = Int(storedHeaderLength), keyLength = Int(storedKeyLength)
         let typeLength = Int(storedTypeLength), appLength = Int(storedAppLength)
         let payloadLength = UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 48, as: UInt64.self))
-        guard payloadLength <= UInt64(Int.max) - storedHeaderLength,
-              storedHeaderLength + payloadLength == UInt64(max(fileLength, 0)) else {
-            let expected = Int(clamping: storedHeaderLength &+ payloadLength)
+        // The header is at most 16 MiB, so the sum cannot wrap; it may exceed `Int` (32 bits).
+        guard payloadLength <= UInt64(maximumEntryLength) - storedHeaderLength else {
+            throw .tooLarge(Int(clamping: storedHeaderLength + min(payloadLength, UInt64(Int64.max))))
+        }
+        guard storedHeaderLength + payloadLength == UInt64(max(fileLength, 0)) else {
+            let expected = Int(storedHeaderLength + payloadLength)
             throw fileLength < headerLength ? .truncated : .lengthMismatch(expected: expected, actual: fileLength)
         }
         guard prefix.count >= headerLength else { throw .needMoreBytes(headerLength) }
@@ -253,7 +292,13 @@ package enum EntryFormatError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The checksum over header and payload does not match.
     case checksumMismatch
     /// The prefix given was too short to hold the header: read this many bytes and try again.
+    /// Thrown only once the declared lengths are checked, so this many bytes are in the file.
     case needMoreBytes(Int)
+    /// Not a regular file (a folder, FIFO, socket or device in an entry's place).
+    case notAFile
+    /// The file, or the entry its header declares, is this many bytes: more than
+    /// ``EntryHeader/maximumEntryLength``.
+    case tooLarge(Int)
 
     package var description: String {
         switch self {
@@ -264,6 +309,8 @@ package enum EntryFormatError: Error, Sendable, Hashable, CustomStringConvertibl
         case .lengthMismatch(let expected, let actual): "length mismatch: header says \(expected) bytes, file has \(actual)"
         case .checksumMismatch: "checksum mismatch"
         case .needMoreBytes(let count): "header needs \(count) bytes"
+        case .notAFile: "not a regular file"
+        case .tooLarge(let count): "too large: \(count) bytes, more than the \(EntryHeader.maximumEntryLength) an entry may hold"
         }
     }
 }

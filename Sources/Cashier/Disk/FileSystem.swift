@@ -73,10 +73,14 @@ package protocol FileSystem: Sendable {
     func rename(_ source: String, to destination: String) throws(SystemError)
     func synchronizeDirectory(_ path: String) throws(SystemError)
     func removeFile(_ path: String) throws(SystemError)
-    /// The whole file and its `stat` (at most open, fstat, read, close).
-    func readFile(_ path: String) throws(SystemError) -> (Data, FileInfo)
-    /// Up to `maximumLength` bytes from the start of the file, and its `stat`.
-    func readPrefix(_ path: String, maximumLength: Int) throws(SystemError) -> ([UInt8], FileInfo)
+    /// Opens `path` for reading and `stat`s it (open, fstat): never waits on a FIFO, never
+    /// follows a symbolic link (Platform+Reading.swift). Entry files are read through
+    /// ``readEntry(_:)`` and ``readEntryHeader(_:)`` (FileSystem+Entries.swift), which
+    /// decide how much to read; release the file with ``closeFile(_:)``.
+    func openForReading(_ path: String) throws(SystemError) -> OpenFile
+    /// Fills `buffer` with the file's bytes from `offset` (`pread`): fewer only where the file ends.
+    func readFile(_ file: OpenFile, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError) -> Int
+    func closeFile(_ file: OpenFile)
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String]
     /// `stat` of `name` inside `directory` (`fstatat`), `nil` if it does not exist.
     func info(_ name: String, in directory: String) -> FileInfo?
@@ -95,7 +99,39 @@ package protocol FileSystem: Sendable {
     func setAccessTime(_ path: String, to seconds: Double) throws(SystemError)
 }
 
+/// A file open for reading: its descriptor, and its `stat` when it was opened.
+package struct OpenFile: Sendable {
+    package var descriptor: Int32
+    package var info: FileInfo
+    package var path: String
+
+    package init(descriptor: Int32, info: FileInfo, path: String) {
+        self.descriptor = descriptor
+        self.info = info
+        self.path = path
+    }
+}
+
 extension FileSystem {
+    /// Reads with `pread` on the descriptor ``openForReading(_:)`` returned, retrying on `EINTR`.
+    package func readFile(_ file: OpenFile, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError) -> Int {
+        var filled = 0
+        while filled < buffer.count {
+            let count = pread(file.descriptor, buffer.baseAddress! + filled, buffer.count - filled, off_t(offset + filled))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SystemError(code: errno, operation: "read", path: file.path)
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        return filled
+    }
+
+    package func closeFile(_ file: OpenFile) {
+        _ = close(file.descriptor)
+    }
+
     /// Test doubles that do not model other processes take the lock as ``lockExclusively(_:)`` does.
     package func tryLockExclusively(_ path: String) throws(SystemError) -> Int32? {
         try lockExclusively(path)
@@ -198,59 +234,16 @@ package struct POSIXFileSystem: FileSystem {
 
     /// Opens for reading: never waits (a FIFO in an entry's place), never follows a symbolic
     /// link, and leaves the access time alone where the system allows it (Platform+Reading.swift).
-    private func openForReading(_ path: String) throws(SystemError) -> Int32 {
+    package func openForReading(_ path: String) throws(SystemError) -> OpenFile {
         let fd = Platform.openForReading(path)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
-        return fd
-    }
-
-    package func readFile(_ path: String) throws(SystemError) -> (Data, FileInfo) {
-        let fd = try openForReading(path)
-        defer { _ = close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw SystemError(code: errno, operation: "fstat", path: path) }
-        let info = FileInfo(st)
-        guard info.isRegularFile else { throw SystemError(code: EISDIR, operation: "read", path: path) }
-        var data = Data(count: info.size)
-        var filled = 0
-        let failure: Int32? = data.withUnsafeMutableBytes { buffer in
-            while filled < buffer.count {
-                let count = read(fd, buffer.baseAddress! + filled, buffer.count - filled)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                if count == 0 { break }
-                filled += count
-            }
-            return nil
+        guard fstat(fd, &st) == 0 else {
+            let code = errno
+            _ = close(fd)
+            throw SystemError(code: code, operation: "fstat", path: path)
         }
-        if let failure { throw SystemError(code: failure, operation: "read", path: path) }
-        if filled < data.count { data.count = filled }  // shrank while reading: the checksum will tell
-        return (data, info)
-    }
-
-    package func readPrefix(_ path: String, maximumLength: Int) throws(SystemError) -> ([UInt8], FileInfo) {
-        let fd = try openForReading(path)
-        defer { _ = close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw SystemError(code: errno, operation: "fstat", path: path) }
-        let info = FileInfo(st)
-        // A FIFO, socket, device or folder in an entry's place is read as empty: damaged, never waited on.
-        let wanted = info.isRegularFile ? min(maximumLength, info.size) : 0
-        var bytes = [UInt8](repeating: 0, count: wanted)
-        let filled = bytes.withUnsafeMutableBytes { buffer -> Int in
-            var filled = 0
-            while filled < buffer.count {
-                let count = pread(fd, buffer.baseAddress! + filled, buffer.count - filled, off_t(filled))
-                if count < 0, errno == EINTR { continue }
-                if count <= 0 { break }
-                filled += count
-            }
-            return filled
-        }
-        if filled < bytes.count { bytes.removeLast(bytes.count - filled) }
-        return (bytes, info)
+        return OpenFile(descriptor: fd, info: FileInfo(st), path: path)
     }
 
     package func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] {

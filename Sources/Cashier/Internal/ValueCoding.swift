@@ -84,6 +84,9 @@ enum ValueCoding {
         }
     }
 
+    /// The first bytes of every binary property list: "bplist".
+    static let binaryPropertyListMagic: [UInt8] = Array("bplist".utf8)
+
     static func decode<V: Decodable>(_ type: V.Type, from payload: Data, format: PayloadFormat) throws -> V {
         switch format {
         case .raw:
@@ -92,6 +95,12 @@ enum ValueCoding {
         case .json:
             return try decodeJSON(type, from: payload)
         case .propertyList:
+            // Cashier writes binary property lists only. `PropertyListDecoder` would also take
+            // XML, whose parser recurses once per nesting level: 20,000 nested `<array>`s
+            // overflow the stack (a crash, not an error). Only the binary form is read.
+            guard payload.starts(with: binaryPropertyListMagic) else {
+                throw CodingFailure("the payload is not a binary property list (Cashier writes only those)")
+            }
             return try PropertyListDecoder().decode(type, from: payload)
         }
     }

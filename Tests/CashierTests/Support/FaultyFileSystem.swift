@@ -88,13 +88,10 @@ final class FaultyFileSystem: FileSystem {
         try base.removeFile(path)
     }
 
-    func readFile(_ path: String) throws(SystemError) -> (Data, FileInfo) {
+    /// Entry reads and header reads alike open here (the `readFile` operation).
+    func openForReading(_ path: String) throws(SystemError) -> OpenFile {
         if case .fail(let code) = begin(.readFile, path) { throw SystemError(code: code, operation: "open", path: path) }
-        return try base.readFile(path)
-    }
-
-    func readPrefix(_ path: String, maximumLength: Int) throws(SystemError) -> ([UInt8], FileInfo) {
-        try base.readPrefix(path, maximumLength: maximumLength)
+        return try base.openForReading(path)
     }
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
     func info(_ name: String, in directory: String) -> FileInfo? { base.info(name, in: directory) }

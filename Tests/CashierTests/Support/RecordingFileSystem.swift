@@ -159,10 +159,7 @@ final class RecordingFileSystem: FileSystem {
 
     // MARK: Reads, forwarded
 
-    func readFile(_ path: String) throws(SystemError) -> (Data, FileInfo) { try base.readFile(path) }
-    func readPrefix(_ path: String, maximumLength: Int) throws(SystemError) -> ([UInt8], FileInfo) {
-        try base.readPrefix(path, maximumLength: maximumLength)
-    }
+    func openForReading(_ path: String) throws(SystemError) -> OpenFile { try base.openForReading(path) }
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
     func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(name: String, info: FileInfo?)] {
         try base.scan(directory, statting: wanted)

@@ -15,8 +15,7 @@ struct SpaceReportingFileSystem: FileSystem {
     func rename(_ source: String, to destination: String) throws(SystemError) { try base.rename(source, to: destination) }
     func synchronizeDirectory(_ path: String) throws(SystemError) { try base.synchronizeDirectory(path) }
     func removeFile(_ path: String) throws(SystemError) { try base.removeFile(path) }
-    func readFile(_ path: String) throws(SystemError) -> (Data, FileInfo) { try base.readFile(path) }
-    func readPrefix(_ path: String, maximumLength: Int) throws(SystemError) -> ([UInt8], FileInfo) { try base.readPrefix(path, maximumLength: maximumLength) }
+    func openForReading(_ path: String) throws(SystemError) -> OpenFile { try base.openForReading(path) }
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
     func info(_ name: String, in directory: String) -> FileInfo? { base.info(name, in: directory) }
     func lockExclusively(_ path: String) throws(SystemError) -> Int32 { try base.lockExclusively(path) }
