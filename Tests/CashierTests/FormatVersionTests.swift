@@ -81,4 +81,24 @@ import Testing
         #expect(cache.entry(for: key)?.isLocked == true)
         #expect(cache.value(for: key) == Data(file[(file.count - 65_536)...]))
     }
+
+    /// The example of OnDiskFormat.md, byte for byte: the `greeting` entry as version 2.
+    @Test func theDocumentedExampleIsWhatAWriterWrites() {
+        let documented = """
+            4353 4852 0200 0000 6700 0000 0101 0101 0000 0040 fc54 d941 0000 0040 fc54 d941
+            0000 0000 0020 ac40 0200 0000 0000 0000 0400 0000 0000 0000 0800 0000 0c00 0000
+            0300 0000 0000 0000 9aca eed2 d45d 083a 6772 6565 7469 6e67 5377 6966 742e 5374
+            7269 6e67 312e 3022 6869 22
+            """.filter(\.isHexDigit)
+        let expected = stride(from: 0, to: documented.count, by: 2).map { offset in
+            let start = documented.index(documented.startIndex, offsetBy: offset)
+            return UInt8(documented[start..<documented.index(start, offsetBy: 2)], radix: 16)!
+        }
+        let payload = Array(#""hi""#.utf8)
+        let header = EntryHeader(
+            key: "greeting", typeName: "Swift.String", format: .json, createdAt: 1_700_000_000,
+            validatedAt: 1_700_000_000, lifespan: .seconds(3600), schemaVersion: 2, appVersion: "1.0",
+            isLocked: false, payloadLength: payload.count)
+        #expect(payload.withUnsafeBytes { header.encode(payload: $0) } + payload == expected)
+    }
 }
