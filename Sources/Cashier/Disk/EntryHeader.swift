@@ -176,9 +176,10 @@ package struct EntryHeader: Sendable, Hashable {
 
     /// The checksum of a header (whose checksum field is skipped) and a payload, by the
     /// hash the header's format version names: XXH64 for version 1, XXH3-64 for any other
-    /// (a read has refused versions other than 1 and 2 before it gets here).
+    /// (a read has refused versions other than 1 and 2 before it gets here). `header` holds
+    /// at least the ``fixedLength`` fixed bytes.
     package static func checksum(header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt64 {
-        let version = header.count >= 6 ? UInt16(littleEndian: header.loadUnaligned(fromByteOffset: 4, as: UInt16.self)) : formatVersion
+        let version = UInt16(littleEndian: header.loadUnaligned(fromByteOffset: 4, as: UInt16.self))
         let fixed = UnsafeRawBufferPointer(rebasing: header[0..<checksumOffset])
         let strings = UnsafeRawBufferPointer(rebasing: header[fixedLength...])
         if version == 1 {
