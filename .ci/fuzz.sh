@@ -23,7 +23,7 @@ fuzzers=("$@")
 out=.build-fuzz
 mkdir -p "$out/module-cache"
 
-sources_entry=(Sources/Cashier/Disk/EntryHeader.swift Sources/Cashier/Disk/EntryReader.swift Sources/Cashier/Disk/XXHash64.swift Sources/Cashier/Lifespan.swift Sources/Cashier/CacheError.swift
+sources_entry=(Sources/Cashier/Disk/EntryHeader.swift Sources/Cashier/Disk/EntryReader.swift Sources/Cashier/Disk/XXHash64.swift Sources/Cashier/Disk/XXH3.swift Sources/Cashier/Lifespan.swift Sources/Cashier/CacheError.swift
                Sources/Cashier/Internal/ASCII.swift
                Tests/Fuzz/EntryFuzzer.swift)
 sources_payload=(Sources/Cashier/Internal/PayloadDecoder.swift Sources/Cashier/Internal/ASCII.swift Tests/Fuzz/PayloadFuzzer.swift)

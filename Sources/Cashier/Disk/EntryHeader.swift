@@ -18,7 +18,7 @@ package enum PayloadFormat: UInt8, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// The header at the start of every entry file: format version 1.
+/// The header at the start of every entry file: format version 2, or 1.
 ///
 /// All integers are little-endian; timestamps are `Float64` seconds since
 /// 1970-01-01 UTC; strings are UTF-8 without terminator.
@@ -26,7 +26,7 @@ package enum PayloadFormat: UInt8, Sendable, Hashable, CaseIterable {
 /// ```
 /// offset size field
 ///      0    4 magic "CSHR" (43 53 48 52)
-///      4    2 format version (1)
+///      4    2 format version (2; 1 is read too)
 ///      6    2 flags: bit 0 = locked; other bits are written 0 and ignored
 ///      8    4 header length H: 80 + key + type name + app version lengths
 ///     12    1 payload format: 0 raw bytes, 1 JSON, 2 binary property list
@@ -48,9 +48,13 @@ package enum PayloadFormat: UInt8, Sendable, Hashable, CaseIterable {
 ///      H    P payload
 /// ```
 ///
-/// The file is exactly `H + P` bytes long. The checksum chains XXH64 over
-/// three ranges: `a = XXH64(bytes[0..<72], seed: 0)`,
-/// `b = XXH64(bytes[80..<H], seed: a)`, `checksum = XXH64(payload, seed: b)`.
+/// The file is exactly `H + P` bytes long. The checksum chains a 64-bit hash
+/// over three ranges: `a = hash(bytes[0..<72], seed: 0)`,
+/// `b = hash(bytes[80..<H], seed: a)`, `checksum = hash(payload, seed: b)`.
+/// The format version names the hash: XXH64 in version 1, XXH3-64 (default secret,
+/// ``XXH3``) in version 2; the two versions differ in nothing else. XXH3 hashes a
+/// large payload about twice as fast (``XXH3``; Benchmarks/ChecksumThroughput).
+/// Writers write version 2 (``encode(payload:)``); readers accept both.
 ///
 /// The last use of kind 3 is not in the header (reads would have to rewrite it): it is
 /// the later of "validated at" and the file's access time, which Cashier sets itself
@@ -58,7 +62,10 @@ package enum PayloadFormat: UInt8, Sendable, Hashable, CaseIterable {
 /// such an entry is a `.corrupt` miss there, and removed.
 package struct EntryHeader: Sendable, Hashable {
     package static let magic: [UInt8] = [0x43, 0x53, 0x48, 0x52]
-    package static let formatVersion: UInt16 = 1
+    /// The version ``encode(payload:)`` writes.
+    package static let formatVersion: UInt16 = 2
+    /// The versions a read accepts: 1 (XXH64) and 2 (XXH3-64).
+    package static let readableVersions: ClosedRange<UInt16> = 1...2
     package static let fixedLength = 80
     /// Headers longer than this are taken as damage rather than read.
     package static let maximumLength = 1 << 24
@@ -121,7 +128,9 @@ package struct EntryHeader: Sendable, Hashable {
         return now >= expiresAt
     }
 
-    /// The header's bytes, with the checksum computed over them and `payload`.
+    /// The header's bytes, with the checksum computed over them and `payload`: always
+    /// ``formatVersion``, whichever version the header was read from (a rewrite of a
+    /// version-1 entry's header writes a version-2 entry).
     package func encode(payload: UnsafeRawBufferPointer) -> [UInt8] {
         precondition(payload.count == payloadLength, "payload length does not match the header")
         let length = self.length
@@ -172,11 +181,18 @@ package struct EntryHeader: Sendable, Hashable {
         }
     }
 
-    /// The checksum of a header (whose checksum field is skipped) and a payload.
+    /// The checksum of a header (whose checksum field is skipped) and a payload, by the
+    /// hash the header's format version names: XXH64 for version 1, XXH3-64 for any other
+    /// (a read has refused versions other than 1 and 2 before it gets here). `header` holds
+    /// at least the ``fixedLength`` fixed bytes.
     package static func checksum(header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt64 {
-        let a = XXHash64.hash(UnsafeRawBufferPointer(rebasing: header[0..<checksumOffset]))
-        let b = XXHash64.hash(UnsafeRawBufferPointer(rebasing: header[fixedLength...]), seed: a)
-        return XXHash64.hash(payload, seed: b)
+        let version = UInt16(littleEndian: header.loadUnaligned(fromByteOffset: 4, as: UInt16.self))
+        let fixed = UnsafeRawBufferPointer(rebasing: header[0..<checksumOffset])
+        let strings = UnsafeRawBufferPointer(rebasing: header[fixedLength...])
+        if version == 1 {
+            return XXHash64.hash(payload, seed: XXHash64.hash(strings, seed: XXHash64.hash(fixed)))
+        }
+        return XXH3.hash(payload, seed: XXH3.hash(strings, seed: XXH3.hash(fixed)))
     }
 
     /// Reads a whole entry file: the header, and where its payload lies.
@@ -219,7 +235,7 @@ package struct EntryHeader: Sendable, Hashable {
             throw .notAnEntry
         }
         let version = UInt16(littleEndian: prefix.loadUnaligned(fromByteOffset: 4, as: UInt16.self))
-        guard version == formatVersion else { throw .unsupportedVersion(Int(version)) }
+        guard readableVersions.contains(version) else { throw .unsupportedVersion(Int(version)) }
         let flags = UInt16(littleEndian: prefix.loadUnaligned(fromByteOffset: 6, as: UInt16.self))
         // Lengths are compared in UInt64 before any becomes an Int: where Int is 32 bits
         // (watchOS on arm64_32) a damaged UInt32 field, or the sum of three, must not trap.
