@@ -44,6 +44,24 @@ public enum Lifespan: Sendable, Hashable {
 }
 
 extension Lifespan {
+    /// The moment an entry validated at `validatedAt` and last used at `lastUsedAt` (`nil`:
+    /// unknown) expires, ignoring the lock; `nil` for never. The one place each case's
+    /// expiry is defined, for the memory tier, the disk and the tool alike.
+    package func expiration(validatedAt: Double, lastUsedAt: Double?) -> Double? {
+        switch self {
+        case .never: nil
+        case .seconds(let seconds): validatedAt + seconds
+        case .until(let date): date.timeIntervalSince1970
+        case .sinceLastUse(let seconds): Self.lastUse(validatedAt: validatedAt, lastUsedAt: lastUsedAt) + seconds
+        }
+    }
+
+    /// The moment a ``sinceLastUse(_:)`` lifespan runs from: the later of the last use
+    /// known and the last validation.
+    package static func lastUse(validatedAt: Double, lastUsedAt: Double?) -> Double {
+        max(validatedAt, lastUsedAt ?? validatedAt)
+    }
+
     /// The lifespan as an entry stores it: every value finite, so the header reads back.
     ///
     /// Endless (`+infinity`, of ``seconds(_:)``, ``sinceLastUse(_:)`` or ``until(_:)``)

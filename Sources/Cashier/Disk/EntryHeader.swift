@@ -118,7 +118,7 @@ package struct EntryHeader: Sendable, Hashable {
     /// the file's access time (``FileInfo/accessedAt``), or later if the caller knows better;
     /// `nil` when unknown (the lifespan then runs from "validated at").
     package func expiresAt(lastUsedAt: Double?) -> Double? {
-        EntryMetadata(self, size: 0, lastUsedAt: lastUsedAt).expiresAt
+        lifespan.expiration(validatedAt: validatedAt, lastUsedAt: lastUsedAt)
     }
 
     /// Whether the entry counts as expired at `now`, last used at `lastUsedAt` (see

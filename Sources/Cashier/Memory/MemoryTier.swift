@@ -34,17 +34,12 @@ struct EntryMetadata: Sendable, Hashable {
 
     /// When the entry expires, ignoring the lock.
     var expiresAt: Double? {
-        switch lifespan {
-        case .never: nil
-        case .seconds(let seconds): validatedAt + seconds
-        case .until(let date): date.timeIntervalSince1970
-        case .sinceLastUse(let seconds): lastUse + seconds
-        }
+        lifespan.expiration(validatedAt: validatedAt, lastUsedAt: lastUsedAt)
     }
 
     /// The moment a ``Lifespan/sinceLastUse(_:)`` lifespan runs from: the later of the
     /// last use known and the last validation.
-    var lastUse: Double { max(validatedAt, lastUsedAt ?? validatedAt) }
+    var lastUse: Double { Lifespan.lastUse(validatedAt: validatedAt, lastUsedAt: lastUsedAt) }
 
     /// The moment after which the entry counts as expired: `nil` when locked or never.
     var expiryDeadline: Double? { isLocked ? nil : expiresAt }
