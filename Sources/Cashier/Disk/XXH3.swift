@@ -9,11 +9,11 @@ package enum XXH3 {
     private static let p32_1: UInt64 = 0x9E37_79B1
     private static let p32_2: UInt64 = 0x85EB_CA77
     private static let p32_3: UInt64 = 0xC2B2_AE3D
-    private static let p64_1: UInt64 = 0x9E37_79B1_85EB_CA87
-    private static let p64_2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
-    private static let p64_3: UInt64 = 0x1656_67B1_9E37_79F9
-    private static let p64_4: UInt64 = 0x85EB_CA77_C2B2_AE63
-    private static let p64_5: UInt64 = 0x27D4_EB2F_1656_67C5
+    private static let p64_1 = XXHash64.p1
+    private static let p64_2 = XXHash64.p2
+    private static let p64_3 = XXHash64.p3
+    private static let p64_4 = XXHash64.p4
+    private static let p64_5 = XXHash64.p5
     private static let mx1: UInt64 = 0x1656_6791_9E37_79F9
     private static let mx2: UInt64 = 0x9FB2_1C65_1E98_DF25
 
@@ -55,7 +55,7 @@ package enum XXH3 {
     private static func hash(_ bytes: UnsafeRawBufferPointer, seed: UInt64, secret: UnsafeRawBufferPointer, vectorized: Bool) -> UInt64 {
         let count = bytes.count
         guard count > 0 else {
-            return xxh64Avalanche(seed ^ load64(secret, 56) ^ load64(secret, 64))
+            return XXHash64.avalanche(seed ^ load64(secret, 56) ^ load64(secret, 64))
         }
         let input = bytes.baseAddress!
         let s = secret.baseAddress!
@@ -66,7 +66,7 @@ package enum XXH3 {
             let c3 = UInt32(input.load(fromByteOffset: count - 1, as: UInt8.self))
             let combined = (c1 << 16) | (c2 << 24) | c3 | (UInt32(count) << 8)
             let bitflip = UInt64(load32(s, 0) ^ load32(s, 4)) &+ seed
-            return xxh64Avalanche(UInt64(combined) ^ bitflip)
+            return XXHash64.avalanche(UInt64(combined) ^ bitflip)
         case 4...8:
             let seed = seed ^ (UInt64(UInt32(truncatingIfNeeded: seed).byteSwapped) << 32)
             let input1 = load32(input, 0)
@@ -218,7 +218,7 @@ package enum XXH3 {
 
     @inline(__always) private static func rrmxmx(_ h: UInt64, length: UInt64) -> UInt64 {
         var h = h
-        h ^= rotl(h, 49) ^ rotl(h, 24)
+        h ^= XXHash64.rotl(h, 49) ^ XXHash64.rotl(h, 24)
         h &*= mx2
         h ^= (h >> 35) &+ length
         h &*= mx2
@@ -226,17 +226,6 @@ package enum XXH3 {
         return h
     }
 
-    @inline(__always) private static func xxh64Avalanche(_ h: UInt64) -> UInt64 {
-        var h = h
-        h ^= h >> 33
-        h &*= p64_2
-        h ^= h >> 29
-        h &*= p64_3
-        h ^= h >> 32
-        return h
-    }
-
-    @inline(__always) private static func rotl(_ x: UInt64, _ r: UInt64) -> UInt64 { (x << r) | (x >> (64 - r)) }
 
     @inline(__always) private static func load64(_ p: UnsafeRawPointer, _ offset: Int) -> UInt64 {
         UInt64(littleEndian: p.loadUnaligned(fromByteOffset: offset, as: UInt64.self))

@@ -2,11 +2,12 @@
 /// hash behind their names. It is stable across processes, runs and platforms,
 /// unlike Swift's per-process seeded `Hasher`.
 package enum XXHash64 {
-    private static let p1: UInt64 = 0x9E37_79B1_85EB_CA87
-    private static let p2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
-    private static let p3: UInt64 = 0x1656_67B1_9E37_79F9
-    private static let p4: UInt64 = 0x85EB_CA77_C2B2_AE63
-    private static let p5: UInt64 = 0x27D4_EB2F_1656_67C5
+    // The five 64-bit primes, shared with XXH3 (its `PRIME64_1` … `PRIME64_5`).
+    static let p1: UInt64 = 0x9E37_79B1_85EB_CA87
+    static let p2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
+    static let p3: UInt64 = 0x1656_67B1_9E37_79F9
+    static let p4: UInt64 = 0x85EB_CA77_C2B2_AE63
+    static let p5: UInt64 = 0x27D4_EB2F_1656_67C5
 
     /// The hash of `bytes` with `seed`.
     package static func hash(_ bytes: UnsafeRawBufferPointer, seed: UInt64 = 0) -> UInt64 {
@@ -49,12 +50,7 @@ package enum XXHash64 {
             h = rotl(h, 11) &* p1
             offset += 1
         }
-        h ^= h >> 33
-        h &*= p2
-        h ^= h >> 29
-        h &*= p3
-        h ^= h >> 32
-        return h
+        return avalanche(h)
     }
 
     /// The hash of a string's UTF-8 bytes.
@@ -63,7 +59,18 @@ package enum XXHash64 {
         return string.withUTF8 { hash(UnsafeRawBufferPointer($0), seed: seed) }
     }
 
-    @inline(__always) private static func rotl(_ x: UInt64, _ r: UInt64) -> UInt64 { (x << r) | (x >> (64 - r)) }
+    /// XXH64's final mix, which XXH3 also uses for empty and 1–3-byte inputs.
+    @inline(__always) static func avalanche(_ h: UInt64) -> UInt64 {
+        var h = h
+        h ^= h >> 33
+        h &*= p2
+        h ^= h >> 29
+        h &*= p3
+        h ^= h >> 32
+        return h
+    }
+
+    @inline(__always) static func rotl(_ x: UInt64, _ r: UInt64) -> UInt64 { (x << r) | (x >> (64 - r)) }
 
     @inline(__always) private static func round(_ acc: UInt64, _ input: UInt64) -> UInt64 {
         rotl(acc &+ input &* p2, 31) &* p1
