@@ -122,6 +122,13 @@ extension DiskStore {
         return status.refusal(for: sharing, user: user).map { SystemError(untrustedFolder: folder, reason: $0) }
     }
 
+    /// Whether a file owned by `owner` is this process's user's or root's, by the user the folder
+    /// was last judged for: no `geteuid` on the read path, unless the folder was not judged since.
+    package func trustsEntry(ownedBy owner: uid_t) -> Bool {
+        let judged = folderCheck.withLock { $0.status == nil ? nil : $0.user }
+        return FolderStatus.isTrusted(owner: owner, user: judged ?? geteuid())
+    }
+
     /// Forgets the folder's status: the next ``refusal(for:fresh:)`` stats it again (no I/O here).
     package func forgetFolderStatus() {
         folderCheck.withLock { $0.status = nil }
