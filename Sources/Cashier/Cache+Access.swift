@@ -309,8 +309,8 @@ extension Cache {
         case .entry(let h, let p, let i):
             (header, payload, info) = (h, p, i)
         }
-        if let untrusted = untrustedEntry(ownedBy: info.owner, path: disk.path(fileName), key: key.name) {
-            events.append(.failure(key: key.name, error: untrusted))
+        if let untrusted = disk.untrustedEntry(fileName, info: info, sharing: configuration.sharing) {
+            events.append(.failure(key: key.name, error: untrusted.cacheError(key: key.name)))
             return nil
         }
         // Another key whose name hashes alike: not ours to judge or remove.

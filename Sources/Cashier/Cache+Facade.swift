@@ -112,7 +112,7 @@ extension Cache {
             return memory.currentMetadata(of: record)
         }
         if let metadata = usableRecord() { return metadata }
-        guard let disk else { return nil }
+        guard let disk, !isFolderRefused(key: name) else { return nil }
         var events: [CacheEvent] = []
         var isDiscarded = false
         let metadata: EntryMetadata? = store.keyLocks.withLock(name) {
@@ -134,6 +134,10 @@ extension Cache {
             case .damaged:
                 return discard(.corrupt)
             case .entry(let header, _, let info):
+                if let untrusted = disk.untrustedEntry(fileName, info: info, sharing: configuration.sharing) {
+                    events.append(.failure(key: name, error: untrusted.cacheError(key: name)))
+                    return nil
+                }
                 // Another key whose name hashes alike: not ours to judge or remove.
                 guard header.key == name else { return nil }
                 if header.schemaVersion != nil { return discard(.schemaMismatch(stored: header.schemaVersion, expected: nil)) }

@@ -52,16 +52,4 @@ extension Cache {
         emit(.failure(key: key, error: refusal.cacheError(key: key)))
         return true
     }
-
-    /// Why an entry file owned by `owner` must not be read, `nil` when it may: with
-    /// ``Sharing/owner``, a file another user owns was planted, even in a folder judged
-    /// sound (it may have been replaced since). Costs no system call: the read's `fstat` said
-    /// who owns the file, and the folder's judgement which user this process is.
-    func untrustedEntry(ownedBy owner: uid_t, path: String, key: String) -> CacheError? {
-        guard configuration.sharing == .owner, let disk, !disk.trustsEntry(ownedBy: owner) else { return nil }
-        let user = geteuid()
-        return CacheError(
-            kind: .untrustedFolder, key: key, path: path,
-            message: "the entry file is owned by uid \(owner), not by this process's uid \(user) or root; it was not written by this user")
-    }
 }

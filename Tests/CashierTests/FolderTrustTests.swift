@@ -137,6 +137,21 @@ import Darwin
         #expect(cache(sharing: .group).value(for: key) == "secret")
     }
 
+    @Test func theFacadeNeitherTrustsNorLaundersAnEntryFileAnotherUserOwns() throws {
+        try folderWithEntry()
+        let path = folder.path + "/" + folder.entryFiles[0]
+        try #require(chown(path, 12345, 12345) == 0)
+        let cache = cache()
+        #expect(!cache.isValid(forKey: key.name))
+        // A refresh would rewrite the planted payload as this user's file, which reads then trust.
+        cache.refreshValidation(forKey: key.name)
+        var st = stat()
+        try #require(stat(path, &st) == 0)
+        #expect(st.st_uid == 12345)
+        #expect(cache.value(for: key) == nil)
+        #expect(untrustedFailures.allSatisfy { $0.key == "token" } && !untrustedFailures.isEmpty)
+    }
+
     @Test func aFolderReplacedAfterItWasJudgedIsJudgedAgain() throws {
         let cache = cache()
         try cache.set("secret", for: key)

@@ -201,7 +201,9 @@ package final class DiskStore: Sendable {
     /// Returns the new header, or `nil` when there is no sound entry for `key`.
     package func rewriteHeader(_ fileName: String, key: String, options: WriteOptions,
                                _ change: (inout EntryHeader) -> Void) throws(SystemError) -> (EntryHeader, Int)? {
-        guard case .entry(var header, let payload, _) = read(fileName), header.key == key else { return nil }
+        // A file another user planted is not rewritten as this user's: taken as absent.
+        guard case .entry(var header, let payload, let info) = read(fileName), header.key == key,
+              untrustedEntry(fileName, info: info, sharing: options.sharing) == nil else { return nil }
         change(&header)
         let size = try write(fileName, header: header, payload: payload, options: options)
         return (header, size)

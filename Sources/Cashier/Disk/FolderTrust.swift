@@ -122,11 +122,20 @@ extension DiskStore {
         return status.refusal(for: sharing, user: user).map { SystemError(untrustedFolder: folder, reason: $0) }
     }
 
-    /// Whether a file owned by `owner` is this process's user's or root's, by the user the folder
-    /// was last judged for: no `geteuid` on the read path, unless the folder was not judged since.
-    package func trustsEntry(ownedBy owner: uid_t) -> Bool {
-        let judged = folderCheck.withLock { $0.status == nil ? nil : $0.user }
-        return FolderStatus.isTrusted(owner: owner, user: judged ?? geteuid())
+    /// Why the entry file `fileName`, whose `stat` is `info`, must not be used with `sharing`;
+    /// `nil` when it may. With ``Cache/Sharing/owner`` a file another user owns was planted,
+    /// even in a folder judged sound (it may have been replaced since). Every reader of an
+    /// entry's payload asks this: typed reads, the facade's checks, header rewrites.
+    ///
+    /// No system call: the read's `fstat` said who owns the file, and the folder's judgement
+    /// which user this process is (`geteuid` only when the folder was not judged since).
+    package func untrustedEntry(_ fileName: String, info: FileInfo, sharing: Cache.Sharing) -> SystemError? {
+        guard sharing == .owner else { return nil }
+        let user = folderCheck.withLock { $0.status == nil ? nil : $0.user } ?? geteuid()
+        guard !FolderStatus.isTrusted(owner: info.owner, user: user) else { return nil }
+        return SystemError(
+            untrustedFolder: path(fileName),
+            reason: "the entry file is owned by uid \(info.owner), not by this process's uid \(user) or root; it was not written by this user")
     }
 
     /// Forgets the folder's status: the next ``refusal(for:fresh:)`` stats it again (no I/O here).
