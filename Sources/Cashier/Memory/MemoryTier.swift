@@ -272,8 +272,11 @@ final class MemoryTier: Sendable {
             else { return .none }
             state.moveToFront(record)
             copy(storage)
-            if let seconds = record.metadata.lifespan.slidingSeconds {
-                return .sliding(until: record.metadata.isLocked ? .infinity : max(record.metadata.validatedAt, record.lastUse) + seconds)
+            if record.metadata.lifespan.slidingSeconds != nil {
+                // The deadline by the one definition of expiry, with the last use this tier knows.
+                let deadline = record.metadata.isLocked ? nil : record.metadata.lifespan.expiration(
+                    validatedAt: record.metadata.validatedAt, lastUsedAt: record.lastUse)
+                return .sliding(until: deadline ?? .infinity)
             }
             guard let deadline = record.metadata.expiryDeadline else {
                 state.statistics.hits += 1
