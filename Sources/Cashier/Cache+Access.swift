@@ -138,7 +138,7 @@ extension Cache {
                         payloadLength: payload.count)
                     try header.checkWritable()
                     do throws(SystemError) {
-                        metadata.size = try disk.write(DiskStore.fileName(for: key.name), header: header, payload: payload, options: writeOptions)
+                        metadata.size = try disk.write(DiskStore.fileName(for: key.name), header: header, payload: payload, options: writeOptions(usedAt: now))
                     } catch {
                         // Most failures leave the old entry in place; a failed folder sync comes
                         // after the rename. Either way the file is the truth: forget the memory copy.
@@ -344,9 +344,7 @@ extension Cache {
                 let newHeader = EntryHeader(
                     key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
                     payloadLength: newPayload.count)
-                var options = writeOptions
-                options.usedAt = usedAt
-                metadata.size = try disk.write(fileName, header: newHeader, payload: newPayload, options: options)
+                metadata.size = try disk.write(fileName, header: newHeader, payload: newPayload, options: writeOptions(usedAt: usedAt))
             } catch let error as SystemError {
                 events.append(.failure(key: key.name, error: error.cacheError(key: key.name)))
             } catch {
@@ -429,7 +427,7 @@ extension Cache {
         var failure: CacheError?
         store.keyLocks.withLock(name) {
             let record = memory.peek(name)
-            let options = writeOptions
+            let options = writeOptions(usedAt: nowSeconds)
             if let disk {
                 do throws(SystemError) {
                     let rewritten = try disk.rewriteHeader(DiskStore.fileName(for: name), key: name, options: options) { header in

@@ -278,13 +278,15 @@ public final class Cache: Sendable {
         return (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/" + folderName(for: owner)
     }
 
-    var writeOptions: DiskStore.WriteOptions {
+    /// How this cache writes, recording the write as the entry's last use at `usedAt`
+    /// (the moment its metadata says: one clock reading for both).
+    func writeOptions(usedAt: Double) -> DiskStore.WriteOptions {
         let complete = configuration.fileProtection == .complete
         var options = DiskStore.WriteOptions(
             filePermissions: configuration.sharing.filePermissions, folderPermissions: configuration.sharing.folderPermissions,
             synchronize: configuration.durability == .synchronized, completeProtection: complete)
         options.sharing = configuration.sharing
-        options.usedAt = nowSeconds
+        options.usedAt = usedAt
         options.excludesFromBackup = configuration.location == .persistent
         return options
     }

@@ -169,7 +169,7 @@ private struct Customer: Codable, Sendable, Equatable {
             lifespan: .never, schemaVersion: nil, appVersion: "1.0", isLocked: false, payloadLength: payload.count)
         _ = try DiskStore(folder: folder.path).write(
             DiskStore.fileName(for: "customer"), header: header, payload: payload,
-            options: Cache(makeConfiguration(folder)).writeOptions)
+            options: { let cache = Cache(makeConfiguration(folder)); return cache.writeOptions(usedAt: cache.nowSeconds) }())
     }
 
     @Test func undecodableDiscardIsFollowedByWhichFieldFailed() throws {
@@ -274,7 +274,7 @@ private struct Customer: Codable, Sendable, Equatable {
             schemaVersion: 1, appVersion: "1.0", isLocked: false, payloadLength: payload.count)
         _ = try DiskStore(folder: folder.path).write(
             DiskStore.fileName(for: "model"), header: header, payload: payload,
-            options: Cache(makeConfiguration(folder)).writeOptions)
+            options: { let cache = Cache(makeConfiguration(folder)); return cache.writeOptions(usedAt: cache.nowSeconds) }())
         let events = EventLog()
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == PrivateModel(name: "A"))
         #expect(events.discards.isEmpty)
