@@ -398,9 +398,7 @@ extension Cache {
 
     /// Whether `name`'s current entry is locked, so a new write keeps the lock. Call holding its key lock.
     private func isLockedNow(_ name: String) -> Bool {
-        if let record = memory.peek(name) { return record.metadata.isLocked }
-        guard let disk, disk.refusal(for: configuration.sharing) == nil, case .success(let (header, _)) = disk.readHeader(DiskStore.fileName(for: name)) else { return false }
-        return header.key == name && header.isLocked
+        storedMetadata(named: name)?.isLocked ?? false
     }
 
     // MARK: Untyped operations by name (the facade and housekeeping use them too)

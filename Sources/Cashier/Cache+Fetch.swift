@@ -166,7 +166,8 @@ extension Cache {
             let now = nowSeconds
             metadata = EntryMetadata(
                 createdAt: now, validatedAt: now, lifespan: fetched.lifespan ?? key.lifespan ?? configuration.defaultLifespan,
-                isLocked: self.storedMetadata(named: key.name)?.isLocked ?? false, schemaVersion: key.schemaVersion,
+                isLocked: store.keyLocks.withLock(key.name) { storedMetadata(named: key.name)?.isLocked } ?? false,
+                schemaVersion: key.schemaVersion,
                 appVersion: configuration.appVersion, size: 0)
         }
         return CacheEntry(fetched.value, metadata: metadata, origin: .fetch, now: nowSeconds)
