@@ -54,13 +54,15 @@ package enum EntryReader {
         var filled = try read(UnsafeMutableRawBufferPointer(start: block, count: first), 0)
         // Shorter than `fstat` said: the file shrank meanwhile; judge what it is now.
         let fileLength = filled < first ? filled : size
-        var header: EntryHeader?
+        // The header, when the prefix held all of it.
+        let known: EntryHeader?
         let wanted: Int
         switch decode(block, filled, fileLength: fileLength) {
         case .success(let decoded):
-            header = decoded
+            known = decoded
             wanted = wantsPayload ? fileLength : filled
         case .failure(.needMoreBytes(let headerLength)):
+            known = nil
             // decodePrefix checked the lengths first: the header is at most 16 MiB, and
             // header plus payload is the file's length, at most `maximumEntryLength`.
             wanted = wantsPayload ? fileLength : headerLength
@@ -75,16 +77,18 @@ package enum EntryReader {
             let count = try read(rest, filled)
             filled += count
             guard count == rest.count else {
-                return .damaged(.lengthMismatch(expected: fileLength, actual: filled), header: header)
+                return .damaged(.lengthMismatch(expected: fileLength, actual: filled), header: known)
             }
         }
-        if header == nil {
+        let header: EntryHeader
+        if let known {
+            header = known
+        } else {
             switch decode(block, filled, fileLength: fileLength) {
             case .success(let decoded): header = decoded
             case .failure(let error): return .damaged(error, header: nil)
             }
         }
-        guard let header else { return .damaged(.truncated, header: nil) }
         guard wantsPayload else { return .entry(header, payload: nil) }
 
         do throws(EntryFormatError) {

@@ -80,7 +80,7 @@ package enum XXH3 {
             let low = load64(input, 0) ^ bitflip1
             let high = load64(input, count - 8) ^ bitflip2
             let acc = UInt64(count) &+ low.byteSwapped &+ high &+ fold(low, high)
-            return avalanche(acc)
+            return xxh3Avalanche(acc)
         case 17...128:
             var acc = UInt64(count) &* p64_1
             if count > 32 {
@@ -97,14 +97,14 @@ package enum XXH3 {
             }
             acc &+= mix16(input, 0, s, 0, seed)
             acc &+= mix16(input, count - 16, s, 16, seed)
-            return avalanche(acc)
+            return xxh3Avalanche(acc)
         case 129...240:
             var acc = UInt64(count) &* p64_1
             for i in 0..<8 { acc &+= mix16(input, 16 * i, s, 16 * i, seed) }
-            acc = avalanche(acc)
+            acc = xxh3Avalanche(acc)
             for i in 8..<(count / 16) { acc &+= mix16(input, 16 * i, s, 16 * (i - 8) + 3, seed) }
             acc &+= mix16(input, count - 16, s, 136 - 17, seed)
-            return avalanche(acc)
+            return xxh3Avalanche(acc)
         default:
             guard seed != 0 else { return hashLong(input, count, s, vectorized: vectorized) }
             // A secret derived from the seed, as XXH3_initCustomSecret does.
@@ -136,7 +136,7 @@ package enum XXH3 {
         for i in 0..<4 {
             result &+= fold(acc[2 * i] ^ load64(secret, 11 + 16 * i), acc[2 * i + 1] ^ load64(secret, 11 + 16 * i + 8))
         }
-        return avalanche(result)
+        return xxh3Avalanche(result)
     }
 
     /// One lane at a time, every load little-endian: right on any target.
@@ -208,7 +208,7 @@ package enum XXH3 {
         return product.high ^ product.low
     }
 
-    @inline(__always) private static func avalanche(_ h: UInt64) -> UInt64 {
+    @inline(__always) private static func xxh3Avalanche(_ h: UInt64) -> UInt64 {
         var h = h
         h ^= h >> 37
         h &*= mx1
