@@ -95,6 +95,9 @@ struct FolderCheck: Sendable {
     /// next question stats it.
     var status: FolderStatus?
     var user: uid_t = 0
+    /// The verdict on `status` for each sharing asked about since it was seen (`.some(nil)`:
+    /// sound), so a read repeats no judgement (and no `getgroups`).
+    var verdicts: [Cache.Sharing: String?] = [:]
 }
 
 extension DiskStore {
@@ -106,20 +109,27 @@ extension DiskStore {
     /// collections ask with it, so a folder whose mode or owner changed, or that was replaced,
     /// is judged anew before anything is written to it or removed from it.
     package func refusal(for sharing: Cache.Sharing, fresh: Bool = false) -> SystemError? {
+        if !fresh, case .some(let verdict) = folderCheck.withLock({ $0.status == nil ? nil : $0.verdicts[sharing] }) {
+            return verdict.map { SystemError(untrustedFolder: folder, reason: $0) }
+        }
         let known = fresh ? nil : folderCheck.withLock { check in check.status.map { ($0, check.user) } }
         let status: FolderStatus, user: uid_t
         if let known {
             (status, user) = known
         } else {
             guard let seen = fileSystem.folderStatus(folder) else {
-                folderCheck.withLock { $0.status = nil }
+                folderCheck.withLock { $0 = FolderCheck() }
                 return nil
             }
-            user = geteuid()
-            folderCheck.withLock { $0 = FolderCheck(status: seen, user: user) }
-            status = seen
+            (status, user) = (seen, geteuid())
         }
-        return status.refusal(for: sharing, user: user).map { SystemError(untrustedFolder: folder, reason: $0) }
+        let verdict = status.refusal(for: sharing, user: user)
+        folderCheck.withLock { check in
+            // A folder seen changed (mode, owner, or another folder in its place) is judged anew for every sharing.
+            if check.status != status || check.user != user { check = FolderCheck(status: status, user: user) }
+            check.verdicts[sharing] = verdict
+        }
+        return verdict.map { SystemError(untrustedFolder: folder, reason: $0) }
     }
 
     /// Why the entry file `fileName`, whose `stat` is `info`, must not be used with `sharing`;
@@ -140,7 +150,7 @@ extension DiskStore {
 
     /// Forgets the folder's status: the next ``refusal(for:fresh:)`` stats it again (no I/O here).
     package func forgetFolderStatus() {
-        folderCheck.withLock { $0.status = nil }
+        folderCheck.withLock { $0 = FolderCheck() }
     }
 }
 
