@@ -8,8 +8,9 @@ extension Cache {
     /// (another schema or app version, another type, damage, a payload that no
     /// longer decodes), which is removed and reported as
     /// ``CacheEvent/discarded(key:reason:)``, and any entry in a folder the cache refuses
-    /// (``CacheError/Kind/untrustedFolder``, reported as ``CacheEvent/failure(key:error:)``). A memory hit does no I/O and no
-    /// decoding; otherwise this reads one file. Never throws, never traps.
+    /// (``CacheError/Kind/untrustedFolder``, reported as ``CacheEvent/failure(key:error:)``). A memory hit does no
+    /// decoding, and no I/O except on a ``Lifespan/sinceLastUse(_:)`` entry, whose file's access time
+    /// it sets at most once a minute; otherwise this reads one file. Never throws, never traps.
     @inlinable
     public func value<V>(for key: CacheKey<V>) -> V? {
         // Inlinable so that callers specialize it for their value type: a memory hit then
@@ -55,12 +56,13 @@ extension Cache {
         case .sliding(let deadline):
             let now = nowSeconds
             if now < deadline {
-                noteSlidingUse(name, at: now)
+                noteSlidingUse(name, at: now, countingHit: true)
             } else if !configuration.returnsExpiredValues {
                 missExpired(name)
                 return .expired
+            } else {
+                memory.count { $0.hits += 1 }
             }
-            memory.count { $0.hits += 1 }
         }
         configuration.onEvent?(.hit(key: name))
         return .hit

@@ -21,8 +21,9 @@ extension Cache {
     /// launch sees every use but the last minute's, even if this process is killed without
     /// another disk operation: a sliding entry may expire up to a minute early there, never
     /// a flush interval early.
-    func noteSlidingUse(_ name: String, at now: Double) {
-        guard memory.noteUse(name, at: now), let disk else { return }
+    /// `countingHit`: the use is a memory hit, counted in ``statistics`` under the same lock.
+    func noteSlidingUse(_ name: String, at now: Double, countingHit: Bool = false) {
+        guard memory.noteUse(name, at: now, countingHit: countingHit), let disk else { return }
         disk.noteUses(ofKeys: [(name, now)], at: now)
     }
 

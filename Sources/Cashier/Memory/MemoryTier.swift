@@ -245,8 +245,10 @@ final class MemoryTier: Sendable {
     /// Records a use at `now` of `name`'s ``Lifespan/sinceLastUse(_:)`` record (a read that found
     /// it valid). Returns whether its file's access time is ``DiskStore/recencyGranularity`` or
     /// more behind, in which case the caller writes it (and the record now counts it as written).
-    func noteUse(_ name: String, at now: Double) -> Bool {
+    /// `countingHit`: also counts a hit in ``statistics``, under the same lock.
+    func noteUse(_ name: String, at now: Double, countingHit: Bool = false) -> Bool {
         withRecords(orIfNone: false) { state in
+            if countingHit { state.statistics.hits += 1 }
             guard let record = state.records[name], record.metadata.lifespan.slidingSeconds != nil else { return false }
             record.lastUse = max(record.lastUse, now)
             guard now - record.persistedUse >= DiskStore.recencyGranularity else { return false }
