@@ -325,7 +325,6 @@ extension Cache {
         if metadata.lifespan.slidingSeconds != nil {
             metadata.lastUsedAt = disk.lastUse(of: fileName, info: info)
             usedAt = metadata.use(at: now)
-            if usedAt != now { disk.keepLastUse(fileName, at: usedAt) }
             metadata.lastUsedAt = usedAt
         }
         let value: V
@@ -369,7 +368,7 @@ extension Cache {
                 return discard(.undecodable, because: error)
             }
         }
-        let stamp = disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: usedAt)
+        let stamp = disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: usedAt, foundSlidingLifespanOver: usedAt != now)
         if memory.limit != 0 {
             memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count, persistedUse: stamp))
         }

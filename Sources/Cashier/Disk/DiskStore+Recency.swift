@@ -59,11 +59,4 @@ extension DiskStore {
     package func lastUse(of fileName: String, info: FileInfo) -> Double {
         max(info.accessedAt, indexedLastUse(of: fileName) ?? -.infinity)
     }
-
-    /// Sets `fileName`'s access time back to `lastUse` after a read that found its sliding
-    /// lifespan over: where reading moves access times (a file system without `O_NOATIME`,
-    /// or not mounted `noatime`), that read must not count as a use in the next launch.
-    func keepLastUse(_ fileName: String, at lastUse: Double) {
-        persistUse(fileName, at: lastUse, stamp: nil)
-    }
 }

@@ -227,11 +227,17 @@ package final class DiskStore: Sendable {
     /// in this process's index, and in the file's access time when that is a granularity
     /// or more off (see ``recencyGranularity``). Returns the access time the file keeps now.
     @discardableResult
-    package func noteRead(_ fileName: String, info: FileInfo, isLocked: Bool, at now: Double) -> Double {
+    ///
+    /// `foundSlidingLifespanOver`: the read found a ``Lifespan/sinceLastUse(_:)`` lifespan over
+    /// and `now` is its last use. Where reading moves access times (no `O_NOATIME`, a mount
+    /// without `noatime`), the read itself may have moved the file's, and it must not count as
+    /// a use in the next launch: the access time is set to `now` whatever `info` says.
+    package func noteRead(_ fileName: String, info: FileInfo, isLocked: Bool, at now: Double,
+                          foundSlidingLifespanOver: Bool = false) -> Double {
         state.withLock {
             $0.note(fileName, IndexRecord(size: info.size, lastUse: now, isLocked: isLocked, stamp: info.accessedAt, modifiedAt: info.modifiedAt))
         }
-        return persistUse(fileName, at: now, stamp: info.accessedAt)
+        return persistUse(fileName, at: now, stamp: foundSlidingLifespanOver ? nil : info.accessedAt)
     }
 
     /// The last use of `fileName` this process's index holds (writes, reads, uses), if any.
