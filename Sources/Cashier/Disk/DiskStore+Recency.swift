@@ -57,6 +57,11 @@ extension DiskStore {
     /// The last use of an entry whose file reads `info`, for a ``Lifespan/sinceLastUse(_:)``
     /// lifespan: the file's access time, or what this process knows of later uses.
     package func lastUse(of fileName: String, info: FileInfo) -> Double {
-        max(info.accessedAt, indexedLastUse(of: fileName) ?? -.infinity)
+        Self.lastUse(info: info, indexed: indexedLastUse(of: fileName))
+    }
+
+    /// The later of a file's access time and the last use an index holds for it (`nil`: none).
+    static func lastUse(info: FileInfo, indexed: Double?) -> Double {
+        max(info.accessedAt, indexed ?? -.infinity)
     }
 }

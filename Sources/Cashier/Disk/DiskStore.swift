@@ -429,7 +429,7 @@ package final class DiskStore: Sendable {
                         _ = try? fileSystem.removeFile(path(name))
                         continue
                     }
-                    let lastUse = max(info.accessedAt, known[name]?.lastUse ?? -.infinity)
+                    let lastUse = Self.lastUse(info: info, indexed: known[name]?.lastUse)
                     if reclaim.expired, header.isExpired(at: now, lastUsedAt: lastUse) {
                         chosen.append(Choice(fileName: name, sequence: sequence, removal: .discarded(key: header.key, reason: .expired)))
                         continue
