@@ -96,11 +96,9 @@ struct Inventory {
             let info = FileInfo(st)
             return EntryFile(fileName: name, size: info.size, lastUse: lastUse(info),
                              problem: "cannot read: \(String(cString: strerror(error.code)))")
-        case .damaged(let error, let size, let header):
-            // The size as the reader's `fstat` gave it; the times of a second look, for ages.
-            var st = stat()
-            let used = lstat(path, &st) == 0 ? lastUse(FileInfo(st)) : 0
-            return EntryFile(fileName: name, size: size, lastUse: used, header: header, problem: error.description)
+        case .damaged(let error, let info, let header):
+            // Size and times as the reader's `fstat` gave them: no second look at a file that may have changed.
+            return EntryFile(fileName: name, size: info.size, lastUse: lastUse(info), header: header, problem: error.description)
         case .entry(let header, let payload, let info):
             return EntryFile(fileName: name, size: info.size, lastUse: lastUse(info), header: header,
                              payload: keepPayload ? payload : nil)

@@ -164,11 +164,11 @@ import Darwin
         let key = CacheKey<Data>("shrinking")
         try cache.set(Data(repeating: 3, count: 50_000), for: key)
         reads.truncateAfterOpen = 20_000
-        guard case .damaged(let error, let size, let header) = reads.readEntry(entryPath(key.name)) else {
+        guard case .damaged(let error, let info, let header) = reads.readEntry(entryPath(key.name)) else {
             Issue.record("read a file cut short")
             return
         }
-        #expect(size > 50_000)
+        #expect(info.size > 50_000)
         #expect(header?.key == key.name)
         if case .lengthMismatch(_, let actual) = error { #expect(actual == 20_000) } else { Issue.record("\(error)") }
     }

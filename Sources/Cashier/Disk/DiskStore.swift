@@ -72,7 +72,7 @@ package final class DiskStore: Sendable {
         case absent
         case entry(EntryHeader, payload: Data, info: FileInfo)
         /// Damage: why, the file's size, and its header when that decoded (a checksum mismatch).
-        case damaged(EntryFormatError, size: Int, header: EntryHeader? = nil)
+        case damaged(EntryFormatError, info: FileInfo, header: EntryHeader? = nil)
         case failed(SystemError)
     }
 

@@ -20,7 +20,7 @@ extension FileSystem {
         case .success((.entry(let header, let payload), let info)):
             return .entry(header, payload: payload ?? Data(), info: info)
         case .success((.damaged(let error, let header), let info)):
-            return .damaged(error, size: info.size, header: header)
+            return .damaged(error, info: info, header: header)
         case .success((.outOfMemory, _)):
             return .failed(SystemError(code: ENOMEM, operation: "read", path: path))
         }
