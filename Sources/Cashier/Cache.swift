@@ -341,8 +341,10 @@ public final class Cache: Sendable {
         }
     }
 
-    /// Blocks until the size sweeps scheduled so far have finished, after writing down
-    /// the recency of the values read from memory since the cache last touched the disk.
+    /// Blocks until the size sweeps scheduled so far, and a garbage collection that
+    /// ``Configuration-swift.struct/garbageCollectionInterval`` started and that is still
+    /// running, have finished, after writing down the recency of the values read from
+    /// memory since the cache last touched the disk.
     ///
     /// A sweep that found the folder locked by another process is tried again a second
     /// later; this waits for that retry too, so it can last as long as the other process
@@ -358,6 +360,7 @@ public final class Cache: Sendable {
     /// <doc:StorageAndLimits>), and by waiting.
     public func waitForBackgroundWork() {
         recordMemoryUses()
+        garbageCollection?.waitForRunningRound()
         disk?.waitForSweeps()
     }
 }
@@ -401,21 +404,28 @@ final class Store: Sendable {
     }
 }
 
-/// Runs garbage collection every so often on a background queue.
+/// Runs garbage collection every so often on a background queue of its own.
 private final class GarbageCollectionTimer: Sendable {
     private let interval: TimeInterval
     private let timer = Locked<DispatchSourceTimer?>(nil)
+    /// Serial: one round at a time, and ``waitForRunningRound()`` waits behind the current one.
+    private let queue = DispatchQueue(label: "Cashier.GarbageCollection", qos: .utility)
 
     init(interval: TimeInterval) {
         self.interval = interval
     }
 
     func start(_ work: @escaping @Sendable () -> Void) {
-        let source = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        let source = DispatchSource.makeTimerSource(queue: queue)
         source.schedule(deadline: .now() + interval, repeating: interval, leeway: .seconds(1))
         source.setEventHandler(handler: work)
         timer.withLock { $0 = source }
         source.resume()
+    }
+
+    /// Returns once a round the timer has started is over (at once when none is running).
+    func waitForRunningRound() {
+        queue.sync {}
     }
 
     func stop() {
