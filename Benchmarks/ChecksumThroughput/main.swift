@@ -30,7 +30,8 @@ for size in sizes {
                 for algorithm in (order == 0 ? ["xxh64", "xxh3"] : ["xxh3", "xxh64"]) {
                     let time = seconds {
                         for i in 0..<iterations {
-                            sink &+= algorithm == "xxh64"
+                            sink &+=
+                                algorithm == "xxh64"
                                 ? XXHash64.hash(bytes, seed: UInt64(i)) : XXH3.hash(bytes, seed: UInt64(i))
                         }
                     }
@@ -45,7 +46,12 @@ for size in sizes {
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 print("size      XXH64 GB/s  XXH3 GB/s  XXH3/XXH64")
 for size in sizes {
-    let a = median(results["xxh64 \(size)"]!), b = median(results["xxh3 \(size)"]!), r = median(ratios[size]!)
-    print(String(format: "%-8@  %10.2f  %9.2f  %9.2fx", size >= 1 << 20 ? "\(size >> 20) MiB" : "\(size >> 10) KiB", a, b, r))
+    let a = median(results["xxh64 \(size)"]!)
+    let b = median(results["xxh3 \(size)"]!)
+    let r = median(ratios[size]!)
+    print(
+        String(
+            format: "%-8@  %10.2f  %9.2f  %9.2fx", size >= 1 << 20 ? "\(size >> 20) MiB" : "\(size >> 10) KiB", a, b, r)
+    )
 }
 if sink == 42 { print("") }

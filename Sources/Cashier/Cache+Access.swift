@@ -17,9 +17,12 @@ extension Cache {
         // copies the value straight out of the tier, under its lock, with no generic
         // dispatch and no reference counting of the record.
         var found: V?
-        switch memoryHit(key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, copy: { storage in
-            found = storage.assumingMemoryBound(to: V.self).pointee
-        }) {
+        switch memoryHit(
+            key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion,
+            copy: { storage in
+                found = storage.assumingMemoryBound(to: V.self).pointee
+            })
+        {
         case .hit: return found
         case .expired: return nil
         case .miss: return valueFromDisk(for: key)
@@ -40,9 +43,13 @@ extension Cache {
     /// The memory-hit half of ``value(for:)``: not generic, so callers' specializations
     /// share it. `copy` runs under the tier's lock, given the stored value's address.
     @usableFromInline
-    func memoryHit(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?,
-                   copy: (UnsafeMutableRawPointer) -> Void) -> MemoryAnswer {
-        switch memory.hit(name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion, copy: copy) {
+    func memoryHit(
+        _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?,
+        copy: (UnsafeMutableRawPointer) -> Void
+    ) -> MemoryAnswer {
+        switch memory.hit(
+            name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion, copy: copy)
+        {
         case .none:
             return .miss
         case .counted:
@@ -140,7 +147,9 @@ extension Cache {
                         payloadLength: payload.count)
                     try header.checkWritable()
                     do throws(SystemError) {
-                        metadata.size = try disk.write(DiskStore.fileName(for: key.name), header: header, payload: payload, options: writeOptions(usedAt: now))
+                        metadata.size = try disk.write(
+                            DiskStore.fileName(for: key.name), header: header, payload: payload,
+                            options: writeOptions(usedAt: now))
                     } catch {
                         // Most failures leave the old entry in place; a failed folder sync comes
                         // after the rename. Either way the file is the truth: forget the memory copy.
@@ -148,7 +157,8 @@ extension Cache {
                         throw error.cacheError(key: key.name)
                     }
                 }
-                evicted = memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count))
+                evicted = memory.insert(
+                    TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count))
                 publish(key.name, value)
             }
         } catch let error as CacheError {
@@ -166,9 +176,11 @@ extension Cache {
             }
         } else {
             recordMemoryUses()
-            disk?.sweepIfNeeded(limits: limits, forgetting: { [weak self] removal in self?.forget(removal) }) { [weak self] removals in
-                self?.report(removals)
-            }
+            disk?.sweepIfNeeded(
+                limits: limits,
+                forgetting: { [weak self] removal in self?.forget(removal) },
+                report: { [weak self] removals in self?.report(removals) }
+            )
         }
         return metadata
     }
@@ -272,8 +284,10 @@ extension Cache {
 
     /// The memory record for `key` if it holds a `V` usable for it, counted as used.
     private func memoryEntry<V>(_ key: CacheKey<V>) -> Found<V>? {
-        guard let found = memory.peekUsable(
-            key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, appVersion: configuration.appVersion)
+        guard
+            let found = memory.peekUsable(
+                key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion,
+                appVersion: configuration.appVersion)
         else { return nil }
         var metadata = found.metadata
         countSlidingUse(of: key.name, &metadata)
@@ -285,8 +299,10 @@ extension Cache {
     /// The checks run in the order DESIGN.md fixes: header and checksum, schema
     /// version (migrate or discard), type name, app version for unversioned keys,
     /// decoding.
-    private func loadFromDisk<V>(_ key: CacheKey<V>, _ disk: DiskStore, events: inout [CacheEvent],
-                                 changes: inout [(any Sendable)?]) -> Found<V>? {
+    private func loadFromDisk<V>(
+        _ key: CacheKey<V>, _ disk: DiskStore, events: inout [CacheEvent],
+        changes: inout [(any Sendable)?]
+    ) -> Found<V>? {
         let fileName = DiskStore.fileName(for: key.name)
         func discard(_ reason: DiscardReason, because error: (any Error)? = nil) -> Found<V>? {
             try? disk.remove(fileName)
@@ -294,12 +310,15 @@ extension Cache {
             events.append(.discarded(key: key.name, reason: reason))
             if let error {
                 let message = DecodingDescription.describe(error)
-                events.append(.failure(key: key.name, error: CacheError(kind: .decodingFailed, key: key.name, message: message)))
+                events.append(
+                    .failure(key: key.name, error: CacheError(kind: .decodingFailed, key: key.name, message: message)))
             }
             changes.append(nil)
             return nil
         }
-        let header: EntryHeader, payload: Data, info: FileInfo
+        let header: EntryHeader
+        let payload: Data
+        let info: FileInfo
         switch disk.read(fileName) {
         case .absent:
             return nil
@@ -345,18 +364,22 @@ extension Cache {
                 let newHeader = EntryHeader(
                     key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
                     payloadLength: newPayload.count)
-                metadata.size = try disk.write(fileName, header: newHeader, payload: newPayload, options: writeOptions(usedAt: usedAt))
+                metadata.size = try disk.write(
+                    fileName, header: newHeader, payload: newPayload, options: writeOptions(usedAt: usedAt))
             } catch let error as SystemError {
                 events.append(.failure(key: key.name, error: error.cacheError(key: key.name)))
             } catch {
-                events.append(.failure(key: key.name, error: CacheError(kind: .encodingFailed, key: key.name, message: "\(error)")))
+                events.append(
+                    .failure(
+                        key: key.name, error: CacheError(kind: .encodingFailed, key: key.name, message: "\(error)")))
             }
             events.append(.migrated(key: key.name, from: header.schemaVersion, to: key.schemaVersion))
             changes.append(value)
         } else {
             let expectedType = ValueCoding.typeName(of: V.self)
             // Written by this platform's spelling, the names are equal; normalize only when not.
-            guard header.typeName == expectedType || ValueCoding.normalizedTypeName(header.typeName) == expectedType else {
+            guard header.typeName == expectedType || ValueCoding.normalizedTypeName(header.typeName) == expectedType
+            else {
                 return discard(.typeMismatch(stored: header.typeName, expected: expectedType))
             }
             if key.schemaVersion == nil, header.appVersion != configuration.appVersion {
@@ -368,9 +391,11 @@ extension Cache {
                 return discard(.undecodable, because: error)
             }
         }
-        let stamp = disk.noteRead(fileName, info: info, isLocked: metadata.isLocked, at: usedAt, foundSlidingLifespanOver: usedAt != now)
+        let stamp = disk.noteRead(
+            fileName, info: info, isLocked: metadata.isLocked, at: usedAt, foundSlidingLifespanOver: usedAt != now)
         if memory.limit != 0 {
-            memory.insert(TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count, persistedUse: stamp))
+            memory.insert(
+                TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count, persistedUse: stamp))
         }
         return Found(value: value, metadata: metadata, origin: .disk)
     }
@@ -392,8 +417,10 @@ extension Cache {
     func storedMetadata(named name: String) -> EntryMetadata? {
         if let record = memory.peek(name) { return memory.currentMetadata(of: record) }
         let fileName = DiskStore.fileName(for: name)
-        guard let disk, disk.refusal(for: configuration.sharing) == nil, case .success(let (header, info)) = disk.readHeader(fileName),
-              header.key == name else { return nil }
+        guard let disk, disk.refusal(for: configuration.sharing) == nil,
+            case .success(let (header, info)) = disk.readHeader(fileName),
+            header.key == name
+        else { return nil }
         return EntryMetadata(header, size: info.size, lastUsedAt: disk.lastUse(of: fileName, info: info))
     }
 
@@ -429,7 +456,8 @@ extension Cache {
             let options = writeOptions(usedAt: nowSeconds)
             if let disk {
                 do throws(SystemError) {
-                    let rewritten = try disk.rewriteHeader(DiskStore.fileName(for: name), key: name, options: options) { header in
+                    let rewritten = try disk.rewriteHeader(DiskStore.fileName(for: name), key: name, options: options) {
+                        header in
                         var metadata = EntryMetadata(header, size: 0)
                         change(&metadata)
                         header.validatedAt = metadata.validatedAt
@@ -439,7 +467,10 @@ extension Cache {
                         memory.remove(name)
                         return
                     }
-                    if let record { memory.insert(record.replacing(metadata: EntryMetadata(header, size: size, lastUsedAt: options.usedAt))) }
+                    if let record {
+                        memory.insert(
+                            record.replacing(metadata: EntryMetadata(header, size: size, lastUsedAt: options.usedAt)))
+                    }
                 } catch {
                     failure = error.cacheError(key: name)
                 }

@@ -140,7 +140,9 @@ extension Cache {
                 }
                 // Another key whose name hashes alike: not ours to judge or remove.
                 guard header.key == name else { return nil }
-                if header.schemaVersion != nil { return discard(.schemaMismatch(stored: header.schemaVersion, expected: nil)) }
+                if header.schemaVersion != nil {
+                    return discard(.schemaMismatch(stored: header.schemaVersion, expected: nil))
+                }
                 if header.appVersion != appVersion {
                     return discard(.appVersionMismatch(stored: header.appVersion, current: appVersion))
                 }

@@ -27,8 +27,10 @@ extension Cache {
     ///
     /// To let the fetch decide the lifespan, or to learn whether the value was
     /// fetched, use ``entry(for:policy:fetch:)``.
-    public func value<V>(for key: CacheKey<V>, lifespan: Lifespan? = nil,
-                         fetch: @Sendable () async throws -> V) async throws -> V {
+    public func value<V>(
+        for key: CacheKey<V>, lifespan: Lifespan? = nil,
+        fetch: @Sendable () async throws -> V
+    ) async throws -> V {
         try await cachedOrFetched(key) { Fetched(try await fetch(), lifespan: lifespan) }.value
     }
 
@@ -41,8 +43,10 @@ extension Cache {
     ///   a miss fetches.
     /// - ``FetchPolicy/refresh``: always fetches; if the fetch throws and an entry
     ///   exists, even expired, that is returned instead of the error.
-    public func value<V>(for key: CacheKey<V>, lifespan: Lifespan? = nil, policy: FetchPolicy,
-                         fetch: @escaping @Sendable () async throws -> V) async throws -> V {
+    public func value<V>(
+        for key: CacheKey<V>, lifespan: Lifespan? = nil, policy: FetchPolicy,
+        fetch: @escaping @Sendable () async throws -> V
+    ) async throws -> V {
         try await entry(for: key, policy: policy) { Fetched(try await fetch(), lifespan: lifespan) }.value
     }
 
@@ -74,8 +78,10 @@ extension Cache {
     /// A fetched lifespan of `.seconds(0)` (or a date already past) answers the
     /// value with ``CacheEntry/isExpired`` `true`: it is stored expired, so the
     /// next ``FetchPolicy/cacheFirst`` call fetches again.
-    public func entry<V>(for key: CacheKey<V>, policy: FetchPolicy = .cacheFirst,
-                         fetch: @escaping @Sendable () async throws -> Fetched<V>) async throws -> CacheEntry<V> {
+    public func entry<V>(
+        for key: CacheKey<V>, policy: FetchPolicy = .cacheFirst,
+        fetch: @escaping @Sendable () async throws -> Fetched<V>
+    ) async throws -> CacheEntry<V> {
         switch policy {
         case .cacheFirst:
             return try await cachedOrFetched(key, fetch: fetch)
@@ -101,7 +107,9 @@ extension Cache {
     }
 
     /// The valid cached entry for `key`, else the shared fetch's: ``FetchPolicy/cacheFirst``.
-    private func cachedOrFetched<V>(_ key: CacheKey<V>, fetch: () async throws -> Fetched<V>) async throws -> CacheEntry<V> {
+    private func cachedOrFetched<V>(_ key: CacheKey<V>, fetch: () async throws -> Fetched<V>) async throws
+        -> CacheEntry<V>
+    {
         if let found = load(key) {
             let entry = CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
             if !entry.isExpired {
@@ -122,7 +130,10 @@ extension Cache {
             do {
                 _ = try await sharedFetch(key, fetch: fetch)
             } catch {
-                emit(.failure(key: key.name, error: CacheError(kind: .fetchFailed, key: key.name, message: String(describing: error))))
+                emit(
+                    .failure(
+                        key: key.name,
+                        error: CacheError(kind: .fetchFailed, key: key.name, message: String(describing: error))))
             }
         }
     }
@@ -139,7 +150,7 @@ extension Cache {
         if !isLeader {
             switch await call.result() {
             case .success(let entry as CacheEntry<V>): return entry
-            case .success: break  // another key type under the same name: fetch for ourselves
+            case .success: break // another key type under the same name: fetch for ourselves
             case .failure(let error): throw error
             }
             return try await fetchAndStore(key, fetch: fetch)
@@ -155,7 +166,9 @@ extension Cache {
         return try outcome.get()
     }
 
-    private func fetchAndStore<V>(_ key: CacheKey<V>, fetch: () async throws -> Fetched<V>) async throws -> CacheEntry<V> {
+    private func fetchAndStore<V>(_ key: CacheKey<V>, fetch: () async throws -> Fetched<V>) async throws -> CacheEntry<
+        V
+    > {
         let fetched = try await fetch()
         let metadata: EntryMetadata
         do {
@@ -165,7 +178,8 @@ extension Cache {
             // what would have been stored.
             let now = nowSeconds
             metadata = EntryMetadata(
-                createdAt: now, validatedAt: now, lifespan: fetched.lifespan ?? key.lifespan ?? configuration.defaultLifespan,
+                createdAt: now, validatedAt: now,
+                lifespan: fetched.lifespan ?? key.lifespan ?? configuration.defaultLifespan,
                 isLocked: store.keyLocks.withLock(key.name) { storedMetadata(named: key.name)?.isLocked } ?? false,
                 schemaVersion: key.schemaVersion,
                 appVersion: configuration.appVersion, size: 0)
@@ -176,7 +190,12 @@ extension Cache {
 
 /// One fetch in flight, awaited by every caller that missed on its key.
 final class FetchCall: Sendable {
-    private let state = Locked<(outcome: Result<any Sendable, any Error>?, waiters: [CheckedContinuation<Result<any Sendable, any Error>, Never>])>((nil, []))
+    private let state = Locked<
+        (
+            outcome: Result<any Sendable, any Error>?,
+            waiters: [CheckedContinuation<Result<any Sendable, any Error>, Never>]
+        )
+    >((nil, []))
 
     func result() async -> Result<any Sendable, any Error> {
         await withCheckedContinuation { continuation in

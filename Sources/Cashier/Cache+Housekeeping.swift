@@ -32,12 +32,15 @@ extension Cache {
             guard !isFolderRefused(key: nil, fresh: true) else { return }
             // Memory hits count before `.sinceLastUse` lifespans are judged.
             recordMemoryUses()
-            report(disk.collectGarbage(
-                now: now, limits: DiskStore.Limits(size: nil, minimumFreeSpace: nil), reclaim: DiskStore.Reclaim(expired: true),
-                forgetting: forget))
+            report(
+                disk.collectGarbage(
+                    now: now, limits: DiskStore.Limits(size: nil, minimumFreeSpace: nil),
+                    reclaim: DiskStore.Reclaim(expired: true),
+                    forgetting: forget))
         } else {
             removeFromMemory { record in
-                memory.currentMetadata(of: record).isExpired(at: now) ? .discarded(key: record.name, reason: .expired) : nil
+                memory.currentMetadata(of: record).isExpired(at: now)
+                    ? .discarded(key: record.name, reason: .expired) : nil
             }
         }
     }
@@ -73,7 +76,9 @@ extension Cache {
             memory.remove(record.name)
         }
         guard !isFolderRefused(key: nil, fresh: true) else { return }
-        report(disk.removeEntries(where: { header in shouldRemove(header.key, EntryMetadata(header, size: 0)) }, forgetting: forget))
+        report(
+            disk.removeEntries(
+                where: { header in shouldRemove(header.key, EntryMetadata(header, size: 0)) }, forgetting: forget))
     }
 
     /// Removes the memory records `removal` names a removal for, in a memory-only cache:
@@ -115,7 +120,8 @@ extension Cache {
             // Memory hits count before victims are ordered.
             recordMemoryUses()
             let reclaim = DiskStore.Reclaim(expired: true, otherAppVersionsThan: .some(configuration.appVersion))
-            report(disk.collectGarbage(now: now, limits: limits, reclaim: reclaim, waiting: waiting, forgetting: forget))
+            report(
+                disk.collectGarbage(now: now, limits: limits, reclaim: reclaim, waiting: waiting, forgetting: forget))
         } else {
             removeExpired()
         }

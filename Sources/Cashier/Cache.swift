@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -93,9 +94,9 @@ public final class Cache: Sendable {
             let short = info?["CFBundleShortVersionString"] as? String
             let build = info?["CFBundleVersion"] as? String
             switch (short, build) {
-            case let (short?, build?) where short != build: return "\(short) (\(build))"
-            case let (short?, _): return short
-            case let (nil, build?): return build
+            case (let short?, let build?) where short != build: return "\(short) (\(build))"
+            case (let short?, _): return short
+            case (nil, let build?): return build
             default: return nil
             }
         }
@@ -227,7 +228,7 @@ public final class Cache: Sendable {
         for byte in DiskStore.canonicalSpelling(of: name).utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
                 result.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 result += String(format: "%%%02X", byte)
@@ -249,8 +250,9 @@ public final class Cache: Sendable {
         // Set in every App Sandbox process (not in Apple's reference, but what sandboxed Mac apps
         // and Electron test); a container path says the same, and is documented.
         let isSandboxed = ProcessInfo.processInfo.environment["APP_SANDBOX_CONTAINER_ID"] != nil
-        return ownFolder(in: base, isMac: true, isSandboxed: isSandboxed,
-                         bundleIdentifier: Bundle.main.bundleIdentifier, processName: ProcessInfo.processInfo.processName)
+        return ownFolder(
+            in: base, isMac: true, isSandboxed: isSandboxed,
+            bundleIdentifier: Bundle.main.bundleIdentifier, processName: ProcessInfo.processInfo.processName)
         #else
         return base
         #endif
@@ -272,7 +274,9 @@ public final class Cache: Sendable {
     ///   - isMac: macOS or Mac Catalyst, where `base` may be the user's `~/Library/Caches`.
     ///   - isSandboxed: whether the App Sandbox confines the process; a `base` inside
     ///     `~/Library/Containers/` counts as sandboxed too.
-    package static func ownFolder(in base: String, isMac: Bool, isSandboxed: Bool, bundleIdentifier: String?, processName: String) -> String {
+    package static func ownFolder(
+        in base: String, isMac: Bool, isSandboxed: Bool, bundleIdentifier: String?, processName: String
+    ) -> String {
         guard isMac, !isSandboxed, !base.contains("/Library/Containers/") else { return base }
         let owner = bundleIdentifier.flatMap { $0.isEmpty ? nil : $0 } ?? processName
         return (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/" + folderName(for: owner)
@@ -283,7 +287,8 @@ public final class Cache: Sendable {
     func writeOptions(usedAt: Double) -> DiskStore.WriteOptions {
         let complete = configuration.fileProtection == .complete
         var options = DiskStore.WriteOptions(
-            filePermissions: configuration.sharing.filePermissions, folderPermissions: configuration.sharing.folderPermissions,
+            filePermissions: configuration.sharing.filePermissions,
+            folderPermissions: configuration.sharing.folderPermissions,
             synchronize: configuration.durability == .synchronized, completeProtection: complete)
         options.sharing = configuration.sharing
         options.usedAt = usedAt

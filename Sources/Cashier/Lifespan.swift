@@ -68,7 +68,8 @@ extension Lifespan {
     /// becomes ``never``; ended forever ago (`-infinity`) becomes ``until(_:)`` `Date.distantPast`.
     /// - Throws: ``CacheError`` of kind ``CacheError/Kind/invalidValue`` for NaN, which has no meaning.
     func storable(forKey key: String) throws(CacheError) -> Lifespan {
-        let amount: Double, what: String
+        let amount: Double
+        let what: String
         switch self {
         case .never: return self
         case .seconds(let seconds): (amount, what) = (seconds, ".seconds")

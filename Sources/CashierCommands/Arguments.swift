@@ -65,7 +65,9 @@ extension Invocation {
     static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         guard let first = arguments.first else { throw UsageError("missing command") }
         if first == "--help" || first == "-h" {
-            guard arguments.count == 1 else { throw UsageError("--help takes no arguments; try 'cashier-tool help COMMAND'") }
+            guard arguments.count == 1 else {
+                throw UsageError("--help takes no arguments; try 'cashier-tool help COMMAND'")
+            }
             return .help(command: nil)
         }
         if first == "--version" {
@@ -134,7 +136,8 @@ private struct Grammar {
                 parsed.wantsHelp = true
                 continue
             }
-            let name: String, inline: String?
+            let name: String
+            let inline: String?
             if let equals = argument.firstIndex(of: "=") {
                 name = String(argument[..<equals])
                 inline = String(argument[argument.index(after: equals)...])
@@ -162,7 +165,9 @@ private struct Grammar {
             throw UsageError("'\(command)' needs \(operandNames)", command: command)
         }
         if parsed.operands.count > operands.upperBound {
-            throw UsageError("'\(command)' takes \(operandNames), got an extra '\(parsed.operands[operands.upperBound])'", command: command)
+            throw UsageError(
+                "'\(command)' takes \(operandNames), got an extra '\(parsed.operands[operands.upperBound])'",
+                command: command)
         }
         return parsed
     }
@@ -193,7 +198,8 @@ extension Grammar.Parsed {
                 dryRun: flags.contains("--dry-run"))
             if let value = values["--max-size"] {
                 guard let bytes = ByteCount.parse(value) else {
-                    throw UsageError("--max-size takes a byte count such as 1048576, 512K or 10M, not '\(value)'", command: command)
+                    throw UsageError(
+                        "--max-size takes a byte count such as 1048576, 512K or 10M, not '\(value)'", command: command)
                 }
                 options.maximumSize = bytes
             }

@@ -10,7 +10,9 @@ enum DemoCommand {
         let cleared = try clearPreviousDemo(in: folder)
         let say = console.print
         say("Cashier demo: a cache in \(folder)")
-        if cleared > 0 { say("(first removed the \(cleared) \(cleared == 1 ? "entry" : "entries") a previous demo left there)") }
+        if cleared > 0 {
+            say("(first removed the \(cleared) \(cleared == 1 ? "entry" : "entries") a previous demo left there)")
+        }
         say("")
 
         // Two caches on the folder, both "app version 1.0": one whose clock says two hours
@@ -43,10 +45,14 @@ enum DemoCommand {
         say("   value(for: headlines)  \(describe(today.value(for: DemoKeys.headlines)))")
         say("   value(for: forecast)   \(describe(today.value(for: DemoKeys.forecast)))  (expired: a miss)")
         if let entry = today.entry(for: DemoKeys.forecast) {
-            say("   entry(for: forecast)   \(entry.value.summary) in \(entry.value.city), isExpired: \(entry.isExpired)  (stale values stay readable)")
+            say(
+                "   entry(for: forecast)   \(entry.value.summary) in \(entry.value.city), isExpired: \(entry.isExpired)  (stale values stay readable)"
+            )
         }
         let avatar = today.imageData(forKey: DemoKeys.avatar.name)
-        say("   imageData(\"\(DemoKeys.avatar.name)\")  \(avatar.map { "\($0.count) bytes of PNG" } ?? "nil"), locked: \(today.entry(for: DemoKeys.avatar)?.isLocked ?? false)")
+        say(
+            "   imageData(\"\(DemoKeys.avatar.name)\")  \(avatar.map { "\($0.count) bytes of PNG" } ?? "nil"), locked: \(today.entry(for: DemoKeys.avatar)?.isLocked ?? false)"
+        )
         say("   string(\"greeting\")     \(describe(today.string(forKey: "greeting")))")
         say("")
 
@@ -59,7 +65,9 @@ enum DemoCommand {
         say("   value(for: \(DemoKeys.articleV2))")
         say("     -> \(describe(article)); the entry written under schema 1 is discarded, not decoded into a crash:")
         for event in events.take() where event.isDiscardOrMigration { say("     event: \(describe(event))") }
-        try update.set(ArticleV2(title: "Typed keys", paragraphs: ["Declare them once.", "Read them anywhere."], author: "Ada"), for: DemoKeys.articleV2)
+        try update.set(
+            ArticleV2(title: "Typed keys", paragraphs: ["Declare them once.", "Read them anywhere."], author: "Ada"),
+            for: DemoKeys.articleV2)
         say("     the app fetches the article again and stores it under schema 2")
         let settings = update.value(for: DemoKeys.settingsV2)
         say("   value(for: \(DemoKeys.settingsV2)) with migrations: [.from(1, as: SettingsV1.self) { … }]")
@@ -113,13 +121,16 @@ enum DemoCommand {
         guard isDirectory.boolValue else { throw ToolError("not a folder: \(directory)", status: .usage) }
         let inventory = try Inventory.load(directory)
         guard inventory.foreign.isEmpty else {
-            throw ToolError("\(directory) holds files that are not cache entries (\(inventory.foreign.prefix(3).joined(separator: ", "))); give the demo an empty or new folder")
+            throw ToolError(
+                "\(directory) holds files that are not cache entries (\(inventory.foreign.prefix(3).joined(separator: ", "))); give the demo an empty or new folder"
+            )
         }
         // A damaged file whose key does not read is taken for the demo's: the folder holds nothing else.
         let others = inventory.entries.compactMap(\.header?.key).filter { !DemoKeys.names.contains($0) }
         guard others.isEmpty else {
             let shown = others.sorted().prefix(3).map { "\"\(Format.escaped($0))\"" }.joined(separator: ", ")
-            throw ToolError("\(directory) holds entries the demo did not write (\(shown)); give the demo an empty or new folder")
+            throw ToolError(
+                "\(directory) holds entries the demo did not write (\(shown)); give the demo an empty or new folder")
         }
         let store = DiskStore(folder: directory)
         for entry in inventory.entries {
@@ -152,13 +163,17 @@ enum DemoCommand {
         case .write(let key, let bytes): return ".write(key: \"\(key)\", bytes: \(bytes))"
         case .evicted(let key, let bytes): return ".evicted(key: \"\(key)\", bytes: \(bytes))"
         case .failure(let key, let error): return ".failure(key: \(text(key)), error: \(error))"
-        case .migrated(let key, let from, let to): return ".migrated(key: \"\(key)\", from: \(version(from)), to: \(version(to)))"
+        case .migrated(let key, let from, let to):
+            return ".migrated(key: \"\(key)\", from: \(version(from)), to: \(version(to)))"
         case .discarded(let key, let reason):
             let why: String
             switch reason {
-            case .schemaMismatch(let stored, let expected): why = ".schemaMismatch(stored: \(version(stored)), expected: \(version(expected)))"
-            case .appVersionMismatch(let stored, let current): why = ".appVersionMismatch(stored: \(text(stored)), current: \(text(current)))"
-            case .typeMismatch(let stored, let expected): why = ".typeMismatch(stored: \(text(stored)), expected: \(text(expected)))"
+            case .schemaMismatch(let stored, let expected):
+                why = ".schemaMismatch(stored: \(version(stored)), expected: \(version(expected)))"
+            case .appVersionMismatch(let stored, let current):
+                why = ".appVersionMismatch(stored: \(text(stored)), current: \(text(current)))"
+            case .typeMismatch(let stored, let expected):
+                why = ".typeMismatch(stored: \(text(stored)), expected: \(text(expected)))"
             case .corrupt: why = ".corrupt"
             case .undecodable: why = ".undecodable"
             case .expired: why = ".expired"
@@ -169,9 +184,10 @@ enum DemoCommand {
     }
 
     /// A 16 × 16 RGB gradient, a complete PNG file.
-    static let png = Data(hex: """
-        89504e470d0a1a0a0000000d494844520000001000000010080200000090916836000001964944415478da0dcb410100210800412310c108442082118c40042218c10844e0b94f2318c10877f39fd61ad2e80d6d58633466c31bd1588dddc846354ee3365ea33541842ea860c210a6e042084bd8420a251ce10a4ffed0914eef68c73aa3333bde89ceeaec4e76aa733ab7f3fa1f1451baa28a2943998a2ba12c652ba9947294ab3cfd83214637d4306318d370238c656c238d328e718d677f18c8a00f7460833198031fc4600df620073538833b78e30f1399f4894e6c322673e29398acc99ee4a4266772276ffec111a73bea98339ce9b813ce72b6934e39c7b9cef33f0412f440030b4630030f2258c10e32a8e0043778f187852cfa4217b6188bb9f0452cd6622f72518bb3b88bb7feb0914ddfe8c636633337be89cddaec4d6e6a733677f3f61f12497aa289252399892791ac6427995472929bbcfc4321452fb4b06214b3f0228a55ec228b2a4e718b577f38c8a11ff460877198073fc4611df6210f7538877b78e70f17b9f48b5eec322ef3e297b8accbbee4a52ee7722feffee1218ffed0873dc6633efc118ff5d88f7cd4e33ceee33d3e8674b810f218d8a20000000049454e44ae426082
-        """)
+    static let png = Data(
+        hex: """
+            89504e470d0a1a0a0000000d494844520000001000000010080200000090916836000001964944415478da0dcb410100210800412310c108442082118c40042218c10844e0b94f2318c10877f39fd61ad2e80d6d58633466c31bd1588dddc846354ee3365ea33541842ea860c210a6e042084bd8420a251ce10a4ffed0914eef68c73aa3333bde89ceeaec4e76aa733ab7f3fa1f1451baa28a2943998a2ba12c652ba9947294ab3cfd83214637d4306318d370238c656c238d328e718d677f18c8a00f7460833198031fc4600df620073538833b78e30f1399f4894e6c322673e29398acc99ee4a4266772276ffec111a73bea98339ce9b813ce72b6934e39c7b9cef33f0412f440030b4630030f2258c10e32a8e0043778f187852cfa4217b6188bb9f0452cd6622f72518bb3b88bb7feb0914ddfe8c636633337be89cddaec4d6e6a733677f3f61f12497aa289252399892791ac6427995472929bbcfc4321452fb4b06214b3f0228a55ec228b2a4e718b577f38c8a11ff460877198073fc4611df6210f7538877b78e70f17b9f48b5eec322ef3e297b8accbbee4a52ee7722feffee1218ffed0873dc6633efc118ff5d88f7cd4e33ceee33d3e8674b810f218d8a20000000049454e44ae426082
+            """)
 }
 
 // MARK: - The demo's models and keys
@@ -219,13 +235,16 @@ enum DemoKeys {
     static let articleV1 = CacheKey<ArticleV1>("article.42", schemaVersion: 1)
     static let articleV2 = CacheKey<ArticleV2>("article.42", schemaVersion: 2)
     static let settingsV1 = CacheKey<SettingsV1>("settings", schemaVersion: 1)
-    static let settingsV2 = CacheKey<SettingsV2>("settings", schemaVersion: 2, migrations: [
-        .from(1, as: SettingsV1.self) { old in SettingsV2(theme: old.darkMode ? "dark" : "light", fontSize: 14) },
-    ])
+    static let settingsV2 = CacheKey<SettingsV2>(
+        "settings", schemaVersion: 2,
+        migrations: [
+            .from(1, as: SettingsV1.self) { old in SettingsV2(theme: old.darkMode ? "dark" : "light", fontSize: 14) }
+        ])
 
     /// Every key the demo writes (`greeting` through `setString(_:forKey:)`): what a rerun may remove.
     static let names: Set<String> = [
-        profile.name, headlines.name, forecast.name, avatar.name, blob.name, articleV1.name, settingsV1.name, "greeting",
+        profile.name, headlines.name, forecast.name, avatar.name, blob.name, articleV1.name, settingsV1.name,
+        "greeting",
     ]
 }
 

@@ -67,7 +67,7 @@ extension Inventory {
         // Ties, and rows without a header, fall back to key then file name so the order is stable.
         func byKey(_ a: EntryFile, _ b: EntryFile) -> Bool {
             switch (a.header?.key, b.header?.key) {
-            case let (x?, y?) where x != y: return x < y
+            case (let x?, let y?) where x != y: return x < y
             case (_?, nil): return true
             case (nil, _?): return false
             default: return a.fileName < b.fileName
@@ -80,10 +80,12 @@ extension Inventory {
             case .size:
                 return a.size != b.size ? a.size > b.size : byKey(a, b)
             case .age:
-                let x = a.header?.createdAt ?? .infinity, y = b.header?.createdAt ?? .infinity
+                let x = a.header?.createdAt ?? .infinity
+                let y = b.header?.createdAt ?? .infinity
                 return x != y ? x < y : byKey(a, b)
             case .expiry:
-                let x = a.effectiveExpiry ?? .infinity, y = b.effectiveExpiry ?? .infinity
+                let x = a.effectiveExpiry ?? .infinity
+                let y = b.effectiveExpiry ?? .infinity
                 return x != y ? x < y : byKey(a, b)
             }
         }

@@ -1,5 +1,6 @@
 import Cashier
 import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -13,7 +14,7 @@ extension Invocation {
     var inspectedFolder: String? {
         switch self {
         case .list(let directory, _, _), .show(let directory, _, _), .stats(let directory, _),
-             .verify(let directory, _), .prune(let directory, _, _), .remove(let directory, _, _):
+            .verify(let directory, _), .prune(let directory, _, _), .remove(let directory, _, _):
             directory
         case .help, .version, .demo:
             nil
@@ -28,7 +29,8 @@ enum FolderWarning {
     /// be the user's. `nil` when the folder is sound or missing.
     static func line(for directory: String) -> String? {
         guard let status = FolderStatus(path: directory),
-              let reason = status.refusal(for: .owner, user: geteuid()) else { return nil }
+            let reason = status.refusal(for: .owner, user: geteuid())
+        else { return nil }
         return "cashier: warning: \(directory): \(reason). A cache would refuse this folder "
             + "(unless it shares it with its group on purpose): its entries may have been planted by someone else."
     }

@@ -60,7 +60,8 @@ enum Format {
 
     /// A type name without the `Swift.` and Foundation qualifiers.
     static func shortTypeName(_ name: String) -> String {
-        name.replacingOccurrences(of: "Swift.", with: "").replacingOccurrences(of: "FoundationEssentials.", with: "").replacingOccurrences(of: "Foundation.", with: "")
+        name.replacingOccurrences(of: "Swift.", with: "").replacingOccurrences(of: "FoundationEssentials.", with: "")
+            .replacingOccurrences(of: "Foundation.", with: "")
     }
 
     /// A stored type name as `list` and `show` both spell it: without the standard

@@ -28,83 +28,83 @@ enum Help {
 
     static let commands: [String: String] = [
         "list": """
-            usage: cashier-tool list DIR [--sort key|size|age|expiry] [--json]
+        usage: cashier-tool list DIR [--sort key|size|age|expiry] [--json]
 
-            Lists every entry in DIR, one row each: key, value type, codec, schema version,
-            app version, size, age (since the last write), time to expiry or "never",
-            locked, and status: valid, expired or damaged (bad header or checksum).
+        Lists every entry in DIR, one row each: key, value type, codec, schema version,
+        app version, size, age (since the last write), time to expiry or "never",
+        locked, and status: valid, expired or damaged (bad header or checksum).
 
-              --sort key      by key (the default)
-              --sort size     largest first
-              --sort age      oldest first
-              --sort expiry   soonest to expire first; entries that never expire last
-              --json          one JSON document instead of the table
-            """,
+          --sort key      by key (the default)
+          --sort size     largest first
+          --sort age      oldest first
+          --sort expiry   soonest to expire first; entries that never expire last
+          --json          one JSON document instead of the table
+        """,
         "show": """
-            usage: cashier-tool show DIR KEY [--json]
+        usage: cashier-tool show DIR KEY [--json]
 
-            Shows the entry stored for KEY: its metadata, then its payload: JSON
-            pretty-printed, a property list as XML, raw bytes as a hex dump of the
-            first 256 bytes with the total length, a PNG as its dimensions and length.
-            Exit status 1 when there is no entry for KEY or it is damaged.
+        Shows the entry stored for KEY: its metadata, then its payload: JSON
+        pretty-printed, a property list as XML, raw bytes as a hex dump of the
+        first 256 bytes with the total length, a PNG as its dimensions and length.
+        Exit status 1 when there is no entry for KEY or it is damaged.
 
-              --json          one JSON document instead of text
-            """,
+          --json          one JSON document instead of text
+        """,
         "stats": """
-            usage: cashier-tool stats DIR [--json]
+        usage: cashier-tool stats DIR [--json]
 
-            Entry count and total bytes; expired, locked and damaged counts and bytes;
-            the largest entries and the oldest one.
+        Entry count and total bytes; expired, locked and damaged counts and bytes;
+        the largest entries and the oldest one.
 
-              --json          one JSON document instead of text
-            """,
+          --json          one JSON document instead of text
+        """,
         "verify": """
-            usage: cashier-tool verify DIR [--json]
+        usage: cashier-tool verify DIR [--json]
 
-            Reads every entry file in DIR and checks its header and checksum. Prints each
-            damaged file and why. Exit status 0 when all are sound, 1 when any is damaged.
-            A folder with no cache entries is reported as such ("nothing to verify"), with
-            exit status 0: an empty cache is sound, but check that DIR is the cache's folder.
+        Reads every entry file in DIR and checks its header and checksum. Prints each
+        damaged file and why. Exit status 0 when all are sound, 1 when any is damaged.
+        A folder with no cache entries is reported as such ("nothing to verify"), with
+        exit status 0: an empty cache is sound, but check that DIR is the cache's folder.
 
-              --json          one JSON document instead of text
-            """,
+          --json          one JSON document instead of text
+        """,
         "prune": """
-            usage: cashier-tool prune DIR [--expired] [--damaged] [--max-size BYTES] [--dry-run] [--json]
+        usage: cashier-tool prune DIR [--expired] [--damaged] [--max-size BYTES] [--dry-run] [--json]
 
-            Removes entries and reports what it removed (count and bytes). At least one of:
+        Removes entries and reports what it removed (count and bytes). At least one of:
 
-              --expired          expired entries (locked entries never expire)
-              --damaged          files whose header or checksum is bad
-              --max-size BYTES   least recently used entries until DIR holds at most BYTES
-                                 (K, M, G suffixes: powers of 1024); damaged files go first,
-                                 locked entries last
-              --dry-run          report what would be removed, remove nothing
-              --json             one JSON document instead of text
-            """,
+          --expired          expired entries (locked entries never expire)
+          --damaged          files whose header or checksum is bad
+          --max-size BYTES   least recently used entries until DIR holds at most BYTES
+                             (K, M, G suffixes: powers of 1024); damaged files go first,
+                             locked entries last
+          --dry-run          report what would be removed, remove nothing
+          --json             one JSON document instead of text
+        """,
         "remove": """
-            usage: cashier-tool remove DIR KEY [--force]
+        usage: cashier-tool remove DIR KEY [--force]
 
-            Removes the entry stored for KEY. Exit status 1 when there is none, or when
-            the entry is locked (pinned by the app: it never expires) and --force is not given.
+        Removes the entry stored for KEY. Exit status 1 when there is none, or when
+        the entry is locked (pinned by the app: it never expires) and --force is not given.
 
-              --force         remove the entry even when it is locked
-            """,
+          --force         remove the entry even when it is locked
+        """,
         "demo": """
-            usage: cashier-tool demo [DIR]
+        usage: cashier-tool demo [DIR]
 
-            Fills a demo cache through the library's public API (a versioned key, an
-            expiring key, a locked one, a property list, raw bytes), reads the values back,
-            simulates an app update with a changed model (an old entry discarded, another
-            migrated), then lists the folder. DIR defaults to Cashier/demo in the user's
-            cache folder ($XDG_CACHE_HOME or ~/.cache on Linux), which is printed. Each run
-            first removes what a previous demo left in the folder, so runs neither pile up
-            folders nor differ; a folder holding other files or other keys' entries is refused.
-            """,
+        Fills a demo cache through the library's public API (a versioned key, an
+        expiring key, a locked one, a property list, raw bytes), reads the values back,
+        simulates an app update with a changed model (an old entry discarded, another
+        migrated), then lists the folder. DIR defaults to Cashier/demo in the user's
+        cache folder ($XDG_CACHE_HOME or ~/.cache on Linux), which is printed. Each run
+        first removes what a previous demo left in the folder, so runs neither pile up
+        folders nor differ; a folder holding other files or other keys' entries is refused.
+        """,
         "help": """
-            usage: cashier-tool help [COMMAND]
+        usage: cashier-tool help [COMMAND]
 
-            Prints the usage of cashier-tool, or of one command.
-            """,
+        Prints the usage of cashier-tool, or of one command.
+        """,
     ]
 
     static func text(for command: String?) -> String {

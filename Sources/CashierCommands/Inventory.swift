@@ -1,5 +1,6 @@
 import Cashier
 import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -76,7 +77,8 @@ struct Inventory {
             throw ToolError("no such folder: \(directory)", status: .usage)
         }
         guard isDirectory.boolValue else {
-            throw ToolError("not a folder: \(directory) (give the cache's folder, which holds its .cache files)", status: .usage)
+            throw ToolError(
+                "not a folder: \(directory) (give the cache's folder, which holds its .cache files)", status: .usage)
         }
     }
 
@@ -94,14 +96,17 @@ struct Inventory {
             var st = stat()
             guard stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
             let info = FileInfo(st)
-            return EntryFile(fileName: name, size: info.size, lastUse: lastUse(info),
-                             problem: "cannot read: \(String(cString: strerror(error.code)))")
+            return EntryFile(
+                fileName: name, size: info.size, lastUse: lastUse(info),
+                problem: "cannot read: \(String(cString: strerror(error.code)))")
         case .damaged(let error, let info, let header):
             // Size and times as the reader's `fstat` gave them: no second look at a file that may have changed.
-            return EntryFile(fileName: name, size: info.size, lastUse: lastUse(info), header: header, problem: error.description)
+            return EntryFile(
+                fileName: name, size: info.size, lastUse: lastUse(info), header: header, problem: error.description)
         case .entry(let header, let payload, let info):
-            return EntryFile(fileName: name, size: info.size, lastUse: lastUse(info), header: header,
-                             payload: keepPayload ? payload : nil)
+            return EntryFile(
+                fileName: name, size: info.size, lastUse: lastUse(info), header: header,
+                payload: keepPayload ? payload : nil)
         }
     }
 
@@ -121,9 +126,13 @@ struct Inventory {
         let shown = foreign.prefix(5).joined(separator: ", ") + (foreign.count > 5 ? ", …" : "")
         let count = foreign.count == 1 ? "1 file" : "\(foreign.count) files"
         if entries.isEmpty {
-            console.printError("cashier: note: \(directory) holds no cache entries, only \(count) of other kinds (\(shown)); is it a Cashier cache folder?")
+            console.printError(
+                "cashier: note: \(directory) holds no cache entries, only \(count) of other kinds (\(shown)); is it a Cashier cache folder?"
+            )
         } else {
-            console.printError("cashier: note: \(count) in \(directory) \(foreign.count == 1 ? "is" : "are") not cache entries and left alone: \(shown)")
+            console.printError(
+                "cashier: note: \(count) in \(directory) \(foreign.count == 1 ? "is" : "are") not cache entries and left alone: \(shown)"
+            )
         }
     }
 }

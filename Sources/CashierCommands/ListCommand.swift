@@ -2,7 +2,9 @@ import Foundation
 
 /// `cashier list DIR [--sort ORDER] [--json]`.
 enum ListCommand {
-    static func run(directory: String, sort: ListSort, json: Bool, console: Console, now: Date) throws(ToolError) -> ExitStatus {
+    static func run(directory: String, sort: ListSort, json: Bool, console: Console, now: Date) throws(ToolError)
+        -> ExitStatus
+    {
         let inventory = try Inventory.load(directory)
         let seconds = now.timeIntervalSince1970
         if json {

@@ -7,7 +7,9 @@ enum PruneCommand {
         case damaged, expired, evicted
     }
 
-    static func run(directory: String, options: PruneOptions, json: Bool, console: Console, now: Date) throws(ToolError) -> ExitStatus {
+    static func run(directory: String, options: PruneOptions, json: Bool, console: Console, now: Date) throws(ToolError)
+        -> ExitStatus
+    {
         try Inventory.checkFolder(directory)
         let store = DiskStore(folder: directory)
         // The folder lock the library's own eviction takes: no cache in another process sweeps meanwhile.
@@ -45,17 +47,19 @@ enum PruneCommand {
             let document: JSONValue = .object([
                 "directory": .string(directory),
                 "dryRun": .bool(options.dryRun),
-                "removed": .array(removed.map { entry, reason in
-                    .object([
-                        "key": .string(entry.header?.key), "file": .string(entry.fileName),
-                        "size": .int(entry.size), "reason": .string(reason.rawValue),
-                    ])
-                }),
+                "removed": .array(
+                    removed.map { entry, reason in
+                        .object([
+                            "key": .string(entry.header?.key), "file": .string(entry.fileName),
+                            "size": .int(entry.size), "reason": .string(reason.rawValue),
+                        ])
+                    }),
                 "count": .int(removed.count),
                 "bytes": .int(removedBytes),
                 "remainingCount": .int(remainingCount),
                 "remainingBytes": .int(remainingBytes),
-                "failures": .array(failures.map { .object(["file": .string($0.0.fileName), "problem": .string($0.1)]) }),
+                "failures": .array(
+                    failures.map { .object(["file": .string($0.0.fileName), "problem": .string($0.1)]) }),
             ])
             console.print(document.text)
         } else {
@@ -66,8 +70,9 @@ enum PruneCommand {
             if !rows.isEmpty { console.print(Format.table(["", "KEY", "SIZE", "WHY"], rows, rightAligned: [2])) }
             let entries = removed.count == 1 ? "1 entry" : "\(removed.count) entries"
             let remaining = remainingCount == 1 ? "1 entry" : "\(remainingCount) entries"
-            console.print("\(options.dryRun ? "Would remove" : "Removed") \(entries) (\(Format.size(removedBytes))); "
-                + "\(remaining) (\(Format.size(remainingBytes))) \(options.dryRun ? "would remain" : "remain").")
+            console.print(
+                "\(options.dryRun ? "Would remove" : "Removed") \(entries) (\(Format.size(removedBytes))); "
+                    + "\(remaining) (\(Format.size(remainingBytes))) \(options.dryRun ? "would remain" : "remain").")
         }
         for (entry, problem) in failures {
             console.printError("cashier: could not remove \(entry.fileName): \(problem)")

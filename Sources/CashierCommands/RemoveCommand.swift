@@ -10,14 +10,16 @@ enum RemoveCommand {
         try Inventory.checkFolder(directory)
         let fileName = DiskStore.fileName(for: key)
         guard let entry = Inventory.readEntry(directory, fileName, keepPayload: false),
-              entry.header == nil || entry.header?.key == key
+            entry.header == nil || entry.header?.key == key
         else {
             throw ToolError("no entry for key \"\(Format.escaped(key))\" in \(directory)")
         }
         // A damaged entry is unreadable whatever its flags say: no reason to keep it.
         let isLocked = !entry.isDamaged && entry.header?.isLocked == true
         if isLocked && !force {
-            throw ToolError("\"\(Format.escaped(key))\" is locked (the app pinned it, so it never expires); nothing removed. Remove it anyway with --force.")
+            throw ToolError(
+                "\"\(Format.escaped(key))\" is locked (the app pinned it, so it never expires); nothing removed. Remove it anyway with --force."
+            )
         }
         do {
             try DiskStore(folder: directory).remove(fileName)

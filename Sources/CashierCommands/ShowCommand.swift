@@ -3,13 +3,15 @@ import Foundation
 
 /// `cashier show DIR KEY [--json]`.
 enum ShowCommand {
-    static func run(directory: String, key: String, json: Bool, console: Console, now: Date) throws(ToolError) -> ExitStatus {
+    static func run(directory: String, key: String, json: Bool, console: Console, now: Date) throws(ToolError)
+        -> ExitStatus
+    {
         try Inventory.checkFolder(directory)
         let seconds = now.timeIntervalSince1970
         let fileName = DiskStore.fileName(for: key)
         // A file named for the key that holds another key is a hash collision: not this key's entry.
         guard let entry = Inventory.readEntry(directory, fileName, keepPayload: true),
-              entry.header == nil || entry.header?.key == key
+            entry.header == nil || entry.header?.key == key
         else {
             throw ToolError("no entry for key \"\(Format.escaped(key))\" in \(directory)")
         }
@@ -39,7 +41,10 @@ enum ShowCommand {
                 ("codec", header.format.name),
                 ("schema version", header.schemaVersion.map(String.init) ?? "none"),
                 ("app version", header.appVersion.map(Format.escaped) ?? "none"),
-                ("size", "\(Format.size(entry.size)) (\(entry.size) bytes: header \(header.length), payload \(header.payloadLength))"),
+                (
+                    "size",
+                    "\(Format.size(entry.size)) (\(entry.size) bytes: header \(header.length), payload \(header.payloadLength))"
+                ),
                 ("created", "\(Format.date(header.createdAt)) (\(Format.duration(now - header.createdAt)) ago)"),
                 ("validated", "\(Format.date(header.validatedAt)) (\(Format.duration(now - header.validatedAt)) ago)"),
                 ("expires", expiry(header, lastUse: entry.lastUse, now: now)),
@@ -50,7 +55,8 @@ enum ShowCommand {
         }
         rows.append(("status", entry.status(at: now).rawValue + (entry.problem.map { ": \($0)" } ?? "")))
         let width = rows.map(\.0.count).max() ?? 0
-        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
+        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(
+            separator: "\n")
     }
 
     private static func expiry(_ header: EntryHeader, lastUse: Double, now: Double) -> String {
@@ -79,7 +85,7 @@ struct Payload {
     var pngSize: (width: Int, height: Int)? {
         let bytes = [UInt8](data.prefix(24))
         guard format == .raw, bytes.count == 24, Array(bytes[0..<8]) == Self.pngSignature,
-              Array(bytes[12..<16]) == Array("IHDR".utf8)
+            Array(bytes[12..<16]) == Array("IHDR".utf8)
         else { return nil }
         func bigEndian(_ range: Range<Int>) -> Int { bytes[range].reduce(0) { $0 << 8 | Int($1) } }
         return (bigEndian(16..<20), bigEndian(20..<24))
@@ -90,15 +96,16 @@ struct Payload {
     /// The property list as XML text, when the payload is one.
     var propertyListXML: String? {
         guard format == .propertyList, isPrintable,
-              let object = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
-              let xml = try? PropertyListSerialization.data(fromPropertyList: object, format: .xml, options: 0)
+            let object = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
+            let xml = try? PropertyListSerialization.data(fromPropertyList: object, format: .xml, options: 0)
         else { return nil }
         return String(decoding: xml, as: UTF8.self)
     }
 
     var text: String {
         if format != .raw, !isPrintable {
-            return "payload: \(data.count) bytes of \(format == .json ? "JSON" : "property list"), too large to pretty-print"
+            return
+                "payload: \(data.count) bytes of \(format == .json ? "JSON" : "property list"), too large to pretty-print"
                 + " (over \(Format.size(Self.prettyPrintLimit)))\n" + dump
         }
         switch format {
@@ -116,7 +123,8 @@ struct Payload {
 
     private var dump: String {
         let shown = min(data.count, Self.dumpLength)
-        let heading = data.count > shown
+        let heading =
+            data.count > shown
             ? "\(data.count) bytes (\(Format.size(data.count))), the first \(shown) shown:"
             : "\(data.count) bytes:"
         return heading + (shown > 0 ? "\n" + Format.hexDump(data.prefix(shown)) : "")
@@ -124,7 +132,9 @@ struct Payload {
 
     var json: [String: JSONValue] {
         let png = pngSize
-        let hex = (format == .raw && png == nil) || !isPrintable ? data.prefix(Self.dumpLength).map { String(format: "%02x", $0) }.joined() : nil
+        let hex =
+            (format == .raw && png == nil) || !isPrintable
+            ? data.prefix(Self.dumpLength).map { String(format: "%02x", $0) }.joined() : nil
         return [
             "format": .string(format.name),
             "length": .int(data.count),

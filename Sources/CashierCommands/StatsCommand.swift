@@ -16,7 +16,9 @@ enum StatsCommand {
         func bytes(_ group: [EntryFile]) -> Int { group.reduce(0) { $0 + $1.size } }
 
         if json {
-            func group(_ group: [EntryFile]) -> JSONValue { .object(["count": .int(group.count), "bytes": .int(bytes(group))]) }
+            func group(_ group: [EntryFile]) -> JSONValue {
+                .object(["count": .int(group.count), "bytes": .int(bytes(group))])
+            }
             let document: JSONValue = .object([
                 "directory": .string(directory),
                 "count": .int(entries.count),
@@ -24,7 +26,10 @@ enum StatsCommand {
                 "expired": group(expired),
                 "locked": group(locked),
                 "damaged": group(damaged),
-                "largest": .array(largest.map { .object(["key": .string($0.header?.key), "file": .string($0.fileName), "size": .int($0.size)]) }),
+                "largest": .array(
+                    largest.map {
+                        .object(["key": .string($0.header?.key), "file": .string($0.fileName), "size": .int($0.size)])
+                    }),
                 "oldest": oldest.map { entry in
                     .object([
                         "key": .string(entry.header?.key), "file": .string(entry.fileName),
@@ -44,10 +49,25 @@ enum StatsCommand {
                 ("locked", line(locked)),
                 ("damaged", line(damaged)),
             ]
-            rows.append(("largest", largest.isEmpty ? "-" : largest.map { "\(Format.escaped($0.displayKey)) (\(Format.size($0.size)))" }.joined(separator: ", ")))
-            rows.append(("oldest", oldest.map { "\(Format.escaped($0.displayKey)) (\(Format.duration(seconds - $0.header!.createdAt)))" } ?? "-"))
+            rows.append(
+                (
+                    "largest",
+                    largest.isEmpty
+                        ? "-"
+                        : largest.map { "\(Format.escaped($0.displayKey)) (\(Format.size($0.size)))" }.joined(
+                            separator: ", ")
+                ))
+            rows.append(
+                (
+                    "oldest",
+                    oldest.map {
+                        "\(Format.escaped($0.displayKey)) (\(Format.duration(seconds - $0.header!.createdAt)))"
+                    } ?? "-"
+                ))
             let width = rows.map(\.0.count).max() ?? 0
-            console.print(rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n"))
+            console.print(
+                rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(
+                    separator: "\n"))
         }
         inventory.noteForeignFiles(console)
         return .success

@@ -13,12 +13,13 @@ enum VerifyCommand {
                 "directory": .string(directory),
                 "checked": .int(inventory.entries.count),
                 "sound": .int(inventory.entries.count - damaged.count),
-                "damaged": .array(damaged.map { entry in
-                    .object([
-                        "file": .string(entry.fileName), "key": .string(entry.header?.key),
-                        "size": .int(entry.size), "problem": .string(entry.problem),
-                    ])
-                }),
+                "damaged": .array(
+                    damaged.map { entry in
+                        .object([
+                            "file": .string(entry.fileName), "key": .string(entry.header?.key),
+                            "size": .int(entry.size), "problem": .string(entry.problem),
+                        ])
+                    }),
                 "foreignFiles": .array(inventory.foreign.map(JSONValue.string)),
             ])
             console.print(document.text)
@@ -36,7 +37,9 @@ enum VerifyCommand {
                 console.print("\(files) checked, all sound.")
             } else {
                 let them = damaged.count == 1 ? "it" : "them"
-                console.print("\(files) checked, \(damaged.count) damaged. Remove \(them) with: cashier-tool prune \(directory) --damaged")
+                console.print(
+                    "\(files) checked, \(damaged.count) damaged. Remove \(them) with: cashier-tool prune \(directory) --damaged"
+                )
             }
         }
         inventory.noteForeignFiles(console)

@@ -24,7 +24,9 @@ public enum Workload {
         public init(key: String, generation: UInt64, fillerLength: Int) {
             self.key = key
             self.generation = generation
-            self.filler = String(String(repeating: "abcdefghijklmnopqrstuvwxyz0123456789", count: 1 + fillerLength / 36).prefix(fillerLength))
+            self.filler = String(
+                String(repeating: "abcdefghijklmnopqrstuvwxyz0123456789", count: 1 + fillerLength / 36).prefix(
+                    fillerLength))
             self.digest = Workload.digest(key, generation, filler)
         }
 
@@ -109,13 +111,18 @@ public enum Workload {
     /// One random operation on `cache`: mostly writes of varied sizes, some removals, some reads.
     /// Records get up to `maximumFiller` bytes of filler, raw values up to four times that.
     /// Returns the keys whose value read back unsound (empty unless something is broken).
-    public static func step(_ cache: Cache, random: inout SplitMix64, generation: UInt64, maximumFiller: Int) throws -> [String] {
+    public static func step(_ cache: Cache, random: inout SplitMix64, generation: UInt64, maximumFiller: Int) throws
+        -> [String]
+    {
         let choice = random.next() % 100
         let fillerLength = Int(random.next() % UInt64(maximumFiller + 1))
         if random.next() % 3 == 0 {
             let key = dataKeys[Int(random.next() % UInt64(dataKeys.count))]
             switch choice {
-            case 0..<60: try cache.set(data(for: key.name, generation: generation, fillerLength: 4 * fillerLength, seed: random.next()), for: key)
+            case 0..<60:
+                try cache.set(
+                    data(for: key.name, generation: generation, fillerLength: 4 * fillerLength, seed: random.next()),
+                    for: key)
             case 60..<75: cache.removeValue(for: key)
             default:
                 if let value = cache.value(for: key), !isSound(value, for: key.name) { return [key.name] }
@@ -123,7 +130,8 @@ public enum Workload {
         } else {
             let key = recordKeys[Int(random.next() % UInt64(recordKeys.count))]
             switch choice {
-            case 0..<60: try cache.set(Record(key: key.name, generation: generation, fillerLength: fillerLength), for: key)
+            case 0..<60:
+                try cache.set(Record(key: key.name, generation: generation, fillerLength: fillerLength), for: key)
             case 60..<75: cache.removeValue(for: key)
             default:
                 if let value = cache.value(for: key), !value.isSound(for: key.name) { return [key.name] }

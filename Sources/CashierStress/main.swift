@@ -47,11 +47,13 @@ func configuration(_ folder: String, sizeLimit: Int? = nil, collectsGarbage: Boo
 /// How many events of each kind a process saw.
 final class EventCounts: @unchecked Sendable {
     private let lock = NSLock()
-    private var counts: [String: Int] = [:]  // guarded by lock
+    private var counts: [String: Int] = [:] // guarded by lock
 
     func add(_ name: String) { lock.withLock { counts[name, default: 0] += 1 } }
 
-    var summary: String { lock.withLock { counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") } }
+    var summary: String {
+        lock.withLock { counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
+    }
 }
 
 func fail(_ message: String, status: Int32) -> Never {
@@ -107,7 +109,8 @@ case ("share", 5):
     var unsound = [String]()
     for operation in 0..<operations {
         do {
-            unsound += try Workload.step(cache, random: &random, generation: seed << 32 | UInt64(operation), maximumFiller: 4 * 1024)
+            unsound += try Workload.step(
+                cache, random: &random, generation: seed << 32 | UInt64(operation), maximumFiller: 4 * 1024)
         } catch {
             fail("write failed: \(error)", status: 1)
         }
@@ -126,11 +129,15 @@ case ("relaunch", 3):
     var settings = configuration(arguments[1])
     settings.onEvent = { event in events.withLock { $0.append("\(event)") } }
     let cache = Cache(settings)
-    let keys = [CacheKey<PrivateModel>("private-versioned", schemaVersion: 1), CacheKey<PrivateModel>("private-unversioned")]
+    let keys = [
+        CacheKey<PrivateModel>("private-versioned", schemaVersion: 1), CacheKey<PrivateModel>("private-unversioned"),
+    ]
     switch arguments[2] {
     case "write":
         for key in keys {
-            do { try cache.set(PrivateModel(name: key.name), for: key) } catch { fail("write failed: \(error)", status: 1) }
+            do { try cache.set(PrivateModel(name: key.name), for: key) } catch {
+                fail("write failed: \(error)", status: 1)
+            }
         }
         say("wrote")
     case "read":
@@ -185,7 +192,9 @@ case ("slide", let count) where count >= 4:
     exit(0)
 
 default:
-    fail("usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | slide DIR write|read SECONDS...", status: 2)
+    fail(
+        "usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | slide DIR write|read SECONDS...",
+        status: 2)
 }
 
 /// A model only this file sees: `String(reflecting:)` names it with its context's address.

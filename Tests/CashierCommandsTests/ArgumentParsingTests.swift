@@ -1,5 +1,6 @@
-@testable import CashierCommands
 import Testing
+
+@testable import CashierCommands
 
 @Suite struct ArgumentParsingTests {
     @Test(arguments: [
@@ -11,10 +12,18 @@ import Testing
         (["stats", "d", "--json"], .stats(directory: "d", json: true)),
         (["verify", "d"], .verify(directory: "d", json: false)),
         (["prune", "d", "--expired"], .prune(directory: "d", options: PruneOptions(expired: true), json: false)),
-        (["prune", "d", "--damaged", "--dry-run", "--json"],
-         .prune(directory: "d", options: PruneOptions(damaged: true, dryRun: true), json: true)),
-        (["prune", "d", "--max-size", "10K"], .prune(directory: "d", options: PruneOptions(maximumSize: 10_240), json: false)),
-        (["prune", "--max-size=2048", "d"], .prune(directory: "d", options: PruneOptions(maximumSize: 2048), json: false)),
+        (
+            ["prune", "d", "--damaged", "--dry-run", "--json"],
+            .prune(directory: "d", options: PruneOptions(damaged: true, dryRun: true), json: true)
+        ),
+        (
+            ["prune", "d", "--max-size", "10K"],
+            .prune(directory: "d", options: PruneOptions(maximumSize: 10_240), json: false)
+        ),
+        (
+            ["prune", "--max-size=2048", "d"],
+            .prune(directory: "d", options: PruneOptions(maximumSize: 2048), json: false)
+        ),
         (["remove", "d", "k"], .remove(directory: "d", key: "k", force: false)),
         (["remove", "--force", "d", "k"], .remove(directory: "d", key: "k", force: true)),
         (["--version"], .version),
@@ -26,7 +35,8 @@ import Testing
     }
 
     @Test func doubleDashEndsOptionsSoAKeyMayStartWithADash() throws {
-        #expect(try Invocation.parse(["show", "d", "--", "--json"]) == .show(directory: "d", key: "--json", json: false))
+        #expect(
+            try Invocation.parse(["show", "d", "--", "--json"]) == .show(directory: "d", key: "--json", json: false))
         #expect(try Invocation.parse(["remove", "d", "--", "-k"]) == .remove(directory: "d", key: "-k", force: false))
     }
 
@@ -55,7 +65,10 @@ import Testing
         (["list", "d", "--sort", "colour"], "--sort takes key, size, age or expiry, not 'colour'"),
         (["list", "d", "--json=yes"], "--json takes no value"),
         (["prune", "d"], "'prune' needs --expired, --damaged or --max-size BYTES"),
-        (["prune", "d", "--max-size", "lots"], "--max-size takes a byte count such as 1048576, 512K or 10M, not 'lots'"),
+        (
+            ["prune", "d", "--max-size", "lots"],
+            "--max-size takes a byte count such as 1048576, 512K or 10M, not 'lots'"
+        ),
         (["remove", "d", "k", "--json"], "unknown option '--json' for 'remove'"),
         (["demo", "d", "--json"], "unknown option '--json' for 'demo'"),
         (["help", "frobnicate"], "unknown command 'frobnicate'"),

@@ -1,7 +1,8 @@
-@testable import CashierCommands
 import CashierTestSupport
 import Foundation
 import Testing
+
+@testable import CashierCommands
 
 /// How the tool talks to a shell: streams, exit statuses, help.
 @Suite struct CommandLineTests {

@@ -1,8 +1,9 @@
 import Cashier
-@testable import CashierCommands
 import CashierTestSupport
 import Foundation
 import Testing
+
+@testable import CashierCommands
 
 /// `list`, `show` and `stats` against a folder the library wrote.
 @Suite struct InspectionTests {
@@ -17,13 +18,22 @@ import Testing
         #expect(result.status == .success)
         #expect(result.error.isEmpty)
         let lines = result.output.split(separator: "\n").map(String.init)
-        #expect(lines[0].split(separator: " ", omittingEmptySubsequences: true)
-            == ["KEY", "TYPE", "CODEC", "SCHEMA", "APP", "SIZE", "AGE", "EXPIRES", "LOCKED", "STATUS"])
+        #expect(
+            lines[0].split(separator: " ", omittingEmptySubsequences: true)
+                == ["KEY", "TYPE", "CODEC", "SCHEMA", "APP", "SIZE", "AGE", "EXPIRES", "LOCKED", "STATUS"])
         let rows = lines[1...5].map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
         #expect(rows.map(\.[0]) == ["avatar", "blob", "feed", "note", "profile"])
-        #expect(rows[0] == ["avatar", "Data", "raw", "-", "1.0", "\(folder.size(of: "avatar"))", "B", "10m", "never", "yes", "valid"])
+        #expect(
+            rows[0] == [
+                "avatar", "Data", "raw", "-", "1.0", "\(folder.size(of: "avatar"))", "B", "10m", "never", "yes",
+                "valid",
+            ])
         #expect(rows[2].suffix(4) == ["5m", "ago", "no", "expired"])
-        #expect(rows[4] == ["profile", "CashierCommandsTests.TestUser", "json", "2", "1.0", "\(folder.size(of: "profile"))", "B", "10m", "in", "50m", "no", "valid"])
+        #expect(
+            rows[4] == [
+                "profile", "CashierCommandsTests.TestUser", "json", "2", "1.0", "\(folder.size(of: "profile"))", "B",
+                "10m", "in", "50m", "no", "valid",
+            ])
         #expect(lines.last == "5 entries, \(Format.size(folder.totalSize))")
     }
 
@@ -70,15 +80,17 @@ import Testing
         #expect(result.output.contains("key             profile\n"))
         #expect(result.output.contains("schema version  2\n"))
         #expect(result.output.contains("expires         2027-01-15T09:00:00Z (in 50m)\n"))
-        #expect(result.output.hasSuffix("""
-            status          valid
+        #expect(
+            result.output.hasSuffix(
+                """
+                status          valid
 
-            {
-              "age" : 36,
-              "name" : "Ada"
-            }
+                {
+                  "age" : 36,
+                  "name" : "Ada"
+                }
 
-            """))
+                """))
     }
 
     @Test func showPrintsAPropertyListAsXML() {

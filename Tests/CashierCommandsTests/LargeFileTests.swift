@@ -1,8 +1,10 @@
 import Cashier
-@testable import CashierCommands
 import CashierTestSupport
 import Foundation
 import Testing
+
+@testable import CashierCommands
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,8 +1,9 @@
 import Cashier
-@testable import CashierCommands
 import CashierTestSupport
 import Foundation
 import Testing
+
+@testable import CashierCommands
 
 /// `verify`, `prune` and `remove`, and the promise that read-only commands change nothing.
 @Suite struct MaintenanceTests {
@@ -23,7 +24,8 @@ import Testing
         let result = cashier("verify", folder.path)
         #expect(result.status == .failure)
         #expect(result.status.rawValue == 1)
-        #expect(result.output.contains("damaged: \(DiskStore.fileName(for: "blob")) (key \"blob\"): checksum mismatch\n"))
+        #expect(
+            result.output.contains("damaged: \(DiskStore.fileName(for: "blob")) (key \"blob\"): checksum mismatch\n"))
         #expect(result.output.contains("5 entries checked, 1 damaged."))
 
         let json = cashier("verify", folder.path, "--json")
@@ -98,7 +100,8 @@ import Testing
         let order = ["note", "profile", "blob", "feed", "avatar"]
         for (index, key) in order.enumerated() {
             let date = Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 60)
-            try FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: folder.path + "/" + DiskStore.fileName(for: key))
+            try FileManager.default.setAttributes(
+                [.modificationDate: date], ofItemAtPath: folder.path + "/" + DiskStore.fileName(for: key))
         }
         let limit = folder.size(of: "avatar") + folder.size(of: "feed")
         let result = cashier("prune", folder.path, "--max-size", "\(limit)", "--json")
@@ -173,7 +176,8 @@ import Testing
         #expect(result.status == .success)
         #expect(result.error.isEmpty)
         #expect(result.output.hasPrefix("Cashier demo: a cache in \(folder.path)\n"))
-        #expect(result.output.contains(".discarded(key: \"article.42\", reason: .schemaMismatch(stored: 1, expected: 2))"))
+        #expect(
+            result.output.contains(".discarded(key: \"article.42\", reason: .schemaMismatch(stored: 1, expected: 2))"))
         #expect(result.output.contains(".migrated(key: \"settings\", from: 1, to: 2)"))
         #expect(result.output.contains(".appVersionMismatch(stored: \"1.0\", current: \"2.0\")"))
 
@@ -181,7 +185,9 @@ import Testing
         let list = cashier(["list", folder.path], now: Date())
         let table = list.output.split(separator: "\n").first!
         #expect(result.output.contains(table))
-        let rows = list.output.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().prefix { !$0.isEmpty }
+        let rows = list.output.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().prefix {
+            !$0.isEmpty
+        }
         #expect(rows.count == 7)
         #expect(rows.contains { $0.hasPrefix("user.avatar ") && $0.contains(" yes ") })
         #expect(rows.contains { $0.hasPrefix("weather.today ") && $0.hasSuffix("expired") })
@@ -225,7 +231,10 @@ import Testing
         let refused = cashier("remove", folder.path, "avatar")
         #expect(refused.status == .failure)
         #expect(refused.output.isEmpty)
-        #expect(refused.error == "cashier: \"avatar\" is locked (the app pinned it, so it never expires); nothing removed. Remove it anyway with --force.\n")
+        #expect(
+            refused.error
+                == "cashier: \"avatar\" is locked (the app pinned it, so it never expires); nothing removed. Remove it anyway with --force.\n"
+        )
         #expect(folder.entryFiles.contains(avatar))
 
         let forced = cashier("remove", folder.path, "avatar", "--force")
@@ -275,7 +284,8 @@ import Testing
         #expect(second.error.isEmpty)
         #expect(second.output.contains("(first removed the 7 entries a previous demo left there)\n"))
         // The same story as the first time: the discard and the migration happen again.
-        #expect(second.output.contains(".discarded(key: \"article.42\", reason: .schemaMismatch(stored: 1, expected: 2))"))
+        #expect(
+            second.output.contains(".discarded(key: \"article.42\", reason: .schemaMismatch(stored: 1, expected: 2))"))
         #expect(second.output.contains(".migrated(key: \"settings\", from: 1, to: 2)"))
         #expect(folder.fileNames == files)
         #expect(folder.entryFiles.count == 7)

@@ -1,6 +1,7 @@
-@testable import CashierCommands
 import Foundation
 import Testing
+
+@testable import CashierCommands
 
 /// What a user checks first: which version this is, and that the help and docs name every option.
 @Suite struct ReleaseTests {
@@ -14,7 +15,9 @@ import Testing
         for line in changelog.split(separator: "\n") where line.hasPrefix("## [") {
             let version = line.dropFirst(4).prefix { $0 != "]" }
             let parts = version.split(separator: ".", omittingEmptySubsequences: false)
-            if parts.count == 3, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) {
+            if parts.count == 3,
+                parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) })
+            {
                 return String(version)
             }
         }
@@ -36,7 +39,8 @@ import Testing
 
     @Test func everySortOrderIsDocumentedInTheHelpAndTheToolArticle() throws {
         let article = try String(
-            contentsOf: Self.packageRoot.appendingPathComponent("Sources/Cashier/Cashier.docc/CashierTool.md"), encoding: .utf8)
+            contentsOf: Self.packageRoot.appendingPathComponent("Sources/Cashier/Cashier.docc/CashierTool.md"),
+            encoding: .utf8)
         let orders = ListSort.allCases.map(\.rawValue).joined(separator: "|")
         #expect(Help.usage.contains("list DIR [--sort \(orders)]"))
         #expect(Help.text(for: "list").contains("usage: cashier-tool list DIR [--sort \(orders)]"))

@@ -1,6 +1,7 @@
 import Cashier
 import CashierTestSupport
 import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -68,7 +69,9 @@ final class Child {
             let candidate = folder.appendingPathComponent("CashierStress")
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         }
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "CashierStress beside the test bundle or \(CommandLine.arguments[0])"])
+        throw CocoaError(
+            .fileNoSuchFile,
+            userInfo: [NSFilePathErrorKey: "CashierStress beside the test bundle or \(CommandLine.arguments[0])"])
     }
 
     /// Where `CashierStress` may be, best first. On macOS `xctest` or `swiftpm-testing-helper`

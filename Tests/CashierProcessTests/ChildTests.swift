@@ -11,14 +11,16 @@ import Testing
     }
 
     @Test func aBundlesExecutableLeadsToTheFolderHoldingTheBundle() {
-        let executable = URL(fileURLWithPath: "/p/.build/debug/CashierPackageTests.xctest/Contents/MacOS/CashierPackageTests")
+        let executable = URL(
+            fileURLWithPath: "/p/.build/debug/CashierPackageTests.xctest/Contents/MacOS/CashierPackageTests")
         let folders = Child.searchFolders(bundles: [executable], argument0: "/usr/lib/swift/pm/swiftpm-testing-helper")
         #expect(folders.first?.path == "/p/.build/debug")
     }
 
     @Test func onLinuxTheTestBinarysFolderIsSearched() {
-        let folders = Child.searchFolders(bundles: [URL(fileURLWithPath: "/p/.build/debug")],
-                                          argument0: "/p/.build/x86_64-unknown-linux-gnu/debug/CashierPackageTests.xctest")
+        let folders = Child.searchFolders(
+            bundles: [URL(fileURLWithPath: "/p/.build/debug")],
+            argument0: "/p/.build/x86_64-unknown-linux-gnu/debug/CashierPackageTests.xctest")
         #expect(folders.first?.path == "/p/.build/x86_64-unknown-linux-gnu/debug")
     }
 

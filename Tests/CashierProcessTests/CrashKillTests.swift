@@ -1,8 +1,9 @@
-@testable import Cashier
 import CashierStress
 import CashierTestSupport
 import Foundation
 import Testing
+
+@testable import Cashier
 
 /// Kills a writing process with SIGKILL at random moments and checks what it left.
 ///
@@ -12,11 +13,13 @@ import Testing
 /// `durability = .synchronized`), so many land mid-write.
 @Suite("Crash consistency")
 struct CrashKillTests {
-    @Test("After every SIGKILL each key reads nothing or a value written whole, no file is damaged, temporaries are cleaned")
+    @Test(
+        "After every SIGKILL each key reads nothing or a value written whole, no file is damaged, temporaries are cleaned"
+    )
     func killedWriterLeavesOnlyWholeValues() throws {
         let kills = environmentNumber("CASHIER_STRESS_KILLS", default: 200)
         let folder = TemporaryFolder()
-        var random = SplitMix64(seed: UInt64(environmentNumber("CASHIER_STRESS_SEED", default: 20261122)))
+        var random = SplitMix64(seed: UInt64(environmentNumber("CASHIER_STRESS_SEED", default: 20_261_122)))
         var interruptedWrites = 0
         var present = 0
 
@@ -42,7 +45,9 @@ struct CrashKillTests {
         Cache(folder.configuration()).collectGarbage()
         #expect(folder.temporaries.isEmpty)
         // Not an assertion on luck: evidence that the kills did land mid-write.
-        print("crash-kill: \(kills) kills, \(interruptedWrites) interrupted mid-write, \(present) values read back whole, 0 damaged")
+        print(
+            "crash-kill: \(kills) kills, \(interruptedWrites) interrupted mid-write, \(present) values read back whole, 0 damaged"
+        )
         if kills >= 50 { #expect(interruptedWrites > 0, "no kill landed mid-write: the test did not test anything") }
     }
 }

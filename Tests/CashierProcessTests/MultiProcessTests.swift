@@ -1,8 +1,9 @@
-@testable import Cashier
 import CashierStress
 import CashierTestSupport
 import Foundation
 import Testing
+
+@testable import Cashier
 
 /// Several processes writing, reading, evicting and collecting garbage in one folder at once.
 ///
@@ -15,7 +16,9 @@ struct MultiProcessTests {
     /// The largest entry the workload writes: 16 KiB of raw filler, 16 bytes of digest, the header.
     static let largestEntry = 16 * 1024 + 16 + 256
 
-    @Test("Processes sharing a folder under a size limit read only sound values, stay within the limit, and agree after collectGarbage")
+    @Test(
+        "Processes sharing a folder under a size limit read only sound values, stay within the limit, and agree after collectGarbage"
+    )
     func processesShareAFolder() throws {
         let processes = environmentNumber("CASHIER_STRESS_PROCESSES", default: 3)
         let operations = environmentNumber("CASHIER_STRESS_OPERATIONS", default: 2_000)
@@ -57,8 +60,10 @@ struct MultiProcessTests {
         }
         #expect(DiskStore(folder: folder.path).scanHeaders().damaged.isEmpty)
         #expect(folder.temporaries.isEmpty)
-        print("multi-process: \(processes) processes × \(operations) operations, \(observed.checks) checks by a reader meanwhile, "
-              + "largest folder seen \(observed.largestFolder) bytes, \(atRest) at rest, for a limit of \(Self.sizeLimit); \(summaries.joined(separator: "; "))")
+        print(
+            "multi-process: \(processes) processes × \(operations) operations, \(observed.checks) checks by a reader meanwhile, "
+                + "largest folder seen \(observed.largestFolder) bytes, \(atRest) at rest, for a limit of \(Self.sizeLimit); \(summaries.joined(separator: "; "))"
+        )
     }
 }
 
@@ -71,8 +76,8 @@ private final class Observer: @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    private var stopping = false  // guarded by lock
-    private var result = Result()  // written by the thread until `done` is signalled
+    private var stopping = false // guarded by lock
+    private var result = Result() // written by the thread until `done` is signalled
     private let done = DispatchSemaphore(value: 0)
 
     init(_ cache: Cache, folder: TemporaryFolder) {

@@ -1,7 +1,8 @@
-@testable import Cashier
 import CashierTestSupport
 import Foundation
 import Testing
+
+@testable import Cashier
 
 /// What one process read orders the evictions another makes later: recency is on disk.
 @Suite("Recency across processes")

@@ -1,7 +1,8 @@
-@testable import Cashier
 import CashierTestSupport
 import Foundation
 import Testing
+
+@testable import Cashier
 
 /// What one launch of an app writes, the next launch reads: two `CashierStress` processes in turn.
 @Suite("Relaunch")

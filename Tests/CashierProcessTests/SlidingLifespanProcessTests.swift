@@ -1,7 +1,8 @@
-@testable import Cashier
 import CashierTestSupport
 import Foundation
 import Testing
+
+@testable import Cashier
 
 /// A `.sinceLastUse` lifespan slides across launches: each is a `CashierStress` process that
 /// ends as a killed app would, with no disk work after its reads.

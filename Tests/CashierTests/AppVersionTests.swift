@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 @Suite struct AppVersionTests {
@@ -36,14 +37,19 @@ import Testing
     @Test func namedWithTheDefaultAppVersionIsTheSameInstanceAsNamed() {
         let plain = Cache.named("cashier-tests-default-version")
         #expect(plain.configuration.appVersion == Cache.Configuration.defaultAppVersion)
-        #expect(Cache.named("cashier-tests-default-version", resolvedAppVersion: Cache.Configuration.defaultAppVersion) === plain)
+        #expect(
+            Cache.named("cashier-tests-default-version", resolvedAppVersion: Cache.Configuration.defaultAppVersion)
+                === plain)
     }
 
     @Test func anotherAppVersionDiscardsUnversionedEntriesOfANamedCacheFolder() throws {
         let name = "cashier-tests-deploy-\(UUID().uuidString)"
         let key = CacheKey<String>("greeting")
         let first = Cache.named(name, appVersion: "1")
-        defer { first.removeAll(); if let folder = first.folder { try? FileManager.default.removeItem(at: folder) } }
+        defer {
+            first.removeAll()
+            if let folder = first.folder { try? FileManager.default.removeItem(at: folder) }
+        }
         try first.set("hello", for: key)
         #expect(Cache.named(name, appVersion: "1").value(for: key) == "hello")
         #expect(Cache.named(name, appVersion: "2").value(for: key) == nil)

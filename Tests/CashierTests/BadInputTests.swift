@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 @Suite struct BadInputTests {
@@ -91,8 +92,11 @@ import Testing
         var configuration = makeConfiguration(folder)
         configuration.fileProtection = .complete
         try Cache(configuration).set(1, for: CacheKey<Int>("k"))
-        let folderMode = try #require(FileManager.default.attributesOfItem(atPath: folder.path)[.posixPermissions] as? Int)
-        let fileMode = try #require(FileManager.default.attributesOfItem(atPath: folder.path + "/" + folder.entryFiles[0])[.posixPermissions] as? Int)
+        let folderMode = try #require(
+            FileManager.default.attributesOfItem(atPath: folder.path)[.posixPermissions] as? Int)
+        let fileMode = try #require(
+            FileManager.default.attributesOfItem(atPath: folder.path + "/" + folder.entryFiles[0])[.posixPermissions]
+                as? Int)
         #expect(folderMode & 0o777 == 0o700)
         #expect(fileMode & 0o777 == 0o600)
     }

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 @Suite struct CacheTests {
@@ -20,7 +21,10 @@ import Testing
         #expect(cache.value(for: profile) == nil)
         #expect(cache.statistics.misses == 1)
         #expect(cache.statistics.hits == 0)
-        guard case .miss(let key) = events.all.first else { Issue.record("no miss event"); return }
+        guard case .miss(let key) = events.all.first else {
+            Issue.record("no miss event")
+            return
+        }
         #expect(key == "profile")
     }
 
@@ -65,7 +69,10 @@ import Testing
         #expect(!entry.isLocked)
         #expect(entry.schemaVersion == 1)
         #expect(entry.appVersion == "3.1")
-        #expect(entry.size == (try FileManager.default.attributesOfItem(atPath: folder.path + "/" + folder.entryFiles[0])[.size] as? Int))
+        #expect(
+            entry.size
+                == (try FileManager.default.attributesOfItem(atPath: folder.path + "/" + folder.entryFiles[0])[.size]
+                    as? Int))
     }
 
     @Test func statisticsCountHitsMissesAndWrites() throws {
@@ -81,7 +88,10 @@ import Testing
         let events = EventLog()
         let cache = Cache(makeConfiguration(folder, events: events))
         try cache.set(User(name: "A", age: 1), for: profile)
-        guard case .write(let key, let bytes) = events.all.last else { Issue.record("no write event"); return }
+        guard case .write(let key, let bytes) = events.all.last else {
+            Issue.record("no write event")
+            return
+        }
         #expect(key == "profile")
         #expect(bytes == cache.totalSize)
     }
@@ -123,7 +133,8 @@ import Testing
 @Suite struct CacheKeyTests {
     @Test func equalityIgnoresMigrations() {
         let plain = CacheKey<User>("u", schemaVersion: 2)
-        let migrating = CacheKey<User>("u", schemaVersion: 2, migrations: [.from(1, as: String.self) { User(name: $0, age: 0) }])
+        let migrating = CacheKey<User>(
+            "u", schemaVersion: 2, migrations: [.from(1, as: String.self) { User(name: $0, age: 0) }])
         #expect(plain == migrating)
         #expect(plain.hashValue == migrating.hashValue)
         #expect(plain != CacheKey<User>("u", schemaVersion: 3))

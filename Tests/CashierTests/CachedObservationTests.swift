@@ -2,6 +2,7 @@ import CashierTestSupport
 import Foundation
 import Observation
 import Testing
+
 @testable import Cashier
 
 /// A view model as an app writes it: `@Observable` on the main actor, with a property
@@ -93,7 +94,10 @@ import Testing
             withObservationTracking {
                 _ = model.profile
             } onChange: {
-                reported.withLock { $0?.resume(); $0 = nil }
+                reported.withLock {
+                    $0?.resume()
+                    $0 = nil
+                }
             }
             change()
         }

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 @Suite struct ConcurrencyTests {
@@ -223,8 +224,13 @@ actor Gate {
         #expect(await iterator.next() == .some(nil))
         try cache.set(2, for: key)
         #expect(await iterator.next() == .some(2))
-        let memoryless = Cache({ var c = makeConfiguration(folder, clock: clock); c.memoryCountLimit = 0; return c }())
-        #expect(memoryless.value(for: CacheKey<Int>("n", schemaVersion: 9)) == nil)  // discards the entry
+        let memoryless = Cache(
+            {
+                var c = makeConfiguration(folder, clock: clock)
+                c.memoryCountLimit = 0
+                return c
+            }())
+        #expect(memoryless.value(for: CacheKey<Int>("n", schemaVersion: 9)) == nil) // discards the entry
         #expect(await iterator.next() == .some(nil))
     }
 

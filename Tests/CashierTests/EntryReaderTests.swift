@@ -1,7 +1,9 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -51,7 +53,9 @@ import Darwin
             copy.payloadLength = payload.count
             return copy.encode(payload: payload)
         }
-        withUnsafeBytes(of: UInt64(payloadLength).littleEndian) { for (i, byte) in $0.enumerated() { bytes[48 + i] = byte } }
+        withUnsafeBytes(of: UInt64(payloadLength).littleEndian) {
+            for (i, byte) in $0.enumerated() { bytes[48 + i] = byte }
+        }
         return bytes
     }
 
@@ -138,7 +142,7 @@ import Darwin
             return
         }
         let buffers = reads.buffers
-        #expect(buffers.count == 2)   // the prefix, then the rest into the grown block
+        #expect(buffers.count == 2) // the prefix, then the rest into the grown block
         let payloadStart = payload.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
         let rest = try #require(buffers.last)
         #expect(rest.offset == EntryReader.prefixLength)
@@ -244,9 +248,12 @@ final class ReadRecordingFileSystem: FileSystem {
         return file
     }
 
-    func readFile(_ file: OpenFile, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError) -> Int {
+    func readFile(_ file: OpenFile, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError)
+        -> Int
+    {
         state.withLock {
-            $0.buffers.append(Buffer(address: UInt(bitPattern: buffer.baseAddress), count: buffer.count, offset: offset))
+            $0.buffers.append(
+                Buffer(address: UInt(bitPattern: buffer.baseAddress), count: buffer.count, offset: offset))
         }
         return try base.readFile(file, into: buffer, at: offset)
     }
@@ -254,12 +261,17 @@ final class ReadRecordingFileSystem: FileSystem {
     func createDirectory(_ path: String, permissions: mode_t) throws(SystemError) {
         try base.createDirectory(path, permissions: permissions)
     }
-    func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
-                      payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
-        try base.writeNewFile(path, permissions: permissions, completeProtection: completeProtection, header: header,
-                              payload: payload, synchronize: synchronize)
+    func writeNewFile(
+        _ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
+        payload: UnsafeRawBufferPointer, synchronize: Bool
+    ) throws(SystemError) {
+        try base.writeNewFile(
+            path, permissions: permissions, completeProtection: completeProtection, header: header,
+            payload: payload, synchronize: synchronize)
     }
-    func rename(_ source: String, to destination: String) throws(SystemError) { try base.rename(source, to: destination) }
+    func rename(_ source: String, to destination: String) throws(SystemError) {
+        try base.rename(source, to: destination)
+    }
     func synchronizeDirectory(_ path: String) throws(SystemError) { try base.synchronizeDirectory(path) }
     func removeFile(_ path: String) throws(SystemError) { try base.removeFile(path) }
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
@@ -267,5 +279,7 @@ final class ReadRecordingFileSystem: FileSystem {
     func availableCapacity(_ path: String) -> Int? { base.availableCapacity(path) }
     func lockExclusively(_ path: String) throws(SystemError) -> Int32 { try base.lockExclusively(path) }
     func unlock(_ token: Int32) { base.unlock(token) }
-    func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) { try base.setAccessTime(path, to: seconds) }
+    func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) {
+        try base.setAccessTime(path, to: seconds)
+    }
 }

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 @Suite struct ExpiryTests {
@@ -198,7 +199,8 @@ import Testing
 
     @Test func folderEntryInPlaceOfAFileIsAMissNotACrash() throws {
         try FileManager.default.createDirectory(
-            at: folder.url.appendingPathComponent(DiskStore.fileName(for: "profile")), withIntermediateDirectories: true)
+            at: folder.url.appendingPathComponent(DiskStore.fileName(for: "profile")), withIntermediateDirectories: true
+        )
         let events = EventLog()
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
     }
@@ -208,14 +210,17 @@ import Testing
         try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: true)
         #expect(throws: CacheError.self) { try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: key) }
         var isDirectory: ObjCBool = false
-        #expect(FileManager.default.fileExists(atPath: blocker.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+        #expect(
+            FileManager.default.fileExists(atPath: blocker.path, isDirectory: &isDirectory) && isDirectory.boolValue)
         #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskStore.temporaryPrefix) })
     }
 
     @Test func entryOfAnotherKeyUnderTheSameFileIsAMissAndLeftAlone() throws {
-        try Cache(makeConfiguration(folder)).set(User(name: "Other", age: 1), for: CacheKey<User>("other", schemaVersion: 1))
+        try Cache(makeConfiguration(folder)).set(
+            User(name: "Other", age: 1), for: CacheKey<User>("other", schemaVersion: 1))
         let other = folder.url.appendingPathComponent(DiskStore.fileName(for: "other"))
-        try FileManager.default.moveItem(at: other, to: folder.url.appendingPathComponent(DiskStore.fileName(for: "profile")))
+        try FileManager.default.moveItem(
+            at: other, to: folder.url.appendingPathComponent(DiskStore.fileName(for: "profile")))
         let events = EventLog()
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
         #expect(events.discards.isEmpty)
@@ -233,7 +238,6 @@ import Testing
     }
 }
 
-
 @Suite struct PlatformNeutralityTests {
     let folder = TemporaryFolder()
 
@@ -249,8 +253,10 @@ import Testing
         let header = EntryHeader(
             key: "blob", typeName: "FoundationEssentials.Data", format: .raw, createdAt: 0, validatedAt: 0,
             lifespan: .never, schemaVersion: 1, appVersion: nil, isLocked: false, payloadLength: 3)
-        _ = try store.write(DiskStore.fileName(for: "blob"), header: header, payload: payload,
-                            options: .init(filePermissions: 0o644, folderPermissions: 0o755, synchronize: false, completeProtection: false))
+        _ = try store.write(
+            DiskStore.fileName(for: "blob"), header: header, payload: payload,
+            options: .init(
+                filePermissions: 0o644, folderPermissions: 0o755, synchronize: false, completeProtection: false))
         #expect(Cache(makeConfiguration(folder)).value(for: key) == payload)
     }
 }

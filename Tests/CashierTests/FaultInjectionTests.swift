@@ -1,7 +1,9 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -50,7 +52,10 @@ struct FaultInjectionTests {
 
     /// Every file of the folder and its bytes.
     func snapshot() -> [String: Data] {
-        Dictionary(uniqueKeysWithValues: folder.fileNames.map { ($0, (try? Data(contentsOf: folder.url.appendingPathComponent($0))) ?? Data()) })
+        Dictionary(
+            uniqueKeysWithValues: folder.fileNames.map {
+                ($0, (try? Data(contentsOf: folder.url.appendingPathComponent($0))) ?? Data())
+            })
     }
 
     @Test("A failed write throws the cause, keeps the previous value and leaves nothing behind", arguments: writeFaults)
@@ -107,7 +112,7 @@ struct FaultInjectionTests {
         let events = EventLog()
         var settings = configuration()
         settings.onEvent = events.handler
-        settings.memoryCountLimit = 0  // every read goes to the file
+        settings.memoryCountLimit = 0 // every read goes to the file
         let cache = Cache(settings)
         let keys = (0..<5).map { CacheKey<Int>("k\($0)") }
         for (index, key) in keys.enumerated() { try cache.set(index, for: key) }
@@ -141,16 +146,19 @@ struct FaultInjectionTests {
         for (index, key) in keys.enumerated() { #expect(cache.value(for: key) == index) }
     }
 
-    @Test("Standard durability renames without syncing; synchronized syncs the file before and the folder after the rename",
-          arguments: [Cache.Durability.standard, .synchronized])
+    @Test(
+        "Standard durability renames without syncing; synchronized syncs the file before and the folder after the rename",
+        arguments: [Cache.Durability.standard, .synchronized])
     func durabilityCallsWhatItPromises(_ durability: Cache.Durability) throws {
         let cache = Cache(configuration(durability))
-        try cache.set(1, for: CacheKey<Int>("warm-up"))  // the folder exists from here on
+        try cache.set(1, for: CacheKey<Int>("warm-up")) // the folder exists from here on
         faults.clearCalls()
         try cache.set(2, for: CacheKey<Int>("k"))
         let calls = faults.calls.filter { ![.readFile, .lock, .setAccessTime].contains($0.operation) }
         let synchronized = durability == .synchronized
-        #expect(calls.map(\.operation) == (synchronized ? [.writeNewFile, .rename, .synchronizeDirectory] : [.writeNewFile, .rename]))
+        #expect(
+            calls.map(\.operation)
+                == (synchronized ? [.writeNewFile, .rename, .synchronizeDirectory] : [.writeNewFile, .rename]))
         #expect(calls.first?.synchronize == synchronized)
         if synchronized { #expect(calls.last?.path == folder.path) }
     }

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// `entry(for:policy:fetch:)`: the fetch decides the lifespan, the entry says where the value came from.
@@ -222,7 +223,9 @@ import Testing
     @Test func staleWhileRevalidateFetchesOnAMiss() async throws {
         let cache = cache()
         let key = CacheKey<Int>("n")
-        let entry = try await cache.entry(for: key, policy: .staleWhileRevalidate) { Fetched(1, lifespan: .seconds(30)) }
+        let entry = try await cache.entry(for: key, policy: .staleWhileRevalidate) {
+            Fetched(1, lifespan: .seconds(30))
+        }
         #expect(entry.value == 1)
         #expect(entry.origin == .fetch)
         #expect(cache.entry(for: key)?.expiresAt == seconds(30))

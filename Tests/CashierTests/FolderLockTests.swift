@@ -1,7 +1,9 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -42,7 +44,7 @@ import Darwin
         try cache.set("x", for: key)
         clock.advance(by: 60)
         let held = try holdLock()
-        cache.collectGarbage(waiting: false)   // returns at once instead of blocking
+        cache.collectGarbage(waiting: false) // returns at once instead of blocking
         #expect(folder.fileNames.contains(DiskStore.fileName(for: key.name)))
         flock(held, LOCK_UN)
         close(held)
@@ -57,7 +59,7 @@ import Darwin
         try cache.set("first", for: CacheKey<String>("first"))
         let held = try holdLock()
         try cache.set(String(repeating: "x", count: 2_000), for: CacheKey<String>("big"))
-        cache.disk!.drainSweepQueue()   // the first attempt found the lock held; a retry is due in a second
+        cache.disk!.drainSweepQueue() // the first attempt found the lock held; a retry is due in a second
         #expect(folder.fileNames.filter(DiskStore.isEntryFileName).count == 2)
         flock(held, LOCK_UN)
         close(held)

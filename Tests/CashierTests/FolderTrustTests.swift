@@ -1,7 +1,9 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -163,7 +165,8 @@ import Darwin
         try FileManager.default.moveItem(atPath: folder.path, toPath: folder.path + "-judged")
         defer { try? FileManager.default.removeItem(atPath: folder.path + "-judged") }
         try #require(mkdir(folder.path, 0o700) == 0)
-        try FileManager.default.copyItem(atPath: elsewhere.path + "/" + plantedFile, toPath: folder.path + "/" + plantedFile)
+        try FileManager.default.copyItem(
+            atPath: elsewhere.path + "/" + plantedFile, toPath: folder.path + "/" + plantedFile)
         try #require(chown(folder.path + "/" + plantedFile, 12345, 12345) == 0)
         try #require(chown(folder.path, 12345, 12345) == 0)
         // Reads judge the folder as last seen, so the planted file's owner is what refuses it.

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// Entries written by each format version, committed under `Fixtures/format-v1`,
@@ -57,7 +58,8 @@ import Testing
                 let a = hash(UnsafeRawBufferPointer(rebasing: bytes[0..<72]), 0)
                 let b = hash(UnsafeRawBufferPointer(rebasing: bytes[80..<headerLength]), a)
                 let sum = hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...]), b)
-                #expect(bytes.loadUnaligned(fromByteOffset: 72, as: UInt64.self).littleEndian == sum, "\(name)'s checksum")
+                #expect(
+                    bytes.loadUnaligned(fromByteOffset: 72, as: UInt64.self).littleEndian == sum, "\(name)'s checksum")
             }
         }
         let folder = TemporaryFolder()

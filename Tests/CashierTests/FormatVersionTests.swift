@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// The format version names the checksum: XXH64 in version 1, XXH3-64 in version 2.
@@ -19,7 +20,8 @@ import Testing
     }
 
     /// `file` with its version field set to `version` and its checksum recomputed by `hash`'s chain.
-    static func resealed(_ file: [UInt8], version: UInt16, hash: (UnsafeRawBufferPointer, UInt64) -> UInt64) -> [UInt8] {
+    static func resealed(_ file: [UInt8], version: UInt16, hash: (UnsafeRawBufferPointer, UInt64) -> UInt64) -> [UInt8]
+    {
         var file = file
         file.withUnsafeMutableBytes { bytes in
             bytes.storeBytes(of: version.littleEndian, toByteOffset: 4, as: UInt16.self)
@@ -33,7 +35,9 @@ import Testing
     }
 
     static func decodes(_ file: [UInt8]) -> Result<EntryHeader, EntryFormatError> {
-        file.withUnsafeBytes { bytes in Result { () throws(EntryFormatError) in try EntryHeader.decode(file: bytes).header } }
+        file.withUnsafeBytes { bytes in
+            Result { () throws(EntryFormatError) in try EntryHeader.decode(file: bytes).header }
+        }
     }
 
     @Test func writersWriteVersion2SealedWithXXH3() {

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// What the "Coming from Cashier" guide promises to code moving from string keys to

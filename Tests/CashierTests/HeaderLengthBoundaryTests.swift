@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// Every length in a header is checked in fixed-width types before it becomes an `Int`, so a
@@ -15,7 +16,9 @@ import Testing
     }
 
     private func decode(_ bytes: [UInt8]) -> Result<EntryHeader, EntryFormatError> {
-        bytes.withUnsafeBytes { raw in Result { () throws(EntryFormatError) in try EntryHeader.decodePrefix(raw, fileLength: raw.count) } }
+        bytes.withUnsafeBytes { raw in
+            Result { () throws(EntryFormatError) in try EntryHeader.decodePrefix(raw, fileLength: raw.count) }
+        }
     }
 
     private func patched(_ offset: Int, _ value: UInt32) -> [UInt8] {
@@ -37,10 +40,13 @@ import Testing
 
     /// Field values whose sum wraps a 32-bit integer back to the stored header length.
     @Test func lengthsWhoseSumWrapsAroundAreABadField() {
-        var bytes = patched(56, UInt32.max)           // key length
+        var bytes = patched(56, UInt32.max) // key length
         withUnsafeBytes(of: UInt32(2).littleEndian) { for (i, byte) in $0.enumerated() { bytes[60 + i] = byte } }
         #expect(throws: Never.self) { _ = decode(bytes) }
-        guard case .failure(let error) = decode(bytes) else { Issue.record("decoded"); return }
+        guard case .failure(let error) = decode(bytes) else {
+            Issue.record("decoded")
+            return
+        }
         #expect(error == .badField("header length"))
     }
 
@@ -48,7 +54,10 @@ import Testing
     func aPayloadLengthAtTheIntegerBoundariesIsTooLarge(length: UInt64) {
         var bytes = entryBytes()
         withUnsafeBytes(of: length.littleEndian) { for (i, byte) in $0.enumerated() { bytes[48 + i] = byte } }
-        guard case .failure(let error) = decode(bytes) else { Issue.record("decoded a payload length of \(length)"); return }
+        guard case .failure(let error) = decode(bytes) else {
+            Issue.record("decoded a payload length of \(length)")
+            return
+        }
         // All are over the 1 GiB an entry may hold: judged so before the file's length.
         if case .tooLarge = error {} else { Issue.record("\(error)") }
     }

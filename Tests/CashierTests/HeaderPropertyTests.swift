@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// Properties of the entry-file encoder and decoder over many random entries.
@@ -50,7 +51,8 @@ struct HeaderPropertyTests {
                 expected.checksum = decoded.checksum
                 #expect(decoded == expected)
                 #expect(Array(bytes[range]) == payload)
-                let prefix = try EntryHeader.decodePrefix(UnsafeRawBufferPointer(rebasing: bytes[0..<header.length]), fileLength: file.count)
+                let prefix = try EntryHeader.decodePrefix(
+                    UnsafeRawBufferPointer(rebasing: bytes[0..<header.length]), fileLength: file.count)
                 #expect(prefix == decoded)
             }
         }
@@ -66,12 +68,15 @@ struct HeaderPropertyTests {
             for position in original.indices {
                 var damaged = original
                 // Every position with one random non-zero change, and the first byte with all 255.
-                let changes: [UInt8] = position == 0 ? Array(1...255) : [UInt8(truncatingIfNeeded: random.next() % 255 + 1)]
+                let changes: [UInt8] =
+                    position == 0 ? Array(1...255) : [UInt8(truncatingIfNeeded: random.next() % 255 + 1)]
                 for change in changes {
                     damaged[position] = original[position] ^ change
                     mutations += 1
                     let accepted = damaged.withUnsafeBytes { try? EntryHeader.decode(file: $0) }
-                    #expect(accepted == nil, "byte \(position) ^ \(change) of a \(original.count)-byte entry went unnoticed")
+                    #expect(
+                        accepted == nil, "byte \(position) ^ \(change) of a \(original.count)-byte entry went unnoticed"
+                    )
                 }
             }
         }

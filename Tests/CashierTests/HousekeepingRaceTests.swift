@@ -1,10 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Bulk removals racing with writes leave an instance reading what a fresh one reads.
 @Suite struct HousekeepingRaceTests {
@@ -18,14 +20,16 @@ import Testing
 
     static let keys = (0..<200).map { CacheKey<Int>("key-\($0)") }
 
-    @Test("After a bulk removal races with writes, the instance reads what a fresh instance reads",
-          arguments: BulkRemoval.allCases)
+    @Test(
+        "After a bulk removal races with writes, the instance reads what a fresh instance reads",
+        arguments: BulkRemoval.allCases)
     func bulkRemovalRacingWithWritesLeavesMemoryAndDiskAgreeing(_ removal: BulkRemoval) throws {
         var configuration = makeConfiguration(folder, clock: clock)
         if removal == .sizeSweeps { configuration.diskSizeLimit = 40 * 120 }
         if removal == .collectGarbage { configuration.diskSizeLimit = 100 * 120 }
         // Expiry removals need expired entries: these are written already expired.
-        let lifespan: Lifespan? = removal == .removeExpired || removal == .collectGarbage ? .until(Date(timeIntervalSince1970: 0)) : nil
+        let lifespan: Lifespan? =
+            removal == .removeExpired || removal == .collectGarbage ? .until(Date(timeIntervalSince1970: 0)) : nil
         for round in 0..<4 {
             let cache = Cache(configuration)
             // The remover starts once every writer has written, and removes for as long as
@@ -60,7 +64,9 @@ import Testing
             for key in Self.keys where cache.entry(for: key)?.value != fresh.entry(for: key)?.value {
                 disagreements.append(key.name)
             }
-            #expect(disagreements.isEmpty, "round \(round): \(disagreements.count) keys disagree, e.g. \(disagreements.prefix(5))")
+            #expect(
+                disagreements.isEmpty,
+                "round \(round): \(disagreements.count) keys disagree, e.g. \(disagreements.prefix(5))")
             cache.removeAll()
         }
     }
@@ -142,13 +148,13 @@ import Testing
         try cache.set(1, for: key)
         clock.advance(by: 20)
         var iterator = cache.updates(for: key).makeAsyncIterator()
-        #expect(await iterator.next() == .some(nil))  // expired
+        #expect(await iterator.next() == .some(nil)) // expired
         try cache.set(2, for: key)
         // A read that found the old value expired, announcing it only now, after the write.
         cache.missExpired(key.name)
         try cache.set(3, for: key)
         #expect(await iterator.next() == 2)
-        #expect(await iterator.next() == 3)  // not the stale nil in between
+        #expect(await iterator.next() == 3) // not the stale nil in between
     }
 
     @Test("Racing writes leave an updates(for:) stream on the stored value", arguments: [false, true])

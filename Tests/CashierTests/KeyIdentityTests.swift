@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// Keys equal as Swift strings are one key everywhere, on disk too.
@@ -17,7 +18,8 @@ import Testing
     @Test func asciiKeysKeepTheirFileNames() {
         // The XXH64 hashes of the raw UTF-8, as every version before wrote them.
         for key in ["profile", "", "user/42?x=1", String(repeating: "k", count: 300)] {
-            let high = XXHash64.hash(key), low = XXHash64.hash(key, seed: 0x9E37_79B9_7F4A_7C15)
+            let high = XXHash64.hash(key)
+            let low = XXHash64.hash(key, seed: 0x9E37_79B9_7F4A_7C15)
             let expected = String(format: "%016llx%016llx.cache", high, low)
             #expect(DiskStore.fileName(for: key) == expected)
         }
@@ -60,7 +62,8 @@ import Testing
         // As a version before NFC file names wrote a decomposed key.
         try Cache(makeConfiguration(folder)).set("old", for: CacheKey<String>(Self.decomposed))
         let file = try #require(folder.entryFiles.first)
-        let high = XXHash64.hash(Self.decomposed), low = XXHash64.hash(Self.decomposed, seed: 0x9E37_79B9_7F4A_7C15)
+        let high = XXHash64.hash(Self.decomposed)
+        let low = XXHash64.hash(Self.decomposed, seed: 0x9E37_79B9_7F4A_7C15)
         let legacy = String(format: "%016llx%016llx.cache", high, low)
         try FileManager.default.moveItem(atPath: folder.path + "/" + file, toPath: folder.path + "/" + legacy)
         try Cache(makeConfiguration(folder)).set("new", for: CacheKey<String>(Self.composed))

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// Where a lifespan comes from when `set` writes an entry.
@@ -9,8 +10,10 @@ enum LifespanSource: String, CaseIterable, Sendable {
 }
 
 /// Writes `"v"` for "k" with `lifespan` given by `source`, through a fresh instance on `folder`.
-private func write(_ lifespan: Lifespan, from source: LifespanSource, in folder: TemporaryFolder,
-                   events: EventLog? = nil) throws {
+private func write(
+    _ lifespan: Lifespan, from source: LifespanSource, in folder: TemporaryFolder,
+    events: EventLog? = nil
+) throws {
     var configuration = makeConfiguration(folder, events: events)
     if source == .configuration { configuration.defaultLifespan = lifespan }
     let key = CacheKey<String>("k", lifespan: source == .key ? lifespan : nil)
@@ -20,7 +23,8 @@ private func write(_ lifespan: Lifespan, from source: LifespanSource, in folder:
 /// Lifespans that are not finite, named: a test case's description must not print their Dates
 /// (Foundation traps on describing a Date that is not finite).
 enum OddLifespan: String, CaseIterable, Sendable {
-    case endlessSeconds, endlessDate, overflowingDays, secondsEndedForever, dateEndedForever, notANumberSeconds, notANumberDate
+    case endlessSeconds, endlessDate, overflowingDays, secondsEndedForever, dateEndedForever, notANumberSeconds,
+        notANumberDate
 
     var lifespan: Lifespan {
         switch self {
@@ -165,11 +169,15 @@ private struct Customer: Codable, Sendable, Equatable {
     private func plantCustomer(_ json: String) throws {
         let payload = Data(json.utf8)
         let header = EntryHeader(
-            key: "customer", typeName: ValueCoding.typeName(of: Customer.self), format: .json, createdAt: 0, validatedAt: 0,
+            key: "customer", typeName: ValueCoding.typeName(of: Customer.self), format: .json, createdAt: 0,
+            validatedAt: 0,
             lifespan: .never, schemaVersion: nil, appVersion: "1.0", isLocked: false, payloadLength: payload.count)
         _ = try DiskStore(folder: folder.path).write(
             DiskStore.fileName(for: "customer"), header: header, payload: payload,
-            options: { let cache = Cache(makeConfiguration(folder)); return cache.writeOptions(usedAt: cache.nowSeconds) }())
+            options: {
+                let cache = Cache(makeConfiguration(folder))
+                return cache.writeOptions(usedAt: cache.nowSeconds)
+            }())
     }
 
     @Test func undecodableDiscardIsFollowedByWhichFieldFailed() throws {
@@ -178,7 +186,8 @@ private struct Customer: Codable, Sendable, Equatable {
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: CacheKey<Customer>("customer")) == nil)
         #expect(events.discards.map(\.1) == [.undecodable])
         let discard = try #require(events.all.firstIndex { if case .discarded = $0 { true } else { false } })
-        guard events.all.indices.contains(discard + 1), case .failure(let key, let error) = events.all[discard + 1] else {
+        guard events.all.indices.contains(discard + 1), case .failure(let key, let error) = events.all[discard + 1]
+        else {
             Issue.record("no failure right after the discard: \(events.all)")
             return
         }
@@ -199,10 +208,13 @@ private struct Customer: Codable, Sendable, Equatable {
         struct Refused: Error, CustomStringConvertible {
             var description: String { "no email in version 1" }
         }
-        try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
-        let key = CacheKey<UserV2>("profile", schemaVersion: 2, migrations: [
-            .from(1, as: User.self) { _ in throw Refused() }
-        ])
+        try Cache(makeConfiguration(folder)).set(
+            User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
+        let key = CacheKey<UserV2>(
+            "profile", schemaVersion: 2,
+            migrations: [
+                .from(1, as: User.self) { _ in throw Refused() }
+            ])
         let events = EventLog()
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
         #expect(events.discards.map(\.1) == [.migrationFailed])
@@ -211,22 +223,35 @@ private struct Customer: Codable, Sendable, Equatable {
     }
 
     @Test(arguments: [
-        (CacheEvent.discarded(key: "profile", reason: .schemaMismatch(stored: nil, expected: 1)),
-         "discarded \"profile\": stored under schema version none, the key expects 1"),
-        (.discarded(key: "p", reason: .appVersionMismatch(stored: "1.0", current: nil)),
-         "discarded \"p\": written by app version \"1.0\", the app is now none"),
-        (.discarded(key: "p", reason: .typeMismatch(stored: "App.User", expected: "App.Profile")),
-         "discarded \"p\": stored as App.User, the key's type is App.Profile"),
-        (.discarded(key: "p", reason: .undecodable), "discarded \"p\": the payload no longer decodes as the key's type"),
+        (
+            CacheEvent.discarded(key: "profile", reason: .schemaMismatch(stored: nil, expected: 1)),
+            "discarded \"profile\": stored under schema version none, the key expects 1"
+        ),
+        (
+            .discarded(key: "p", reason: .appVersionMismatch(stored: "1.0", current: nil)),
+            "discarded \"p\": written by app version \"1.0\", the app is now none"
+        ),
+        (
+            .discarded(key: "p", reason: .typeMismatch(stored: "App.User", expected: "App.Profile")),
+            "discarded \"p\": stored as App.User, the key's type is App.Profile"
+        ),
+        (
+            .discarded(key: "p", reason: .undecodable),
+            "discarded \"p\": the payload no longer decodes as the key's type"
+        ),
         (.hit(key: "p"), "hit \"p\""),
         (.miss(key: "line\nbreak"), "miss \"line\\nbreak\""),
         (.write(key: "p", bytes: 120), "wrote \"p\": 120 bytes"),
         (.evicted(key: "p", bytes: 120), "evicted \"p\": 120 bytes"),
         (.migrated(key: "p", from: nil, to: 2), "migrated \"p\" from schema version none to 2"),
-        (.failure(key: "p", error: CacheError(kind: .decodingFailed, key: "p", message: "missing field \"name\"")),
-         "failed \"p\": decoding failed: missing field \"name\""),
-        (.failure(key: nil, error: CacheError(kind: .noSpace, path: "/tmp/c", message: "No space left on device")),
-         "failed: no space at /tmp/c: No space left on device"),
+        (
+            .failure(key: "p", error: CacheError(kind: .decodingFailed, key: "p", message: "missing field \"name\"")),
+            "failed \"p\": decoding failed: missing field \"name\""
+        ),
+        (
+            .failure(key: nil, error: CacheError(kind: .noSpace, path: "/tmp/c", message: "No space left on device")),
+            "failed: no space at /tmp/c: No space left on device"
+        ),
     ])
     func eventPrintsAsASentence(event: CacheEvent, sentence: String) {
         #expect("\(event)" == sentence)
@@ -254,8 +279,10 @@ private struct Customer: Codable, Sendable, Equatable {
 
     @Test(arguments: [
         ("App.(unknown context at $55e3387690fc).Profile", "App.(unknown context).Profile"),
-        ("Swift.Array<App.(unknown context at $1234).A.(unknown context at $abcd).B>",
-         "Swift.Array<App.(unknown context).A.(unknown context).B>"),
+        (
+            "Swift.Array<App.(unknown context at $1234).A.(unknown context at $abcd).B>",
+            "Swift.Array<App.(unknown context).A.(unknown context).B>"
+        ),
         ("FoundationEssentials.Data", "Foundation.Data"),
         ("App.User", "App.User"),
     ])
@@ -274,7 +301,10 @@ private struct Customer: Codable, Sendable, Equatable {
             schemaVersion: 1, appVersion: "1.0", isLocked: false, payloadLength: payload.count)
         _ = try DiskStore(folder: folder.path).write(
             DiskStore.fileName(for: "model"), header: header, payload: payload,
-            options: { let cache = Cache(makeConfiguration(folder)); return cache.writeOptions(usedAt: cache.nowSeconds) }())
+            options: {
+                let cache = Cache(makeConfiguration(folder))
+                return cache.writeOptions(usedAt: cache.nowSeconds)
+            }())
         let events = EventLog()
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == PrivateModel(name: "A"))
         #expect(events.discards.isEmpty)

@@ -1,10 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite struct LimitsTests {
     let folder = TemporaryFolder()
@@ -100,7 +102,8 @@ import Testing
         _ = try fill(cache, count: 6)
         cache.lock(CacheKey<Data>("k0"))
         cache.collectGarbage()
-        let free = try #require(SpaceReportingFileSystem(capacity: 10_000, folder: folder.path).availableCapacity(folder.path))
+        let free = try #require(
+            SpaceReportingFileSystem(capacity: 10_000, folder: folder.path).availableCapacity(folder.path))
         #expect(free >= 7_000)
         #expect(cache.value(for: CacheKey<Data>("k0")) != nil)
         #expect(cache.value(for: CacheKey<Data>("k5")) != nil)
@@ -302,7 +305,7 @@ import Testing
         try cache.set(1, for: CacheKey<Int>("k"))
         let file = folder.entryFiles[0]
         // An access time far in the past that relatime would otherwise update.
-        let omit = (1 << 30) - 2  // UTIME_OMIT: leave the modification time as it is
+        let omit = (1 << 30) - 2 // UTIME_OMIT: leave the modification time as it is
         var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 0, tv_nsec: omit)]
         #expect(utimensat(AT_FDCWD, folder.path + "/" + file, &times, 0) == 0)
         let before = try accessTime(file)

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// `memoryCostLimit`, `purgeMemory()` and the trimming a memory-pressure event causes.
@@ -30,11 +31,11 @@ import Testing
     }
 
     @Test(arguments: [
-        (UInt64(1) << 30, 32 << 20),          // a 1 GB Apple Watch
+        (UInt64(1) << 30, 32 << 20), // a 1 GB Apple Watch
         (UInt64(3) << 30, 96 << 20),
-        (UInt64(4) << 30, 128 << 20),         // the cap from 4 GB up
+        (UInt64(4) << 30, 128 << 20), // the cap from 4 GB up
         (UInt64(64) << 30, 128 << 20),
-        (UInt64.max, 128 << 20),              // no overflow where Int is 32 bits
+        (UInt64.max, 128 << 20), // no overflow where Int is 32 bits
     ])
     func defaultBudgetIsAThirtySecondOfPhysicalMemoryAtMost128MiB(physical: UInt64, expected: Int) {
         #expect(Cache.Configuration.memoryCostLimit(physicalMemory: physical) == expected)

@@ -1,7 +1,9 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -18,7 +20,7 @@ import Darwin
 
     private func plantFIFO() throws -> Cache {
         let cache = Cache(makeConfiguration(folder))
-        try cache.set("seed", for: CacheKey<String>("other"))   // makes the folder
+        try cache.set("seed", for: CacheKey<String>("other")) // makes the folder
         let path = folder.path + "/" + DiskStore.fileName(for: key.name)
         try #require(mkfifo(path, 0o600) == 0)
         return cache
@@ -31,7 +33,7 @@ import Darwin
         #expect(cache.keys == ["other"])
         cache.collectGarbage()
         #expect(cache.value(for: CacheKey<String>("other")) == "seed")
-        try cache.set("written", for: key)   // the FIFO's name takes a regular entry again
+        try cache.set("written", for: key) // the FIFO's name takes a regular entry again
         #expect(Cache(makeConfiguration(folder)).value(for: key) == "written")
     }
 

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 // MARK: - Models
@@ -12,7 +13,10 @@ private struct Address: Codable, Equatable {
 }
 
 private enum Color: String, Codable, Equatable { case red, green, blue }
-private enum Level: Int, Codable, Equatable { case low = 1, high = 10 }
+private enum Level: Int, Codable, Equatable {
+    case low = 1
+    case high = 10
+}
 
 private enum Shape: Codable, Equatable {
     case circle(radius: Double)
@@ -40,8 +44,12 @@ private struct Integers: Codable, Equatable {
     var int: Int, int8: Int8, int16: Int16, int32: Int32, int64: Int64
     var uint: UInt, uint8: UInt8, uint16: UInt16, uint32: UInt32, uint64: UInt64
 
-    static let min = Integers(int: .min, int8: .min, int16: .min, int32: .min, int64: .min, uint: .min, uint8: .min, uint16: .min, uint32: .min, uint64: .min)
-    static let max = Integers(int: .max, int8: .max, int16: .max, int32: .max, int64: .max, uint: .max, uint8: .max, uint16: .max, uint32: .max, uint64: .max)
+    static let min = Integers(
+        int: .min, int8: .min, int16: .min, int32: .min, int64: .min, uint: .min, uint8: .min, uint16: .min,
+        uint32: .min, uint64: .min)
+    static let max = Integers(
+        int: .max, int8: .max, int16: .max, int32: .max, int64: .max, uint: .max, uint8: .max, uint16: .max,
+        uint32: .max, uint64: .max)
 }
 
 private struct Floats: Codable, Equatable {
@@ -151,7 +159,10 @@ private final class Cat: Animal {
     }
 }
 
-private struct WithDate: Codable, Equatable { var id: Int; var when: Date }
+private struct WithDate: Codable, Equatable {
+    var id: Int
+    var when: Date
+}
 /// Reads each field leniently, as many apps do: a field that fails to decode becomes nil.
 private struct Lenient: Codable, Equatable {
     var count: Int?
@@ -163,9 +174,18 @@ private struct Lenient: Codable, Equatable {
         link = try? container.decodeIfPresent(URL.self, forKey: .link)
     }
 }
-private struct WithData: Codable, Equatable { var id: Int; var blob: Data }
-private struct WithURL: Codable, Equatable { var id: Int; var link: URL? }
-private struct WithDecimal: Codable, Equatable { var id: Int; var amounts: [Decimal] }
+private struct WithData: Codable, Equatable {
+    var id: Int
+    var blob: Data
+}
+private struct WithURL: Codable, Equatable {
+    var id: Int
+    var link: URL?
+}
+private struct WithDecimal: Codable, Equatable {
+    var id: Int
+    var amounts: [Decimal]
+}
 
 /// Decodes `[[[…]]]` of any depth.
 private indirect enum Nest: Decodable, Equatable {
@@ -179,7 +199,9 @@ private struct UnkeyedProbe: Decodable, Equatable {
 
     init(from decoder: any Decoder) throws {
         var container = try decoder.unkeyedContainer()
-        func note(_ event: String) { log.append("\(event)@\(container.currentIndex)/\(container.count ?? -1)/\(container.isAtEnd)") }
+        func note(_ event: String) {
+            log.append("\(event)@\(container.currentIndex)/\(container.count ?? -1)/\(container.isAtEnd)")
+        }
         note("start")
         note("nil=\(try container.decodeNil())")
         note("nil=\(try container.decodeNil())")
@@ -218,7 +240,9 @@ private struct KeyedProbe: Decodable, Equatable {
             // error would give the whole fast decode up.
             let isNil = container.contains(Key(name)) ? try container.decodeNil(forKey: Key(name)) : nil
             let value = try container.decodeIfPresent(Int.self, forKey: Key(name))
-            log.append("\(name): contains=\(container.contains(Key(name))) nil=\(String(describing: isNil)) value=\(String(describing: value))")
+            log.append(
+                "\(name): contains=\(container.contains(Key(name))) nil=\(String(describing: isNil)) value=\(String(describing: value))"
+            )
         }
         log.append("keys=\(container.allKeys.map(\.stringValue).sorted())")
         log.append("path=\(container.codingPath.count) user=\(decoder.userInfo.count)")
@@ -232,15 +256,20 @@ private let person = Person(
     tags: ["math", "poetry/science", "日本", "🎉", "é"],
     address: Address(street: "12 St James's Square", city: "London", zip: nil),
     previous: [Address(street: "a\\b", city: "c\td", zip: "e\nf")],
-    scores: [0.1, 1e300, -0.0, Double.leastNonzeroMagnitude /* 5e-324 */, 12345.678], active: true, color: .green, level: .high,
+    scores: [0.1, 1e300, -0.0, Double.leastNonzeroMagnitude, 12345.678], active: true, color: .green,
+    level: .high,
     shapes: [.circle(radius: 2.5), .rect(width: 3, height: -4), .labeled("x", 1), .point]
 )
 
-private let everyEscape = "quote\" backslash\\ slash/ \u{8} \u{C} \n \r \t nul\u{0} unit\u{1F} del\u{7F} é 日本 🎉 \u{FFFF} \u{10FFFF}"
+private let everyEscape =
+    "quote\" backslash\\ slash/ \u{8} \u{C} \n \r \t nul\u{0} unit\u{1F} del\u{7F} é 日本 🎉 \u{FFFF} \u{10FFFF}"
 
 private let floats = Floats(
-    doubles: [0.1, 1e300, -0.0, Double.leastNonzeroMagnitude /* 5e-324 */, 12345.678, -1.5, .greatestFiniteMagnitude, .leastNormalMagnitude, 1, 0, 1.25e20],
-    float: 3.14159, floats: [.greatestFiniteMagnitude, .leastNonzeroMagnitude, -0.0, 0.1, 16777216, 1e-30]
+    doubles: [
+        0.1, 1e300, -0.0, Double.leastNonzeroMagnitude, 12345.678, -1.5, .greatestFiniteMagnitude,
+        .leastNormalMagnitude, 1, 0, 1.25e20,
+    ],
+    float: 3.14159, floats: [.greatestFiniteMagnitude, .leastNonzeroMagnitude, -0.0, 0.1, 16_777_216, 1e-30]
 )
 
 private let maps = Maps(
@@ -254,19 +283,24 @@ private func encoded<V: Encodable>(_ value: V) throws -> Data { try JSONEncoder(
 private func bytes(_ text: String) -> Data { Data(text.utf8) }
 
 /// Decodes with both decoders and expects equal values.
-private func expectSameAsJSONDecoder<V: Decodable & Equatable>(_ type: V.Type, _ data: Data, sourceLocation: SourceLocation = #_sourceLocation) throws {
+private func expectSameAsJSONDecoder<V: Decodable & Equatable>(
+    _ type: V.Type, _ data: Data, sourceLocation: SourceLocation = #_sourceLocation
+) throws {
     let expected = try JSONDecoder().decode(V.self, from: data)
     let fast = try PayloadDecoder.decode(V.self, from: data)
     #expect(fast == expected, sourceLocation: sourceLocation)
 }
 
-private func expectRoundTrip<V: Codable & Equatable>(_ value: V, sourceLocation: SourceLocation = #_sourceLocation) throws {
+private func expectRoundTrip<V: Codable & Equatable>(_ value: V, sourceLocation: SourceLocation = #_sourceLocation)
+    throws
+{
     let data = try encoded(value)
     try expectSameAsJSONDecoder(V.self, data, sourceLocation: sourceLocation)
     #expect(try PayloadDecoder.decode(V.self, from: data) == value, sourceLocation: sourceLocation)
 }
 
-private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLocation: SourceLocation = #_sourceLocation) {
+private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLocation: SourceLocation = #_sourceLocation)
+{
     #expect(throws: (any Error).self, sourceLocation: sourceLocation) { try PayloadDecoder.decode(V.self, from: data) }
 }
 
@@ -344,11 +378,14 @@ private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLoca
         #expect(expected == dog)
         let cat = Cat(name: "Tom", lives: 9, friends: [Animal(name: "a"), Animal(name: "b")])
         let catData = try encoded(cat)
-        #expect(try PayloadDecoder.decode(Cat.self, from: catData) == (try JSONDecoder().decode(Cat.self, from: catData)))
+        #expect(
+            try PayloadDecoder.decode(Cat.self, from: catData) == (try JSONDecoder().decode(Cat.self, from: catData)))
         #expect(try PayloadDecoder.decode(Cat.self, from: catData) == cat)
     }
 
-    @Test("Unkeyed container: count, isAtEnd, currentIndex; decodeNil and decodeIfPresent advance only past null; decodeIfPresent at the end throws")
+    @Test(
+        "Unkeyed container: count, isAtEnd, currentIndex; decodeNil and decodeIfPresent advance only past null; decodeIfPresent at the end throws"
+    )
     func unkeyedContainerSemantics() throws {
         let data = bytes(#"[null, 1, null, "x"]"#)
         let fast = try PayloadDecoder.decode(UnkeyedProbe.self, from: data)
@@ -401,30 +438,37 @@ private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLoca
         }
     }
 
-    @Test("Invalid UTF-8 in strings throws", arguments: [
-        [0xFF], [0xC0, 0xAF], [0xE0, 0x80, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
-        [0xC3], [0xE6, 0x97], [0xF0, 0x9F, 0x8E], [0x80], [0xF8, 0x88, 0x80, 0x80, 0x80],
-    ] as [[UInt8]])
+    @Test(
+        "Invalid UTF-8 in strings throws",
+        arguments: [
+            [0xFF], [0xC0, 0xAF], [0xE0, 0x80, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
+            [0xC3], [0xE6, 0x97], [0xF0, 0x9F, 0x8E], [0x80], [0xF8, 0x88, 0x80, 0x80, 0x80],
+        ] as [[UInt8]])
     func invalidUTF8Throws(sequence: [UInt8]) {
         expectThrows(String.self, Data([0x22] + sequence + [0x22]))
         expectThrows([String: Int].self, Data([0x7B, 0x22] + sequence + [0x22, 0x3A, 0x31, 0x7D]))
     }
 
-    @Test("Lone, reversed or malformed surrogates and bad escapes throw", arguments: [
-        #""\ud800""#, #""\udc00""#, #""\ud800\u0041""#, #""\udc00\ud800""#, #""\ud800\""#,
-        #""\x""#, #""\u12""#, #""\u12G4""#, #""\"#, "\"tab\there\"", "\"unterminated",
-    ])
+    @Test(
+        "Lone, reversed or malformed surrogates and bad escapes throw",
+        arguments: [
+            #""\ud800""#, #""\udc00""#, #""\ud800\u0041""#, #""\udc00\ud800""#, #""\ud800\""#,
+            #""\x""#, #""\u12""#, #""\u12G4""#, #""\"#, "\"tab\there\"", "\"unterminated",
+        ])
     func badEscapesThrow(text: String) {
         expectThrows(String.self, bytes(text))
     }
 
-    @Test("Integers: leading zeros, fractions, exponents, overflow and signs the type cannot hold throw", arguments: [
-        ("01", "Int"), ("-01", "Int"), ("00", "Int"), ("1.5", "Int"), ("1.0", "Int"), ("1e2", "Int"),
-        ("300", "UInt8"), ("-1", "UInt"), ("-0", "UInt"), ("128", "Int8"), ("-129", "Int8"),
-        ("9223372036854775808", "Int"), ("18446744073709551616", "UInt64"), ("+1", "Int"), ("-", "Int"),
-        ("1.", "Double"), (".5", "Double"), ("1e", "Double"), ("1e400", "Double"), ("1e-400", "Double"),
-        ("1e39", "Float"), ("1e-50", "Float"), ("0e1", "Double"), ("0e+1", "Double"), ("NaN", "Double"), ("\"1\"", "Int"),
-    ])
+    @Test(
+        "Integers: leading zeros, fractions, exponents, overflow and signs the type cannot hold throw",
+        arguments: [
+            ("01", "Int"), ("-01", "Int"), ("00", "Int"), ("1.5", "Int"), ("1.0", "Int"), ("1e2", "Int"),
+            ("300", "UInt8"), ("-1", "UInt"), ("-0", "UInt"), ("128", "Int8"), ("-129", "Int8"),
+            ("9223372036854775808", "Int"), ("18446744073709551616", "UInt64"), ("+1", "Int"), ("-", "Int"),
+            ("1.", "Double"), (".5", "Double"), ("1e", "Double"), ("1e400", "Double"), ("1e-400", "Double"),
+            ("1e39", "Float"), ("1e-50", "Float"), ("0e1", "Double"), ("0e+1", "Double"), ("NaN", "Double"),
+            ("\"1\"", "Int"),
+        ])
     func badNumbersThrow(text: String, type: String) {
         let data = bytes(text)
         switch type {
@@ -438,10 +482,12 @@ private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLoca
         }
     }
 
-    @Test("Trailing garbage, empty input, BOMs and bad literals throw", arguments: [
-        "1 x", "{}{}", "[1]]", "[1,]", "{\"a\":1,}", "", "   ", "\u{FEFF}1", "tru", "nul", "True", "[1 2]",
-        "{\"a\" 1}", "{1: 2}", "[", "{", "\"a\" \"b\"",
-    ])
+    @Test(
+        "Trailing garbage, empty input, BOMs and bad literals throw",
+        arguments: [
+            "1 x", "{}{}", "[1]]", "[1,]", "{\"a\":1,}", "", "   ", "\u{FEFF}1", "tru", "nul", "True", "[1 2]",
+            "{\"a\" 1}", "{1: 2}", "[", "{", "\"a\" \"b\"",
+        ])
     func malformedDocumentsThrow(text: String) {
         expectThrows([Int].self, bytes(text))
         expectThrows(Int.self, bytes(text))
@@ -450,8 +496,16 @@ private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLoca
     @Test("Nesting 512 deep parses; 513 and 600 deep throw without overflowing the stack")
     func nestingLimit() throws {
         func nested(_ depth: Int) -> Data { Data(repeating: 0x5B, count: depth) + Data(repeating: 0x5D, count: depth) }
-        try nested(512).withUnsafeBytes { var parser = PayloadParser($0); try parser.parse() }
-        #expect(throws: (any Error).self) { try nested(513).withUnsafeBytes { var parser = PayloadParser($0); try parser.parse() } }
+        try nested(512).withUnsafeBytes {
+            var parser = PayloadParser($0)
+            try parser.parse()
+        }
+        #expect(throws: (any Error).self) {
+            try nested(513).withUnsafeBytes {
+                var parser = PayloadParser($0)
+                try parser.parse()
+            }
+        }
         expectThrows(Nest.self, nested(600))
         expectThrows(Nest.self, Data(repeating: 0x5B, count: 100_000))
         try expectSameAsJSONDecoder(Nest.self, nested(20))
@@ -465,7 +519,9 @@ private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLoca
         expectThrows([String: URL].self, try encoded(["a": URL(string: "https://example.org")!]))
         var metSpecialType = false
         let data = try encoded(WithData(id: 1, blob: Data([1])))
-        _ = data.withUnsafeBytes { try? PayloadDecoder.decode(WithData.self, from: $0, metSpecialType: &metSpecialType) }
+        _ = data.withUnsafeBytes {
+            try? PayloadDecoder.decode(WithData.self, from: $0, metSpecialType: &metSpecialType)
+        }
         #expect(metSpecialType)
         // An absent optional URL never reaches the URL decoder.
         try expectRoundTrip(WithURL(id: 2, link: nil))
@@ -478,30 +534,42 @@ private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLoca
         try expectRoundTrip([Date?.none, Date(timeIntervalSince1970: 1)])
     }
 
-    @Test("An error caught inside init(from:) gives the whole decode up, so a try? over a field cannot hide a difference")
+    @Test(
+        "An error caught inside init(from:) gives the whole decode up, so a try? over a field cannot hide a difference")
     func caughtErrorsGiveTheDecodeUp() throws {
         // JSONDecoder reads 1.0 as the Int 1; the fast path throws on it, and the try? below would
         // turn that into nil: a different value, unless the decode is given up.
         let data = bytes(#"{"count": 1.0, "link": "https://example.org"}"#)
-        #expect(try JSONDecoder().decode(Lenient.self, from: data) == Lenient(count: 1, link: URL(string: "https://example.org")))
+        #expect(
+            try JSONDecoder().decode(Lenient.self, from: data)
+                == Lenient(count: 1, link: URL(string: "https://example.org")))
         expectThrows(Lenient.self, data)
         // A key that is simply absent throws nothing: decodeIfPresent is not a failure.
         try expectSameAsJSONDecoder(Lenient.self, bytes(#"{}"#))
     }
 
-    @Test("ValueCoding reads what PayloadDecoder gives up on with JSONDecoder: lenient inits, 1.0 for an Int, Data fields")
+    @Test(
+        "ValueCoding reads what PayloadDecoder gives up on with JSONDecoder: lenient inits, 1.0 for an Int, Data fields"
+    )
     func valueCodingFallsBackToJSONDecoder() throws {
         let lenient = bytes(#"{"count": 1.0, "link": "https://example.org"}"#)
-        #expect(try ValueCoding.decode(Lenient.self, from: lenient, format: .json) == Lenient(count: 1, link: URL(string: "https://example.org")))
+        #expect(
+            try ValueCoding.decode(Lenient.self, from: lenient, format: .json)
+                == Lenient(count: 1, link: URL(string: "https://example.org")))
         let withData = WithData(id: 3, blob: Data([1, 2, 3]))
         // The second read goes to JSONDecoder directly (the type is remembered); both read the same.
-        for _ in 0..<2 { #expect(try ValueCoding.decode(WithData.self, from: encoded(withData), format: .json) == withData) }
+        for _ in 0..<2 {
+            #expect(try ValueCoding.decode(WithData.self, from: encoded(withData), format: .json) == withData)
+        }
         #expect(throws: (any Error).self) { try ValueCoding.decode(WithData.self, from: bytes("{"), format: .json) }
     }
 
-    @Test("Duplicate keys (also canonically equivalent ones) and non-canonical integer keys throw", arguments: [
-        #"{"a": 1, "a": 2}"#, #"{"\u00e9": 1, "e\u0301": 2}"#, #"{"a": 1, "\u0061": 2}"#, #"{"01": 1}"#, #"{"+1": 1}"#, #"{"-0": 1}"#,
-    ])
+    @Test(
+        "Duplicate keys (also canonically equivalent ones) and non-canonical integer keys throw",
+        arguments: [
+            #"{"a": 1, "a": 2}"#, #"{"\u00e9": 1, "e\u0301": 2}"#, #"{"a": 1, "\u0061": 2}"#, #"{"01": 1}"#,
+            #"{"+1": 1}"#, #"{"-0": 1}"#,
+        ])
     func ambiguousKeysThrow(text: String) {
         expectThrows([String: Int].self, bytes(text))
         expectThrows([Int: Int].self, bytes(text))
@@ -523,14 +591,16 @@ private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLoca
         successes += try mutate(floats, rounds: 300, &random)
         successes += try mutate(maps, rounds: 300, &random)
         successes += try mutate([everyEscape, "日本🎉"], rounds: 300, &random)
-        successes += try mutate(Optionals(present: 1, absent: nil, explicitNull: nil, list: [nil, 2]), rounds: 300, &random)
+        successes += try mutate(
+            Optionals(present: 1, absent: nil, explicitNull: nil, list: [nil, 2]), rounds: 300, &random)
         #expect(successes > 50, "mutations should sometimes stay decodable")
     }
 
     /// Mutates `value`'s payload `rounds` times; returns how many mutants PayloadDecoder accepted.
     private func mutate<V: Codable & Equatable>(_ value: V, rounds: Int, _ random: inout SplitMix64) throws -> Int {
         let original = [UInt8](try encoded(value))
-        let alphabet = Array(#"{}[],:"\ 0123456789-+.eEtrufalsn/ubfnrt"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xA9, 0xED, 0xFF]
+        let alphabet =
+            Array(#"{}[],:"\ 0123456789-+.eEtrufalsn/ubfnrt"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xA9, 0xED, 0xFF]
         var successes = 0
         for _ in 0..<rounds {
             var bytes = original
@@ -542,7 +612,8 @@ private func expectThrows<V: Decodable>(_ type: V.Type, _ data: Data, sourceLoca
                 case 1: bytes.insert(byte, at: position)
                 case 2 where position < bytes.count: bytes.remove(at: position)
                 case 3 where position < bytes.count: bytes[position] ^= 1 << UInt8.random(in: 0..<8, using: &random)
-                default: bytes.removeSubrange(position..<min(bytes.count, position + Int.random(in: 1...4, using: &random)))
+                default:
+                    bytes.removeSubrange(position..<min(bytes.count, position + Int.random(in: 1...4, using: &random)))
                 }
             }
             let data = Data(bytes)

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// No payload's shape decides a recursion depth: what `PropertyListDecoder` would parse
@@ -15,17 +16,21 @@ import Testing
     private func plant(_ payload: Data) throws {
         try Cache(makeConfiguration(folder)).set([1], for: key)
         let header = EntryHeader(
-            key: key.name, typeName: ValueCoding.typeName(of: [Int].self), format: .propertyList, createdAt: 1_800_000_000,
+            key: key.name, typeName: ValueCoding.typeName(of: [Int].self), format: .propertyList,
+            createdAt: 1_800_000_000,
             validatedAt: 1_800_000_000, lifespan: .never, schemaVersion: nil, appVersion: "1.0", isLocked: false,
             payloadLength: payload.count)
-        let options = DiskStore.WriteOptions(filePermissions: 0o600, folderPermissions: 0o700, synchronize: false, completeProtection: false)
-        _ = try DiskStore(folder: folder.path).write(DiskStore.fileName(for: key.name), header: header, payload: payload, options: options)
+        let options = DiskStore.WriteOptions(
+            filePermissions: 0o600, folderPermissions: 0o700, synchronize: false, completeProtection: false)
+        _ = try DiskStore(folder: folder.path).write(
+            DiskStore.fileName(for: key.name), header: header, payload: payload, options: options)
     }
 
     /// Before: `PropertyListDecoder` parsed the XML recursively and overflowed the stack (SIGSEGV).
     @Test func aDeeplyNestedXMLPropertyListIsUndecodableNotACrash() throws {
         let depth = 50_000
-        let xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><plist version=\"1.0\">"
+        let xml =
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><plist version=\"1.0\">"
             + String(repeating: "<array>", count: depth) + String(repeating: "</array>", count: depth) + "</plist>"
         try plant(Data(xml.utf8))
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)

@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// The decisions that differ per Apple platform, made by pure functions so Linux tests them:
@@ -8,8 +9,12 @@ import Testing
 @Suite struct DefaultFolderTests {
     let caches = "/Users/ada/Library/Caches"
 
-    func folder(isMac: Bool = true, isSandboxed: Bool = false, bundleIdentifier: String?, processName: String = "tool") -> String {
-        Cache.ownFolder(in: caches, isMac: isMac, isSandboxed: isSandboxed, bundleIdentifier: bundleIdentifier, processName: processName)
+    func folder(isMac: Bool = true, isSandboxed: Bool = false, bundleIdentifier: String?, processName: String = "tool")
+        -> String
+    {
+        Cache.ownFolder(
+            in: caches, isMac: isMac, isSandboxed: isSandboxed, bundleIdentifier: bundleIdentifier,
+            processName: processName)
     }
 
     @Test func anUnsandboxedMacAppGetsAFolderNamedByItsBundleIdentifier() {
@@ -34,8 +39,11 @@ import Testing
     @Test func sandboxedMacAppsKeepTheirContainer() {
         #expect(folder(isSandboxed: true, bundleIdentifier: "com.example.Notes") == caches)
         let container = "/Users/ada/Library/Containers/com.example.Notes/Data/Library/Caches"
-        #expect(Cache.ownFolder(in: container, isMac: true, isSandboxed: false, bundleIdentifier: "com.example.Notes", processName: "Notes")
-            == container)
+        #expect(
+            Cache.ownFolder(
+                in: container, isMac: true, isSandboxed: false, bundleIdentifier: "com.example.Notes",
+                processName: "Notes")
+                == container)
     }
 
     @Test func iOSTVOSAndWatchOSKeepTheirContainer() {
@@ -44,7 +52,9 @@ import Testing
     }
 
     @Test func aTrailingSlashOfTheBaseIsNotDoubled() {
-        #expect(Cache.ownFolder(in: "/tmp/", isMac: true, isSandboxed: false, bundleIdentifier: nil, processName: "t") == "/tmp/t")
+        #expect(
+            Cache.ownFolder(in: "/tmp/", isMac: true, isSandboxed: false, bundleIdentifier: nil, processName: "t")
+                == "/tmp/t")
     }
 
     #if os(Linux)
@@ -89,7 +99,9 @@ private struct LateReading: Codable, Equatable {
 
 /// The JSON fast path where Apple's older Foundation `JSONDecoder` (macOS 13, iOS 16) decodes.
 @Suite struct JSONDecoderGenerationTests {
-    func decode<V: Decodable>(_ type: V.Type, _ json: String, _ generation: JSONDecoderGeneration) -> (value: V?, leftToJSONDecoder: Bool) {
+    func decode<V: Decodable>(_ type: V.Type, _ json: String, _ generation: JSONDecoderGeneration) -> (
+        value: V?, leftToJSONDecoder: Bool
+    ) {
         var met = false
         let value = Data(json.utf8).withUnsafeBytes { bytes in
             try? PayloadDecoder.decode(type, from: bytes, agreeingWith: generation, metSpecialType: &met)
@@ -99,7 +111,7 @@ private struct LateReading: Codable, Equatable {
 
     @Test func newFoundationDecodesFloatsOnTheFastPath() {
         let reading = decode(Reading.self, #"{"label":"a","celsius":16777217.000000000000001}"#, .swiftFoundation)
-        #expect(reading.value == Reading(label: "a", celsius: 16777218))
+        #expect(reading.value == Reading(label: "a", celsius: 16_777_218))
         #expect(!reading.leftToJSONDecoder)
         let measurement = decode(Measurement.self, #"{"label":"a","value":0.1,"at":1.5}"#, .swiftFoundation)
         #expect(measurement.value == Measurement(label: "a", value: 0.1, at: Date(timeIntervalSinceReferenceDate: 1.5)))
@@ -127,7 +139,9 @@ private struct LateReading: Codable, Equatable {
         #expect(older.value == nil)
         // By value, not by type: an UInt64 that fits Int64 still takes the fast path.
         #expect(!older.leftToJSONDecoder)
-        #expect(decode(Huge.self, #"{"value":9223372036854775807}"#, .serialization).value == Huge(value: UInt64(Int64.max)))
+        #expect(
+            decode(Huge.self, #"{"value":9223372036854775807}"#, .serialization).value == Huge(value: UInt64(Int64.max))
+        )
     }
 
     @Test func decodeJSONAnswersJSONDecodersValueOnOlderFoundation() throws {
@@ -158,7 +172,12 @@ private struct LateReading: Codable, Equatable {
 
     @Test func anActivityRunsItsBodyOnTheFirstCallAndIgnoresTheExpiryNotice() {
         let counter = Locked(0)
-        let activity = ExpiringActivity { counter.withLock { $0 += 1; return $0 } }
+        let activity = ExpiringActivity {
+            counter.withLock {
+                $0 += 1
+                return $0
+            }
+        }
         activity.run(expired: false)
         activity.run(expired: true)
         #expect(activity.finished.wait(timeout: .now()) == .success)
@@ -197,10 +216,11 @@ private final class FakeSystem: @unchecked Sendable {
     @Test func theBodyRunsOnTheSystemsThreadAndTheCallerGetsItsResult() {
         let system = FakeSystem()
         var ran = false
-        let result = runExpiringActivity({ () -> String in
-            ran = true
-            return "swept"
-        }, perform: system.perform(firstCallExpired: false))
+        let result = runExpiringActivity(
+            { () -> String in
+                ran = true
+                return "swept"
+            }, perform: system.perform(firstCallExpired: false))
         #expect(ran)
         #expect(result == "swept")
         // The system may call the block again after the caller has gone: nothing escapes, nothing runs.

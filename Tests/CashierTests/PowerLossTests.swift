@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 /// Power loss, not process death: records short workloads through ``RecordingFileSystem``,
@@ -13,7 +14,9 @@ struct PowerLossTests {
     /// States per model in CI (an eighth under a sanitizer, which slows each check several
     /// times over); the environment variable sets it.
     static var budget: Int {
-        if let requested = ProcessInfo.processInfo.environment["CASHIER_POWERLOSS_STATES"].flatMap(Int.init) { return requested }
+        if let requested = ProcessInfo.processInfo.environment["CASHIER_POWERLOSS_STATES"].flatMap(Int.init) {
+            return requested
+        }
         return isSanitized ? 1_000 : 8_000
     }
 
@@ -87,9 +90,16 @@ struct PowerLossTests {
             }
         }
         #if os(Linux)
-        #expect(operations == ["mkdir", "fsync-dir", "create+sync", "rename", "fsync-dir", "create+sync", "exchange", "unlink", "fsync-dir"])
+        #expect(
+            operations == [
+                "mkdir", "fsync-dir", "create+sync", "rename", "fsync-dir", "create+sync", "exchange", "unlink",
+                "fsync-dir",
+            ])
         #else
-        #expect(operations == ["mkdir", "fsync-dir", "create+sync", "rename", "fsync-dir", "create+sync", "rename", "fsync-dir"])
+        #expect(
+            operations == [
+                "mkdir", "fsync-dir", "create+sync", "rename", "fsync-dir", "create+sync", "rename", "fsync-dir",
+            ])
         #endif
     }
 }
@@ -116,8 +126,11 @@ struct PowerLossExplorer {
         var withTemporaries = 0
         var violations: [String] = []
         var summary: String {
-            func number(_ value: Int) -> String { value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US"))) }
-            return "power-loss: \(number(states)) crash states checked (\(model.rawValue) model) at \(number(points)) crash points"
+            func number(_ value: Int) -> String {
+                value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))
+            }
+            return
+                "power-loss: \(number(states)) crash states checked (\(model.rawValue) model) at \(number(points)) crash points"
                 + " of \(traces) traces (\(number(damaged)) with a damaged entry, \(number(withTemporaries)) with a temporary file),"
                 + " \(violations.count) violations"
         }
@@ -129,7 +142,8 @@ struct PowerLossExplorer {
         var traceNumber = 0
         while report.states < budget, report.violations.count < 50 {
             let durability = durabilities[traceNumber % durabilities.count]
-            let workload = Workload(seed: generator.next(), durability: durability, startsWithoutFolder: startsWithoutFolder)
+            let workload = Workload(
+                seed: generator.next(), durability: durability, startsWithoutFolder: startsWithoutFolder)
             traceNumber += 1
             let events = try workload.record(mutation: mutation)
             let builder = CrashStateBuilder(events: events, model: model)
@@ -142,7 +156,9 @@ struct PowerLossExplorer {
                     let order = CheckOrder.allCases[Int(generator.next() % 3)]
                     let outcome = try check(state, workload: workload, history: history, point: point, order: order)
                     if outcome.sawDamage { report.damaged += 1 }
-                    if state.files.keys.contains(where: { $0.contains("/" + DiskStore.temporaryPrefix) }) { report.withTemporaries += 1 }
+                    if state.files.keys.contains(where: { $0.contains("/" + DiskStore.temporaryPrefix) }) {
+                        report.withTemporaries += 1
+                    }
                     for problem in outcome.problems {
                         report.violations.append(
                             "trace \(traceNumber) (\(durability), seed \(workload.seed)) point \(point)/\(builder.operations.count), "
@@ -160,8 +176,10 @@ struct PowerLossExplorer {
     }
 
     /// Opens `state` with a fresh cache and returns every broken promise, and whether a damaged entry was discarded.
-    func check(_ state: CrashState, workload: Workload, history: History, point: Int,
-               order: CheckOrder) throws -> (problems: [String], sawDamage: Bool) {
+    func check(
+        _ state: CrashState, workload: Workload, history: History, point: Int,
+        order: CheckOrder
+    ) throws -> (problems: [String], sawDamage: Bool) {
         let scratch = ScratchFolder()
         try withDeadWriters(state).materialize(into: scratch.path)
         let folder = scratch.url.appendingPathComponent(Workload.cacheFolderName)
@@ -193,9 +211,12 @@ struct PowerLossExplorer {
             let expected = history.expectation(for: key, at: point, workload: workload)
             switch value {
             case nil where !expected.mayBeAbsent:
-                problems.append("\(key) must survive (\(expected.allowed.map { String($0.prefix(8)) }.sorted())) but reads nothing")
+                problems.append(
+                    "\(key) must survive (\(expected.allowed.map { String($0.prefix(8)) }.sorted())) but reads nothing")
             case let value? where !expected.allowed.contains(value):
-                problems.append("\(key) reads \(value.prefix(12)), not one of \(expected.allowed.map { String($0.prefix(12)) }.sorted())")
+                problems.append(
+                    "\(key) reads \(value.prefix(12)), not one of \(expected.allowed.map { String($0.prefix(12)) }.sorted())"
+                )
             default: break
             }
             read[key] = value
@@ -243,7 +264,8 @@ struct PowerLossExplorer {
                 continue
             }
             let counter = name.split(separator: "-").last ?? "0"
-            renamed.files[TraceOperation.parent(of: path) + "/\(DiskStore.temporaryPrefix)2147483000-\(counter)"] = bytes
+            renamed.files[TraceOperation.parent(of: path) + "/\(DiskStore.temporaryPrefix)2147483000-\(counter)"] =
+                bytes
         }
         return renamed
     }
@@ -287,7 +309,8 @@ struct Workload {
             serial += 1
             // Sizes from a few bytes to past a page, so the cut points differ.
             let length = Int(generator.next() % 5_000)
-            return "\(key)#\(serial)#" + String(repeating: Character(Unicode.Scalar(UInt8(97 + serial % 26))), count: length)
+            return "\(key)#\(serial)#"
+                + String(repeating: Character(Unicode.Scalar(UInt8(97 + serial % 26))), count: length)
         }
         var initial: [String: String] = [:]
         if !startsWithoutFolder {
@@ -407,7 +430,8 @@ final class ScratchFolder: Sendable {
 
     init() {
         let base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : NSTemporaryDirectory()
-        url = URL(fileURLWithPath: base).appendingPathComponent("cashier-powerloss-\(UUID().uuidString)", isDirectory: true)
+        url = URL(fileURLWithPath: base).appendingPathComponent(
+            "cashier-powerloss-\(UUID().uuidString)", isDirectory: true)
     }
 
     deinit { try? FileManager.default.removeItem(at: url) }

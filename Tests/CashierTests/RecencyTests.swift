@@ -1,10 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Least-recently-used order: every read counts, memory hits included, by the cache's clock, across relaunches.
 @Suite struct RecencyTests {
@@ -44,7 +46,7 @@ import Testing
         let cache = cache(diskLimit: 5 * entrySize + entrySize / 2, events: events)
         try fill(cache, count: 5)
         clock.advance(by: 600)
-        #expect(cache.value(for: Self.key(0)) != nil)  // a memory hit: no file is read
+        #expect(cache.value(for: Self.key(0)) != nil) // a memory hit: no file is read
         try cache.set(Data(count: 1024), for: Self.key(5))
         cache.waitForBackgroundWork()
         #expect(events.evictions.first == "k1")
@@ -57,11 +59,11 @@ import Testing
             let first = cache()
             try fill(first, count: 5)
             clock.advance(by: 600)
-            _ = first.value(for: Self.key(0))  // from memory
+            _ = first.value(for: Self.key(0)) // from memory
             clock.advance(by: 600)
             // From disk, through an instance that keeps nothing in memory.
             _ = cache(memoryLimit: 0).value(for: Self.key(1))
-        }  // the first launch ends: its instances go
+        } // the first launch ends: its instances go
         let events = EventLog()
         let next = cache(diskLimit: 3 * entrySize + entrySize / 2, events: events)
         next.collectGarbage()
@@ -99,7 +101,7 @@ import Testing
         let cache = cache(memoryLimit: 2)
         try fill(cache, count: 2)
         clock.advance(by: 600)
-        #expect(cache.entry(for: Self.key(0)) != nil)  // from memory
+        #expect(cache.entry(for: Self.key(0)) != nil) // from memory
         try cache.set(Data(count: 1024), for: Self.key(2))
         #expect(cache.memory.peek("k0") != nil)
         #expect(cache.memory.peek("k1") == nil)
@@ -115,11 +117,12 @@ import Testing
         try cache.set(Data(count: 1024), for: Self.key(1))
         #expect(accessTime(of: "k0") == accessTime(of: "k1").map { $0 + 500 })
         let events = EventLog()
-        let next = Cache({
-            var configuration = makeConfiguration(folder, clock: clock, events: events)
-            configuration.diskSizeLimit = entrySize + entrySize / 2
-            return configuration
-        }())
+        let next = Cache(
+            {
+                var configuration = makeConfiguration(folder, clock: clock, events: events)
+                configuration.diskSizeLimit = entrySize + entrySize / 2
+                return configuration
+            }())
         next.collectGarbage()
         #expect(events.evictions == ["k1"])
     }

@@ -1,10 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `Lifespan.sinceLastUse`: valid until that long passes without a use (SPTPersistentCache's
 /// default expiry), by the cache's clock, in memory, on disk and across relaunches.
@@ -17,7 +19,9 @@ import Testing
 
     /// A cache on the test folder. With `relaunched`, it has a disk index of its own too, as
     /// the next launch would: all it knows of earlier uses is what the entry files keep.
-    func cache(relaunched: Bool = false, events: EventLog? = nil, _ change: (inout Cache.Configuration) -> Void = { _ in }) -> Cache {
+    func cache(
+        relaunched: Bool = false, events: EventLog? = nil, _ change: (inout Cache.Configuration) -> Void = { _ in }
+    ) -> Cache {
         var configuration = makeConfiguration(folder, clock: clock, events: events)
         if relaunched { configuration.fileSystem = POSIXFileSystem() }
         change(&configuration)
@@ -58,7 +62,7 @@ import Testing
         at(50)
         #expect(cache.value(for: Self.key) == "token")
         at(149.5)
-        #expect(cache.entry(for: Self.key)?.isExpired == false)  // a use: now valid until 249.5
+        #expect(cache.entry(for: Self.key)?.isExpired == false) // a use: now valid until 249.5
         at(249.5)
         #expect(cache.value(for: Self.key) == nil)
         #expect(cache.isValid(Self.key) == false)
@@ -71,7 +75,7 @@ import Testing
         at(30)
         let entry = try #require(cache.entry(for: Self.key))
         #expect(entry.expiresAt == date(130))
-        #expect(entry.validatedAt == date(0))  // a read is a use, not a validation
+        #expect(entry.validatedAt == date(0)) // a read is a use, not a validation
         #expect(!entry.isExpired)
     }
 
@@ -119,13 +123,13 @@ import Testing
         let cache = cache { $0.returnsExpiredValues = true }
         try cache.set("token", for: Self.key)
         at(100)
-        #expect(cache.value(for: Self.key) == "token")  // returned stale: no use
+        #expect(cache.value(for: Self.key) == "token") // returned stale: no use
         #expect(cache.entry(for: Self.key)?.isExpired == true)
         #expect(cache.contains(Self.key))
         at(101)
         #expect(cache.entry(for: Self.key)?.isExpired == true)
         #expect(cache.isValid(Self.key) == false)
-        cache.waitForBackgroundWork()  // hands the memory hits to the disk: they must not count there either
+        cache.waitForBackgroundWork() // hands the memory hits to the disk: they must not count there either
         #expect(accessTime(of: Self.key.name) == 0)
         #expect(self.cache(relaunched: true).entry(for: Self.key)?.isExpired == true)
     }
@@ -145,10 +149,10 @@ import Testing
         cache.unlock(Self.key)
         at(2099)
         #expect(accessTime() == 2000)
-        #expect(self.cache(relaunched: true).value(for: Self.key) == "token")  // from the unlock's rewrite
+        #expect(self.cache(relaunched: true).value(for: Self.key) == "token") // from the unlock's rewrite
         #expect(accessTime() == 2099)
         at(2198)
-        #expect(self.cache(relaunched: true).value(for: Self.key) == "token")  // used at 2099
+        #expect(self.cache(relaunched: true).value(for: Self.key) == "token") // used at 2099
         at(2300)
         #expect(self.cache(relaunched: true).value(for: Self.key) == nil)
         #expect(events.discards.isEmpty)
@@ -162,7 +166,7 @@ import Testing
         let idle = CacheKey<String>("idle", lifespan: .sinceLastUse(100))
         try cache.set("token", for: Self.key)
         try cache.set("idle", for: idle)
-        at(50)  // within the granularity: only the memory tier knows of this read
+        at(50) // within the granularity: only the memory tier knows of this read
         #expect(cache.value(for: Self.key) == "token")
         at(140)
         cache.removeExpired()
@@ -209,10 +213,10 @@ import Testing
             let first = cache()
             try first.set("token", for: Self.key)
             at(90)
-            #expect(first.value(for: Self.key) == "token")  // a memory hit
+            #expect(first.value(for: Self.key) == "token") // a memory hit
         }
         at(180)
-        #expect(self.cache(relaunched: true).value(for: Self.key) == "token")  // from disk: a use at 180
+        #expect(self.cache(relaunched: true).value(for: Self.key) == "token") // from disk: a use at 180
         at(279)
         #expect(self.cache(relaunched: true).value(for: Self.key) == "token")
         at(380)
@@ -247,10 +251,10 @@ import Testing
         cache.waitForBackgroundWork()
         #expect(accessTime() == 0)
         at(100)
-        #expect(self.cache(relaunched: true).value(for: Self.key) == nil)  // last use 0 as the file says: 59 s early
-        #expect(cache.value(for: Self.key) == "token")  // this instance knows of the use at 59
+        #expect(self.cache(relaunched: true).value(for: Self.key) == nil) // last use 0 as the file says: 59 s early
+        #expect(cache.value(for: Self.key) == "token") // this instance knows of the use at 59
         at(158)
-        #expect(self.cache(relaunched: true).value(for: Self.key) == "token")  // the read at 100 was written
+        #expect(self.cache(relaunched: true).value(for: Self.key) == "token") // the read at 100 was written
     }
 
     @Test func aStaleReadOfTheNextLaunchLeavesTheFileAsItWas() throws {
@@ -323,7 +327,9 @@ import Testing
         let key = CacheKey<String>("n", lifespan: .hours(1))
         try cache.set("old", for: key, lifespan: .sinceLastUse(100))
         at(150)
-        let stale = try await cache.entry(for: key, policy: .staleWhileRevalidate) { Fetched("new", lifespan: .sinceLastUse(30)) }
+        let stale = try await cache.entry(for: key, policy: .staleWhileRevalidate) {
+            Fetched("new", lifespan: .sinceLastUse(30))
+        }
         #expect(stale.value == "old")
         #expect(stale.isExpired)
         #expect(stale.origin == .memory)
@@ -353,7 +359,9 @@ import Testing
     }
 
     static func decode(_ bytes: [UInt8]) -> Result<EntryHeader, EntryFormatError> {
-        bytes.withUnsafeBytes { raw in Result { () throws(EntryFormatError) in try EntryHeader.decode(file: raw).header } }
+        bytes.withUnsafeBytes { raw in
+            Result { () throws(EntryFormatError) in try EntryHeader.decode(file: raw).header }
+        }
     }
 
     static let header = EntryHeader(
@@ -363,12 +371,15 @@ import Testing
     @Test func theHeaderStoresKindThreeWithItsSeconds() throws {
         let bytes = HeaderPropertyTests.file(Self.header, Array("\"a\"".utf8))
         #expect(bytes[13] == 3)
-        #expect(bytes.withUnsafeBytes { Double(bitPattern: UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 32, as: UInt64.self))) } == 42.5)
+        #expect(
+            bytes.withUnsafeBytes {
+                Double(bitPattern: UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 32, as: UInt64.self)))
+            } == 42.5)
         let decoded = try Self.decode(bytes).get()
         #expect(decoded.lifespan == .sinceLastUse(42.5))
         #expect(decoded.expiresAt(lastUsedAt: nil) == 44.5)
         #expect(decoded.expiresAt(lastUsedAt: 10) == 52.5)
-        #expect(decoded.expiresAt(lastUsedAt: 1) == 44.5)  // never before "validated at"
+        #expect(decoded.expiresAt(lastUsedAt: 1) == 44.5) // never before "validated at"
     }
 
     /// What a build from before kind 3 does with it, as it does with any kind it does not know:

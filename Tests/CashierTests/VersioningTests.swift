@@ -1,6 +1,7 @@
 import CashierTestSupport
 import Foundation
 import Testing
+
 @testable import Cashier
 
 struct UserV2: Codable, Sendable, Equatable {
@@ -18,7 +19,8 @@ struct UserV2: Codable, Sendable, Equatable {
     }
 
     @Test func schemaMismatchIsDiscarded() throws {
-        try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
+        try Cache(makeConfiguration(folder)).set(
+            User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
         let events = EventLog()
         let cache = Cache(makeConfiguration(folder, events: events))
         #expect(cache.value(for: CacheKey<User>("profile", schemaVersion: 2)) == nil)
@@ -30,7 +32,9 @@ struct UserV2: Codable, Sendable, Equatable {
     @Test func versionedKeyDoesNotReadAnUnversionedEntry() throws {
         try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: CacheKey<User>("profile"))
         let events = EventLog()
-        #expect(Cache(makeConfiguration(folder, events: events)).value(for: CacheKey<User>("profile", schemaVersion: 1)) == nil)
+        #expect(
+            Cache(makeConfiguration(folder, events: events)).value(for: CacheKey<User>("profile", schemaVersion: 1))
+                == nil)
         #expect(events.discards.first?.1 == .schemaMismatch(stored: nil, expected: 1))
     }
 
@@ -47,23 +51,34 @@ struct UserV2: Codable, Sendable, Equatable {
     @Test func anotherStoredTypeIsATypeMismatch() throws {
         try Cache(makeConfiguration(folder)).set("text", for: CacheKey<String>("thing", schemaVersion: 1))
         let events = EventLog()
-        #expect(Cache(makeConfiguration(folder, events: events)).value(for: CacheKey<Int>("thing", schemaVersion: 1)) == nil)
+        #expect(
+            Cache(makeConfiguration(folder, events: events)).value(for: CacheKey<Int>("thing", schemaVersion: 1)) == nil
+        )
         #expect(events.discards.first?.1 == .typeMismatch(stored: "Swift.String", expected: "Swift.Int"))
     }
 
     @Test func renamedTypeIsATypeMismatch() throws {
-        try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
+        try Cache(makeConfiguration(folder)).set(
+            User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
         let events = EventLog()
-        #expect(Cache(makeConfiguration(folder, events: events)).value(for: CacheKey<Renamed.User>("profile", schemaVersion: 1)) == nil)
-        #expect(events.discards.first?.1 == .typeMismatch(stored: String(reflecting: User.self), expected: String(reflecting: Renamed.User.self)))
+        #expect(
+            Cache(makeConfiguration(folder, events: events)).value(
+                for: CacheKey<Renamed.User>("profile", schemaVersion: 1)) == nil)
+        #expect(
+            events.discards.first?.1
+                == .typeMismatch(stored: String(reflecting: User.self), expected: String(reflecting: Renamed.User.self))
+        )
     }
 
     @Test func payloadThatNoLongerDecodesIsUndecodable() throws {
-        try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
+        try Cache(makeConfiguration(folder)).set(
+            User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
         // Same type name, new shape, schema version not bumped: the mistake versioning cannot see.
         try rewriteTypeName(of: "profile", to: String(reflecting: Renamed.User.self))
         let events = EventLog()
-        #expect(Cache(makeConfiguration(folder, events: events)).value(for: CacheKey<Renamed.User>("profile", schemaVersion: 1)) == nil)
+        #expect(
+            Cache(makeConfiguration(folder, events: events)).value(
+                for: CacheKey<Renamed.User>("profile", schemaVersion: 1)) == nil)
         #expect(events.discards.first?.1 == .undecodable)
         #expect(folder.entryFiles.isEmpty)
     }
@@ -72,7 +87,8 @@ struct UserV2: Codable, Sendable, Equatable {
         // Schema is checked before type, type before app version.
         try Cache(makeConfiguration(folder, appVersion: "1")).set("x", for: CacheKey<String>("k", schemaVersion: 1))
         let events = EventLog()
-        _ = Cache(makeConfiguration(folder, events: events, appVersion: "2")).value(for: CacheKey<Int>("k", schemaVersion: 2))
+        _ = Cache(makeConfiguration(folder, events: events, appVersion: "2")).value(
+            for: CacheKey<Int>("k", schemaVersion: 2))
         #expect(events.discards.first?.1 == .schemaMismatch(stored: 1, expected: 2))
 
         try Cache(makeConfiguration(folder, appVersion: "1")).set("x", for: CacheKey<String>("k"))
@@ -96,8 +112,10 @@ struct UserV2: Codable, Sendable, Equatable {
             return
         }
         header.typeName = typeName
-        _ = try store.write(DiskStore.fileName(for: key), header: header, payload: payload,
-                            options: .init(filePermissions: 0o644, folderPermissions: 0o755, synchronize: false, completeProtection: false))
+        _ = try store.write(
+            DiskStore.fileName(for: key), header: header, payload: payload,
+            options: .init(
+                filePermissions: 0o644, folderPermissions: 0o755, synchronize: false, completeProtection: false))
     }
 }
 
@@ -112,10 +130,13 @@ enum Renamed {
     let folder = TemporaryFolder()
 
     @Test func olderEntryIsMigratedRewrittenAndReported() throws {
-        try Cache(makeConfiguration(folder)).set(User(name: "Ada", age: 36), for: CacheKey<User>("profile", schemaVersion: 1))
-        let key = CacheKey<UserV2>("profile", schemaVersion: 2, migrations: [
-            .from(1, as: User.self) { UserV2(fullName: $0.name, email: "\($0.age)@example.com") },
-        ])
+        try Cache(makeConfiguration(folder)).set(
+            User(name: "Ada", age: 36), for: CacheKey<User>("profile", schemaVersion: 1))
+        let key = CacheKey<UserV2>(
+            "profile", schemaVersion: 2,
+            migrations: [
+                .from(1, as: User.self) { UserV2(fullName: $0.name, email: "\($0.age)@example.com") }
+            ])
         let events = EventLog()
         let cache = Cache(makeConfiguration(folder, events: events))
         #expect(cache.value(for: key) == UserV2(fullName: "Ada", email: "36@example.com"))
@@ -134,7 +155,8 @@ enum Renamed {
         try writer.set(User(name: "A", age: 1), for: old, lifespan: .seconds(100))
         writer.lock(old)
         clock.advance(by: 5)
-        let key = CacheKey<UserV2>("profile", schemaVersion: 2, migrations: [.from(1, as: User.self) { UserV2(fullName: $0.name, email: "") }])
+        let key = CacheKey<UserV2>(
+            "profile", schemaVersion: 2, migrations: [.from(1, as: User.self) { UserV2(fullName: $0.name, email: "") }])
         let entry = try #require(Cache(makeConfiguration(folder, clock: clock)).entry(for: key))
         #expect(entry.createdAt == clock.now.addingTimeInterval(-5))
         #expect(entry.isLocked)
@@ -143,8 +165,10 @@ enum Renamed {
 
     @Test func throwingMigrationDiscardsWithMigrationFailed() throws {
         struct Refused: Error {}
-        try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
-        let key = CacheKey<UserV2>("profile", schemaVersion: 2, migrations: [.from(1, as: User.self) { _ in throw Refused() }])
+        try Cache(makeConfiguration(folder)).set(
+            User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
+        let key = CacheKey<UserV2>(
+            "profile", schemaVersion: 2, migrations: [.from(1, as: User.self) { _ in throw Refused() }])
         let events = EventLog()
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
         #expect(events.discards.first?.1 == .migrationFailed)
@@ -153,33 +177,43 @@ enum Renamed {
 
     @Test func oldPayloadThatDoesNotDecodeAsOldIsMigrationFailed() throws {
         try Cache(makeConfiguration(folder)).set("not a user", for: CacheKey<String>("profile", schemaVersion: 1))
-        let key = CacheKey<UserV2>("profile", schemaVersion: 2, migrations: [.from(1, as: User.self) { UserV2(fullName: $0.name, email: "") }])
+        let key = CacheKey<UserV2>(
+            "profile", schemaVersion: 2, migrations: [.from(1, as: User.self) { UserV2(fullName: $0.name, email: "") }])
         let events = EventLog()
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
         #expect(events.discards.first?.1 == .migrationFailed)
     }
 
     @Test func noMigrationFromTheStoredVersionDiscardsAsSchemaMismatch() throws {
-        try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
-        let key = CacheKey<UserV2>("profile", schemaVersion: 3, migrations: [.from(2, as: User.self) { UserV2(fullName: $0.name, email: "") }])
+        try Cache(makeConfiguration(folder)).set(
+            User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
+        let key = CacheKey<UserV2>(
+            "profile", schemaVersion: 3, migrations: [.from(2, as: User.self) { UserV2(fullName: $0.name, email: "") }])
         let events = EventLog()
         #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
         #expect(events.discards.first?.1 == .schemaMismatch(stored: 1, expected: 3))
     }
 
     @Test func migrationDecodesWithTheStoredCodec() throws {
-        try Cache(makeConfiguration(folder)).set([1, 2], for: CacheKey<[Int]>("list", schemaVersion: 1, codec: .propertyList))
-        let key = CacheKey<[String]>("list", schemaVersion: 2, migrations: [.from(1, as: [Int].self) { $0.map(String.init) }])
+        try Cache(makeConfiguration(folder)).set(
+            [1, 2], for: CacheKey<[Int]>("list", schemaVersion: 1, codec: .propertyList))
+        let key = CacheKey<[String]>(
+            "list", schemaVersion: 2, migrations: [.from(1, as: [Int].self) { $0.map(String.init) }])
         #expect(Cache(makeConfiguration(folder)).value(for: key) == ["1", "2"])
     }
 
     @Test func concurrentFirstReadsMigrateOnce() async throws {
-        try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
+        try Cache(makeConfiguration(folder)).set(
+            User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
         let conversions = Locked(0)
-        let key = CacheKey<UserV2>("profile", schemaVersion: 2, migrations: [.from(1, as: User.self) { old in
-            conversions.withLock { $0 += 1 }
-            return UserV2(fullName: old.name, email: "")
-        }])
+        let key = CacheKey<UserV2>(
+            "profile", schemaVersion: 2,
+            migrations: [
+                .from(1, as: User.self) { old in
+                    conversions.withLock { $0 += 1 }
+                    return UserV2(fullName: old.name, email: "")
+                }
+            ])
         let events = EventLog()
         let cache = Cache(makeConfiguration(folder, events: events))
         await withTaskGroup(of: UserV2?.self) { group in

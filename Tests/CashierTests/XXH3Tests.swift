@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Cashier
 
 /// XXH3-64, the checksum of format version 2, agrees bit for bit with the reference
@@ -49,7 +50,7 @@ import Testing
         (1088, 0xA16B_AD67_843C_5A45, 0xA018_3ADA_C4EB_9260, 0x20DA_FE09_78CA_6F1A),
         (2048, 0x19F6_F9C9_8733_1373, 0x2571_C511_4961_1399, 0x59E0_4018_5799_9FF7),
         (65536, 0xCF18_8822_0487_98B0, 0x87AF_BC2F_A21C_0A57, 0x8131_C902_AB64_982F),
-        (1048583, 0xE530_6223_E2CB_11E2, 0xA7AF_32EB_8BDF_8D52, 0xBD8A_4254_C097_3522),
+        (1_048_583, 0xE530_6223_E2CB_11E2, 0xA7AF_32EB_8BDF_8D52, 0xBD8A_4254_C097_3522),
     ]
 
     static func pattern(_ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) } }
@@ -74,7 +75,8 @@ import Testing
         let vector = Self.vectors.first { $0.length == length }!
         let bytes = Self.pattern(length)
         for (seed, expected) in zip(Self.seeds, [vector.seed0, vector.seed1, vector.seedPrime]) {
-            #expect(bytes.withUnsafeBytes { XXH3.hashScalar($0, seed: seed) } == expected, "length \(length) seed \(seed)")
+            #expect(
+                bytes.withUnsafeBytes { XXH3.hashScalar($0, seed: seed) } == expected, "length \(length) seed \(seed)")
         }
     }
 
@@ -84,7 +86,9 @@ import Testing
         let expected = bytes.withUnsafeBytes { XXH3.hash(UnsafeRawBufferPointer(rebasing: $0[0..<4096]), seed: 7) }
         for shift in 1...7 {
             let shifted = [UInt8](repeating: 0, count: shift) + bytes[0..<4096]
-            #expect(shifted.withUnsafeBytes { XXH3.hash(UnsafeRawBufferPointer(rebasing: $0[shift...]), seed: 7) } == expected)
+            #expect(
+                shifted.withUnsafeBytes { XXH3.hash(UnsafeRawBufferPointer(rebasing: $0[shift...]), seed: 7) }
+                    == expected)
         }
     }
 }

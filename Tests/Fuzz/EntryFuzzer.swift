@@ -39,7 +39,8 @@ public func fuzzEntryFile(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// Runs the reader over `file` as if `fstat` said it is `claimedSize` bytes long.
 func checkReader(_ file: UnsafeRawBufferPointer, claimedSize: Int, wantsPayload: Bool) {
     var requested = 0
-    let outcome = EntryReader.read(size: claimedSize, wantsPayload: wantsPayload) { (buffer: UnsafeMutableRawBufferPointer, offset: Int) -> Int in
+    let outcome = EntryReader.read(size: claimedSize, wantsPayload: wantsPayload) {
+        (buffer: UnsafeMutableRawBufferPointer, offset: Int) -> Int in
         requested = max(requested, offset + buffer.count)
         guard offset < file.count else { return 0 }
         let count = min(buffer.count, file.count - offset)
@@ -53,7 +54,9 @@ func checkReader(_ file: UnsafeRawBufferPointer, claimedSize: Int, wantsPayload:
         }
     }
     guard wantsPayload else {
-        if case .entry(_, let payload?) = outcome { fatalError("a header-only read returned a payload (\(payload.count) bytes)") }
+        if case .entry(_, let payload?) = outcome {
+            fatalError("a header-only read returned a payload (\(payload.count) bytes)")
+        }
         return
     }
     // What the reader sees: the first `claimedSize` bytes of a file that grew since `fstat`;
@@ -68,7 +71,8 @@ func checkReader(_ file: UnsafeRawBufferPointer, claimedSize: Int, wantsPayload:
     switch outcome {
     case .entry(let header, let payload):
         guard let visible, let decoded, decoded.header == header, let payload, payload.startIndex == 0,
-              payload.elementsEqual(visible[decoded.payload]) else {
+            payload.elementsEqual(visible[decoded.payload])
+        else {
             fatalError("the reader accepted what decode(file:) does not, or read another payload")
         }
     case .damaged:
@@ -87,7 +91,9 @@ func check(_ file: UnsafeRawBufferPointer) {
     checkReader(file, claimedSize: size, wantsPayload: false)
     if size >= 2 {
         let choice = Int(file[size - 2]) << 8 | Int(file[size - 1])
-        let claimed = choice & 1 == 0 ? size + choice % 8_192 - 4_096 : (choice & 2 == 0 ? 40 << 30 : EntryHeader.maximumEntryLength + choice)
+        let claimed =
+            choice & 1 == 0
+            ? size + choice % 8_192 - 4_096 : (choice & 2 == 0 ? 40 << 30 : EntryHeader.maximumEntryLength + choice)
         checkReader(file, claimedSize: max(claimed, 0), wantsPayload: choice & 4 == 0)
     }
     // decodePrefix against any claimed file length, the maximum's neighbours included.
@@ -101,7 +107,8 @@ func check(_ file: UnsafeRawBufferPointer) {
 
     guard let (header, payloadRange) = try? EntryHeader.decode(file: file) else { return }
     guard payloadRange.upperBound == size, payloadRange.lowerBound == header.length,
-          payloadRange.count == header.payloadLength else {
+        payloadRange.count == header.payloadLength
+    else {
         fatalError("decode accepted a file whose payload range \(payloadRange) disagrees with its header")
     }
     guard let prefixHeader = try? EntryHeader.decodePrefix(file, fileLength: size), prefixHeader == header else {

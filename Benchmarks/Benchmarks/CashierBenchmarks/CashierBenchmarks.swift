@@ -54,8 +54,11 @@ let benchmarks: @Sendable () -> Void = {
     // (`mallocBytesCount` per iteration): the payload and header once, plus a constant.
     let megabyte = Pairs.sampleBlob(1 << 20)
     let megabyteKey = CacheKey<Data>("megabyte")
-    Benchmark("1 MiB Data cold read", configuration: .init(
-        metrics: [.wallClock, .mallocCountTotal, .mallocBytesCount, .peakMemoryResidentDelta], scalingFactor: .one)) { benchmark in
+    Benchmark(
+        "1 MiB Data cold read",
+        configuration: .init(
+            metrics: [.wallClock, .mallocCountTotal, .mallocBytesCount, .peakMemoryResidentDelta], scalingFactor: .one)
+    ) { benchmark in
         try? cache.set(megabyte, for: megabyteKey)
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { blackHole(cache.value(for: megabyteKey)) }

@@ -1,5 +1,6 @@
 import Cashier
 import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -31,7 +32,8 @@ public final class Scratch: @unchecked Sendable {
 
     public init(_ label: String) {
         url = URL(fileURLWithPath: NSTemporaryDirectory())
-            .appendingPathComponent("cashier-bench-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
+            .appendingPathComponent(
+                "cashier-bench-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
@@ -40,8 +42,10 @@ public final class Scratch: @unchecked Sendable {
     public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
 
     /// A configuration of a cache in this folder.
-    public func configuration(memoryCountLimit: Int? = nil, durability: Cache.Durability = .standard,
-                              diskSizeLimit: Int? = nil) -> Cache.Configuration {
+    public func configuration(
+        memoryCountLimit: Int? = nil, durability: Cache.Durability = .standard,
+        diskSizeLimit: Int? = nil
+    ) -> Cache.Configuration {
         var configuration = Cache.Configuration(name: "bench")
         configuration.location = .directory(url)
         configuration.appVersion = "bench"
@@ -68,7 +72,9 @@ public func scanFolder(_ path: String) -> (count: Int, bytes: Int) {
     var count = 0
     var bytes = 0
     while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        let name = withUnsafeBytes(of: entry.pointee.d_name) {
+            String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+        }
         guard name.hasSuffix(".cache") else { continue }
         var info = stat()
         if fstatat(descriptor, name, &info, 0) == 0 {

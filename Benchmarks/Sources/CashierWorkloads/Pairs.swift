@@ -1,5 +1,6 @@
 import Cashier
 import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -43,9 +44,9 @@ public struct Pair: @unchecked Sendable {
 
 /// Sizes of the fixtures; the smoke run of CI makes them small.
 public struct Scale: Sendable {
-    public var entries: Int              // folder of the "open" and "totalSize" goals (20,000)
-    public var sweepEntries: Int         // folder a sweep trims by half
-    public var operationShare: Double    // share of each pair's full operation count run per round
+    public var entries: Int // folder of the "open" and "totalSize" goals (20,000)
+    public var sweepEntries: Int // folder a sweep trims by half
+    public var operationShare: Double // share of each pair's full operation count run per round
 
     public static let full = Scale(entries: 20_000, sweepEntries: 4_000, operationShare: 1)
     public static let smoke = Scale(entries: 400, sweepEntries: 200, operationShare: 0.05)
@@ -78,7 +79,8 @@ public enum Pairs {
         let keys = (0..<keyCount).map(userKey)
         for key in keys { try? cache.set(.sample, for: key) }
         return Pair(
-            name: keyCount == 100 ? "memory hit" : "memory hit, \(keyCount) keys", baselineName: "Dictionary + NSLock", goal: .atMost(1.5),
+            name: keyCount == 100 ? "memory hit" : "memory hit, \(keyCount) keys", baselineName: "Dictionary + NSLock",
+            goal: .atMost(1.5),
             baseline: Workload(operations: operations) {
                 for index in 0..<operations { consume(lock.withLock { dictionary[names[index % keyCount]] }) }
             },
@@ -96,9 +98,12 @@ public enum Pairs {
         let keys = (0..<100).map(userKey)
         let files = (0..<100).map { baselineFolder.file("user-\($0).json") }
         return Pair(
-            name: "disk write, standard durability", baselineName: "JSONEncoder + Data.write(.atomic)", goal: .atMost(0.25),
+            name: "disk write, standard durability", baselineName: "JSONEncoder + Data.write(.atomic)",
+            goal: .atMost(0.25),
             baseline: Workload(operations: operations) {
-                for index in 0..<operations { try? JSONEncoder().encode(User.sample).write(to: files[index % 100], options: .atomic) }
+                for index in 0..<operations {
+                    try? JSONEncoder().encode(User.sample).write(to: files[index % 100], options: .atomic)
+                }
             },
             cashier: Workload(operations: operations) {
                 for index in 0..<operations { try? cache.set(.sample, for: keys[index % 100]) }
@@ -126,8 +131,10 @@ public enum Pairs {
         let cache = Cache(folder.configuration(memoryCountLimit: 0, durability: .synchronized))
         let keys = (0..<100).map(userKey)
         return Pair(
-            name: againstFolderSync ? "disk write, synchronized, vs the contract's floor" : "disk write, synchronized durability",
-            baselineName: "encode + temp file + write + fdatasync + rename" + (againstFolderSync ? " + folder fsync" : ""),
+            name: againstFolderSync
+                ? "disk write, synchronized, vs the contract's floor" : "disk write, synchronized durability",
+            baselineName: "encode + temp file + write + fdatasync + rename"
+                + (againstFolderSync ? " + folder fsync" : ""),
             goal: .atMost(1.1),
             baseline: Workload(operations: operations) {
                 for index in 0..<operations {
@@ -165,7 +172,8 @@ public enum Pairs {
         let cache = Cache(folder.configuration(memoryCountLimit: 0))
         let keys = (0..<keyCount).map(userKey)
         return Pair(
-            name: keyCount == 100 ? "cold disk read" : "cold disk read, \(keyCount) keys", baselineName: "Data(contentsOf:) + JSONDecoder", goal: .atMost(0.9),
+            name: keyCount == 100 ? "cold disk read" : "cold disk read, \(keyCount) keys",
+            baselineName: "Data(contentsOf:) + JSONDecoder", goal: .atMost(0.9),
             baseline: Workload(operations: operations) {
                 for index in 0..<operations {
                     consume(try? JSONDecoder().decode(User.self, from: Data(contentsOf: files[index % keyCount])))
@@ -183,7 +191,8 @@ public enum Pairs {
         let operations = scale.times(20)
         let key = userKey(scale.entries / 2)
         return Pair(
-            name: "open a cache of \(scale.entries) entries and read one key", baselineName: "readdir + fstatat of the folder",
+            name: "open a cache of \(scale.entries) entries and read one key",
+            baselineName: "readdir + fstatat of the folder",
             goal: .atMost(0.05),
             baseline: Workload(operations: operations) {
                 for _ in 0..<operations { consume(scanFolder(folder.path)) }
@@ -200,7 +209,8 @@ public enum Pairs {
         let operations = scale.times(10)
         let exact = scanFolder(folder.path).bytes
         return Pair(
-            name: "totalSize of a fresh instance, \(scale.entries) entries", baselineName: "readdir + fstatat of the folder",
+            name: "totalSize of a fresh instance, \(scale.entries) entries",
+            baselineName: "readdir + fstatat of the folder",
             goal: .atMost(1.5),
             baseline: Workload(operations: operations) {
                 for _ in 0..<operations { consume(scanFolder(folder.path)) }
@@ -230,19 +240,28 @@ public enum Pairs {
         let victims = count - count / 2
         var baselineFiles: [String] = []
         return Pair(
-            name: "size-limit sweep of \(count) entries by half", baselineName: "unlink of the victims", goal: .atMost(1.1),
-            baseline: Workload(operations: victims, prepare: {
-                baselineFiles = (0..<victims).map { baselineFolder.path + "/victim-\($0)" }
-                for path in baselineFiles { _ = FileManager.default.createFile(atPath: path, contents: Data(count: entrySize)) }
-            }) {
+            name: "size-limit sweep of \(count) entries by half", baselineName: "unlink of the victims",
+            goal: .atMost(1.1),
+            baseline: Workload(
+                operations: victims,
+                prepare: {
+                    baselineFiles = (0..<victims).map { baselineFolder.path + "/victim-\($0)" }
+                    for path in baselineFiles {
+                        _ = FileManager.default.createFile(atPath: path, contents: Data(count: entrySize))
+                    }
+                }
+            ) {
                 for path in baselineFiles { unlink(path) }
             },
-            cashier: Workload(operations: victims, prepare: {
-                try? FileManager.default.removeItem(at: folder.url)
-                fill(folder, count: count - 1)
-            }) {
+            cashier: Workload(
+                operations: victims,
+                prepare: {
+                    try? FileManager.default.removeItem(at: folder.url)
+                    fill(folder, count: count - 1)
+                }
+            ) {
                 let cache = Cache(folder.configuration(diskSizeLimit: limit))
-                try? cache.set(.sample, for: userKey(count))  // schedules the sweep, off this thread
+                try? cache.set(.sample, for: userKey(count)) // schedules the sweep, off this thread
                 cache.waitForBackgroundWork()
                 precondition(scanFolder(folder.path).count <= count / 2 + 1, "the sweep did not trim the folder")
             },
@@ -327,10 +346,11 @@ extension Pairs {
     /// `bytes` bytes that do not compress or repeat in a way any layer could exploit.
     public static func sampleBlob(_ bytes: Int) -> Data {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-        return Data((0..<bytes).map { _ in
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return UInt8(truncatingIfNeeded: state >> 56)
-        })
+        return Data(
+            (0..<bytes).map { _ in
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return UInt8(truncatingIfNeeded: state >> 56)
+            })
     }
 
     static func sizeName(_ bytes: Int) -> String {

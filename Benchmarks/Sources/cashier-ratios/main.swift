@@ -10,7 +10,10 @@ import Foundation
 
 let arguments = CommandLine.arguments.dropFirst()
 let smoke = arguments.contains("--smoke")
-let rounds = arguments.firstIndex(of: "--rounds").flatMap { arguments.index(after: $0) < arguments.endIndex ? Int(arguments[arguments.index(after: $0)]) : nil } ?? (smoke ? 1 : 7)
+let rounds =
+    arguments.firstIndex(of: "--rounds").flatMap {
+        arguments.index(after: $0) < arguments.endIndex ? Int(arguments[arguments.index(after: $0)]) : nil
+    } ?? (smoke ? 1 : 7)
 let scale: Scale = smoke ? .smoke : .full
 
 func nanoseconds(_ body: () -> Void) -> Double {
@@ -21,7 +24,8 @@ func nanoseconds(_ body: () -> Void) -> Double {
 
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
 func format(_ nanoseconds: Double) -> String {
@@ -37,14 +41,18 @@ func pad(_ text: String, _ width: Int) -> String {
     text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
 }
 
-print("Cashier ratios: \(rounds) interleaved round(s), medians per operation\(smoke ? " (smoke scale: sizes and counts are small, ratios mean little)" : "")")
+print(
+    "Cashier ratios: \(rounds) interleaved round(s), medians per operation\(smoke ? " (smoke scale: sizes and counts are small, ratios mean little)" : "")"
+)
 print(pad("goal", 52) + pad("Cashier", 11) + pad("baseline", 11) + pad("ratio", 8) + pad("target", 10) + "baseline")
 var met = 0
 var referencesMet = 0
 var references = 0
 // --only ID: one pair (memory, memory-10k, write, sync, sync-floor, read, read-10k, open, size, sweep, threads,
 // read-64k, read-1m, write-64k, write-1m), for profiling it.
-let only = arguments.firstIndex(of: "--only").flatMap { arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil }
+let only = arguments.firstIndex(of: "--only").flatMap {
+    arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil
+}
 let selected = Pairs.all.filter { only == nil || $0.id == only }
 for (_, make) in selected {
     let pair = make(scale)
@@ -78,8 +86,11 @@ for (_, make) in selected {
     }
     if pair.isReference { references += 1 }
     if ok { if pair.isReference { referencesMet += 1 } else { met += 1 } }
-    print(pad(pair.name, 52) + pad(format(cashier), 11) + pad(format(baseline), 11)
-          + pad(String(format: "%.2fx", ratio), 8) + pad(target + (ok ? " ✓" : " ✗"), 10) + pair.baselineName)
+    print(
+        pad(pair.name, 52) + pad(format(cashier), 11) + pad(format(baseline), 11)
+            + pad(String(format: "%.2fx", ratio), 8) + pad(target + (ok ? " ✓" : " ✗"), 10) + pair.baselineName)
 }
-print("\(met) of \(selected.count - references) goals met"
-      + (references > 0 ? "; \(referencesMet) of \(references) reference check\(references == 1 ? "" : "s") met" : ""))
+print(
+    "\(met) of \(selected.count - references) goals met"
+        + (references > 0 ? "; \(referencesMet) of \(references) reference check\(references == 1 ? "" : "s") met" : "")
+)

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -121,16 +122,20 @@ package final class DiskStore: Sendable {
     /// Either the new entry is in place when this returns, or it throws and the
     /// old entry (if any) is untouched and no temporary file is left. Returns the
     /// entry's size in bytes.
-    package func write(_ fileName: String, header: EntryHeader, payload: Data, options: WriteOptions) throws(SystemError) -> Int {
+    package func write(_ fileName: String, header: EntryHeader, payload: Data, options: WriteOptions)
+        throws(SystemError) -> Int
+    {
         // One lstat: a folder whose owner or mode changed, or that was replaced, is judged anew.
         if let refusal = refusal(for: options.sharing, fresh: true) { throw refusal }
         let temporary = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
         let size = header.length + payload.count
         // Never an entry no read accepts (``EntryHeader/checkWritable()``; `set` says why first).
-        guard (try? header.checkWritable()) != nil else { throw SystemError(code: EFBIG, operation: "write", path: path(fileName)) }
+        guard (try? header.checkWritable()) != nil else {
+            throw SystemError(code: EFBIG, operation: "write", path: path(fileName))
+        }
         do {
             try writeTemporary(temporary, header: header, payload: payload, options: options)
-        } catch where error.code == ENOENT {
+        } catch  where error.code == ENOENT {
             // The folder is missing (first write, or deleted under us): make it and try once more.
             state.withLock { $0.folderReady = false }
             try writeTemporary(temporary, header: header, payload: payload, options: options)
@@ -149,7 +154,9 @@ package final class DiskStore: Sendable {
         return size
     }
 
-    private func writeTemporary(_ temporary: String, header: EntryHeader, payload: Data, options: WriteOptions) throws(SystemError) {
+    private func writeTemporary(_ temporary: String, header: EntryHeader, payload: Data, options: WriteOptions)
+        throws(SystemError)
+    {
         if !state.withLock({ $0.folderReady }) {
             try createFolder(options)
             // Another user may have made it first, between the check and the mkdir.
@@ -183,7 +190,8 @@ package final class DiskStore: Sendable {
         while true {
             let parent = (current as NSString).deletingLastPathComponent
             guard !parent.isEmpty, parent != current,
-                  fileSystem.info((current as NSString).lastPathComponent, in: parent) == nil else { break }
+                fileSystem.info((current as NSString).lastPathComponent, in: parent) == nil
+            else { break }
             missing.append(current)
             current = parent
         }
@@ -192,18 +200,23 @@ package final class DiskStore: Sendable {
         if options.completeProtection { try Platform.protectCompletely(folder) }
         if options.excludesFromBackup { Platform.excludeFromBackup(folder) }
         if options.synchronize {
-            for created in missing { try fileSystem.synchronizeDirectory((created as NSString).deletingLastPathComponent) }
+            for created in missing {
+                try fileSystem.synchronizeDirectory((created as NSString).deletingLastPathComponent)
+            }
         }
     }
 
     /// Rewrites an entry's header, keeping its payload (refresh, lock, unlock).
     ///
     /// Returns the new header, or `nil` when there is no sound entry for `key`.
-    package func rewriteHeader(_ fileName: String, key: String, options: WriteOptions,
-                               _ change: (inout EntryHeader) -> Void) throws(SystemError) -> (EntryHeader, Int)? {
+    package func rewriteHeader(
+        _ fileName: String, key: String, options: WriteOptions,
+        _ change: (inout EntryHeader) -> Void
+    ) throws(SystemError) -> (EntryHeader, Int)? {
         // A file another user planted is not rewritten as this user's: taken as absent.
         guard case .entry(var header, let payload, let info) = read(fileName), header.key == key,
-              untrustedEntry(fileName, info: info, sharing: options.sharing) == nil else { return nil }
+            untrustedEntry(fileName, info: info, sharing: options.sharing) == nil
+        else { return nil }
         change(&header)
         let size = try write(fileName, header: header, payload: payload, options: options)
         return (header, size)
@@ -219,7 +232,10 @@ package final class DiskStore: Sendable {
 
     package func noteWritten(_ fileName: String, size: Int, isLocked: Bool, at now: Double) {
         state.withLock {
-            $0.note(fileName, IndexRecord(size: size, lastUse: now, isLocked: isLocked, stamp: now, modifiedAt: Date().timeIntervalSince1970))
+            $0.note(
+                fileName,
+                IndexRecord(
+                    size: size, lastUse: now, isLocked: isLocked, stamp: now, modifiedAt: Date().timeIntervalSince1970))
         }
     }
 
@@ -232,10 +248,16 @@ package final class DiskStore: Sendable {
     /// and `now` is its last use. Where reading moves access times (no `O_NOATIME`, a mount
     /// without `noatime`), the read itself may have moved the file's, and it must not count as
     /// a use in the next launch: the access time is set to `now` whatever `info` says.
-    package func noteRead(_ fileName: String, info: FileInfo, isLocked: Bool, at now: Double,
-                          foundSlidingLifespanOver: Bool = false) -> Double {
+    package func noteRead(
+        _ fileName: String, info: FileInfo, isLocked: Bool, at now: Double,
+        foundSlidingLifespanOver: Bool = false
+    ) -> Double {
         state.withLock {
-            $0.note(fileName, IndexRecord(size: info.size, lastUse: now, isLocked: isLocked, stamp: info.accessedAt, modifiedAt: info.modifiedAt))
+            $0.note(
+                fileName,
+                IndexRecord(
+                    size: info.size, lastUse: now, isLocked: isLocked, stamp: info.accessedAt,
+                    modifiedAt: info.modifiedAt))
         }
         return persistUse(fileName, at: now, stamp: foundSlidingLifespanOver ? nil : info.accessedAt)
     }
@@ -304,7 +326,8 @@ package final class DiskStore: Sendable {
             }
             if info.isRegularFile {
                 records[name] = IndexRecord(
-                    size: info.size, lastUse: info.accessedAt, isLocked: nil, stamp: info.accessedAt, modifiedAt: info.modifiedAt)
+                    size: info.size, lastUse: info.accessedAt, isLocked: nil, stamp: info.accessedAt,
+                    modifiedAt: info.modifiedAt)
             }
         }
         return records
@@ -331,7 +354,10 @@ package final class DiskStore: Sendable {
     }
 
     /// Every entry's header, for listing and bulk removal (damaged files are reported, not returned).
-    package func scanHeaders() -> (entries: [(fileName: String, header: EntryHeader, info: FileInfo)], damaged: [(fileName: String, error: EntryFormatError, size: Int)]) {
+    package func scanHeaders() -> (
+        entries: [(fileName: String, header: EntryHeader, info: FileInfo)],
+        damaged: [(fileName: String, error: EntryFormatError, size: Int)]
+    ) {
         guard let names = try? fileSystem.contentsOfDirectory(folder) else { return ([], []) }
         var entries: [(String, EntryHeader, FileInfo)] = []
         var damaged: [(String, EntryFormatError, Int)] = []
@@ -351,12 +377,16 @@ package final class DiskStore: Sendable {
     /// are then removed under the key barrier (see ``KeyLocks``), each unless this process
     /// wrote, read or used it since, and `forget` runs there for each, so the caches drop
     /// their memory records in the same step as the file.
-    package func removeEntries(where shouldRemove: (EntryHeader) -> Bool,
-                               forgetting forget: (Removal) -> Void = { _ in }) -> [Removal] {
+    package func removeEntries(
+        where shouldRemove: (EntryHeader) -> Bool,
+        forgetting forget: (Removal) -> Void = { _ in }
+    ) -> [Removal] {
         withFolderLock {
             let known = state.withLock { $0.files }
             let chosen = scanHeaders().entries.filter { shouldRemove($0.header) }.map { entry in
-                Choice(fileName: entry.fileName, sequence: known[entry.fileName]?.sequence, removal: .removed(key: entry.header.key))
+                Choice(
+                    fileName: entry.fileName, sequence: known[entry.fileName]?.sequence,
+                    removal: .removed(key: entry.header.key))
             }
             return keyLocks.withEveryKeyLocked { removeUnchanged(chosen, forgetting: forget) }
         }
@@ -408,8 +438,10 @@ package final class DiskStore: Sendable {
     /// was judged, and `forget` runs there for each (see ``removeEntries(where:forgetting:)``).
     /// With `waiting` false (background collections), returns nothing at once when another
     /// process holds the folder lock: the next collection tries again.
-    package func collectGarbage(now: Double, limits: Limits, reclaim: Reclaim, waiting: Bool = true,
-                                forgetting forget: (Removal) -> Void = { _ in }) -> [Removal] {
+    package func collectGarbage(
+        now: Double, limits: Limits, reclaim: Reclaim, waiting: Bool = true,
+        forgetting forget: (Removal) -> Void = { _ in }
+    ) -> [Removal] {
         withFolderLock(waiting: waiting) {
             let names = (try? fileSystem.contentsOfDirectory(folder)) ?? []
             var chosen: [Choice] = []
@@ -431,27 +463,37 @@ package final class DiskStore: Sendable {
                     }
                     let lastUse = Self.lastUse(info: info, indexed: known[name]?.lastUse)
                     if reclaim.expired, header.isExpired(at: now, lastUsedAt: lastUse) {
-                        chosen.append(Choice(fileName: name, sequence: sequence, removal: .discarded(key: header.key, reason: .expired)))
+                        chosen.append(
+                            Choice(
+                                fileName: name, sequence: sequence,
+                                removal: .discarded(key: header.key, reason: .expired)))
                         continue
                     }
                     if case .some(let appVersion) = reclaim.otherAppVersionsThan, header.schemaVersion == nil,
-                       header.appVersion != appVersion {
+                        header.appVersion != appVersion
+                    {
                         let reason = DiscardReason.appVersionMismatch(stored: header.appVersion, current: appVersion)
-                        chosen.append(Choice(fileName: name, sequence: sequence, removal: .discarded(key: header.key, reason: reason)))
+                        chosen.append(
+                            Choice(
+                                fileName: name, sequence: sequence, removal: .discarded(key: header.key, reason: reason)
+                            ))
                         continue
                     }
-                    live.append(Candidate(
-                        fileName: name, key: header.key, size: info.size, lastUse: lastUse, sequence: sequence,
-                        modifiedAt: info.modifiedAt, isLocked: header.isLocked))
+                    live.append(
+                        Candidate(
+                            fileName: name, key: header.key, size: info.size, lastUse: lastUse, sequence: sequence,
+                            modifiedAt: info.modifiedAt, isLocked: header.isLocked))
                 case .failure(.damaged(_, _)):
-                    chosen.append(Choice(fileName: name, sequence: sequence, removal: .discarded(key: name, reason: .corrupt)))
+                    chosen.append(
+                        Choice(fileName: name, sequence: sequence, removal: .discarded(key: name, reason: .corrupt)))
                 case .failure:
                     continue
                 }
             }
             let removals = keyLocks.withEveryKeyLocked {
                 removeUnchanged(chosen, forgetting: forget)
-                    + evict(from: live, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace, forgetting: forget)
+                    + evict(
+                        from: live, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace, forgetting: forget)
             }
             rescan()
             return removals
@@ -460,8 +502,10 @@ package final class DiskStore: Sendable {
 
     /// Schedules a size sweep off the caller's thread if the folder may be over `limits.size`.
     /// `forget` runs under the key barrier for each eviction, `report` after the sweep.
-    package func sweepIfNeeded(limits: Limits, forgetting forget: @escaping @Sendable (Removal) -> Void = { _ in },
-                               report: @escaping @Sendable ([Removal]) -> Void) {
+    package func sweepIfNeeded(
+        limits: Limits, forgetting forget: @escaping @Sendable (Removal) -> Void = { _ in },
+        report: @escaping @Sendable ([Removal]) -> Void
+    ) {
         guard let limit = limits.size else { return }
         let shouldSchedule = state.withLock { state -> Bool in
             guard !state.sweepScheduled, !state.loaded || state.totalSize > limit else { return false }
@@ -476,8 +520,10 @@ package final class DiskStore: Sendable {
     /// platform has them, never waiting for the folder lock: when another process holds it,
     /// the sweep is tried again a second later (a suspended app must not wait on, or hold, a
     /// file lock: iOS ends it, 0xdead10cc).
-    private func scheduleSweep(after delay: Double?, limits: Limits, forgetting forget: @escaping @Sendable (Removal) -> Void,
-                               report: @escaping @Sendable ([Removal]) -> Void) {
+    private func scheduleSweep(
+        after delay: Double?, limits: Limits, forgetting forget: @escaping @Sendable (Removal) -> Void,
+        report: @escaping @Sendable ([Removal]) -> Void
+    ) {
         pendingSweeps.enter()
         let work: @Sendable () -> Void = { [self] in
             defer { pendingSweeps.leave() }
@@ -525,7 +571,9 @@ package final class DiskStore: Sendable {
                     modifiedAt: record.modifiedAt, isLocked: record.isLocked)
             }
             return keyLocks.withEveryKeyLocked {
-                evict(from: candidates, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil, forgetting: forget)
+                evict(
+                    from: candidates, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil,
+                    forgetting: forget)
             }
         }
     }
@@ -565,12 +613,16 @@ package final class DiskStore: Sendable {
     /// Removes least recently used entries, unlocked ones first, until the total is at most
     /// `limit` and the volume has `minimumFreeSpace` free, skipping any this process touched
     /// since the candidates were listed. Call under the folder lock and the key barrier.
-    private func evict(from candidates: [Candidate], downTo limit: Int?, minimumFreeSpace: Int?,
-                       forgetting forget: (Removal) -> Void) -> [Removal] {
+    private func evict(
+        from candidates: [Candidate], downTo limit: Int?, minimumFreeSpace: Int?,
+        forgetting forget: (Removal) -> Void
+    ) -> [Removal] {
         var total = candidates.reduce(0) { $0 + $1.size }
         func satisfied() -> Bool {
             if let limit, total > limit { return false }
-            if let minimumFreeSpace, let free = fileSystem.availableCapacity(folder), free < minimumFreeSpace { return false }
+            if let minimumFreeSpace, let free = fileSystem.availableCapacity(folder), free < minimumFreeSpace {
+                return false
+            }
             return true
         }
         guard !satisfied() else { return [] }
@@ -578,7 +630,8 @@ package final class DiskStore: Sendable {
         var locked: [Candidate] = []
         let ordered = candidates.sorted { $0.order < $1.order }
         func evictOne(_ candidate: Candidate, key: String) {
-            guard sequence(of: candidate.fileName) == candidate.sequence, (try? remove(candidate.fileName)) != nil else { return }
+            guard sequence(of: candidate.fileName) == candidate.sequence, (try? remove(candidate.fileName)) != nil
+            else { return }
             total -= candidate.size
             let removal = Removal.evicted(key: key, bytes: candidate.size)
             forget(removal)
@@ -619,7 +672,10 @@ package final class DiskStore: Sendable {
             writerAlive = false
         }
         if writerAlive, let info = fileSystem.info(name, in: folder),
-           Date().timeIntervalSince1970 - info.modifiedAt < 3600 { return }
+            Date().timeIntervalSince1970 - info.modifiedAt < 3600
+        {
+            return
+        }
         try? fileSystem.removeFile(path(name))
     }
 

@@ -154,7 +154,9 @@ package struct EntryHeader: Sendable, Hashable {
             for (index, string) in [key, typeName, appVersion ?? ""].enumerated() {
                 let utf8 = Array(string.utf8)
                 out.storeBytes(of: UInt32(utf8.count).littleEndian, toByteOffset: 56 + 4 * index, as: UInt32.self)
-                utf8.withUnsafeBytes { out.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                utf8.withUnsafeBytes {
+                    out.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
+                }
                 offset += utf8.count
             }
             let sum = Self.checksum(header: UnsafeRawBufferPointer(out), payload: payload)
@@ -172,12 +174,16 @@ package struct EntryHeader: Sendable, Hashable {
         if headerLength > Self.maximumLength {
             throw CacheError(
                 kind: .invalidValue, key: key,
-                message: "the entry's header would be \(headerLength) bytes (the key, type name and app version), more than the \(Self.maximumLength) bytes a header may hold")
+                message:
+                    "the entry's header would be \(headerLength) bytes (the key, type name and app version), more than the \(Self.maximumLength) bytes a header may hold"
+            )
         }
         if payloadLength > Self.maximumEntryLength - headerLength {
             throw CacheError(
                 kind: .invalidValue, key: key,
-                message: "the entry would be \(headerLength + payloadLength) bytes, more than the \(Self.maximumEntryLength) bytes (1 GiB) an entry may hold")
+                message:
+                    "the entry would be \(headerLength + payloadLength) bytes, more than the \(Self.maximumEntryLength) bytes (1 GiB) an entry may hold"
+            )
         }
     }
 
@@ -200,7 +206,9 @@ package struct EntryHeader: Sendable, Hashable {
     /// Checks everything the format promises: magic, version, lengths, field
     /// values, UTF-8 strings, that the file is exactly header plus payload long,
     /// and the checksum. Never traps, whatever `file` holds.
-    package static func decode(file: UnsafeRawBufferPointer) throws(EntryFormatError) -> (header: EntryHeader, payload: Range<Int>) {
+    package static func decode(file: UnsafeRawBufferPointer) throws(EntryFormatError) -> (
+        header: EntryHeader, payload: Range<Int>
+    ) {
         let header = try decodePrefix(file, fileLength: file.count)
         try header.verifyChecksum(file: file)
         return (header, header.length..<file.count)
@@ -225,7 +233,9 @@ package struct EntryHeader: Sendable, Hashable {
     /// ``EntryFormatError/needMoreBytes(_:)`` when `prefix` is shorter than the header, and
     /// only once the declared lengths are checked: the header at most ``maximumLength``,
     /// header and payload together equal to `fileLength` and at most ``maximumEntryLength``.
-    package static func decodePrefix(_ prefix: UnsafeRawBufferPointer, fileLength: Int) throws(EntryFormatError) -> EntryHeader {
+    package static func decodePrefix(_ prefix: UnsafeRawBufferPointer, fileLength: Int) throws(EntryFormatError)
+        -> EntryHeader
+    {
         // Judged before a byte is looked at: a 40 GB file is damage whatever it starts with.
         guard fileLength <= maximumEntryLength else { throw .tooLarge(fileLength) }
         guard prefix.count >= fixedLength else {
@@ -244,12 +254,15 @@ package struct EntryHeader: Sendable, Hashable {
         let storedTypeLength = UInt64(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 60, as: UInt32.self)))
         let storedAppLength = UInt64(UInt32(littleEndian: prefix.loadUnaligned(fromByteOffset: 64, as: UInt32.self)))
         guard storedHeaderLength <= UInt64(maximumLength),
-              storedHeaderLength == UInt64(fixedLength) + storedKeyLength + storedTypeLength + storedAppLength else {
+            storedHeaderLength == UInt64(fixedLength) + storedKeyLength + storedTypeLength + storedAppLength
+        else {
             throw .badField("header length")
         }
         // All four are now at most `maximumLength` (16 MiB): they fit any Int.
-        let headerLength = Int(storedHeaderLength), keyLength = Int(storedKeyLength)
-        let typeLength = Int(storedTypeLength), appLength = Int(storedAppLength)
+        let headerLength = Int(storedHeaderLength)
+        let keyLength = Int(storedKeyLength)
+        let typeLength = Int(storedTypeLength)
+        let appLength = Int(storedAppLength)
         let payloadLength = UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 48, as: UInt64.self))
         // The header is at most 16 MiB, so the sum cannot wrap; it may exceed `Int` (32 bits).
         guard payloadLength <= UInt64(maximumEntryLength) - storedHeaderLength else {
@@ -261,10 +274,13 @@ package struct EntryHeader: Sendable, Hashable {
         }
         guard prefix.count >= headerLength else { throw .needMoreBytes(headerLength) }
         guard let format = PayloadFormat(rawValue: prefix[12]) else { throw .badField("payload format") }
-        let hasSchema = prefix[14], hasApp = prefix[15]
+        let hasSchema = prefix[14]
+        let hasApp = prefix[15]
         guard hasSchema <= 1, hasApp <= 1, hasApp == 1 || appLength == 0 else { throw .badField("presence flags") }
-        let createdAt = Double(bitPattern: UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
-        let validatedAt = Double(bitPattern: UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
+        let createdAt = Double(
+            bitPattern: UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+        let validatedAt = Double(
+            bitPattern: UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
         let value = Double(bitPattern: UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 32, as: UInt64.self)))
         guard createdAt.isFinite, validatedAt.isFinite, value.isFinite else { throw .badField("timestamps") }
         guard let lifespan = Lifespan(kind: prefix[13], value: value) else { throw .badField("lifespan") }
@@ -322,11 +338,13 @@ package enum EntryFormatError: Error, Sendable, Hashable, CustomStringConvertibl
         case .notAnEntry: "not a Cashier entry (bad magic)"
         case .unsupportedVersion(let version): "unsupported format version \(version)"
         case .badField(let field): "bad header field: \(field)"
-        case .lengthMismatch(let expected, let actual): "length mismatch: header says \(expected) bytes, file has \(actual)"
+        case .lengthMismatch(let expected, let actual):
+            "length mismatch: header says \(expected) bytes, file has \(actual)"
         case .checksumMismatch: "checksum mismatch"
         case .needMoreBytes(let count): "header needs \(count) bytes"
         case .notAFile: "not a regular file"
-        case .tooLarge(let count): "too large: \(count) bytes, more than the \(EntryHeader.maximumEntryLength) an entry may hold"
+        case .tooLarge(let count):
+            "too large: \(count) bytes, more than the \(EntryHeader.maximumEntryLength) an entry may hold"
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -105,7 +106,9 @@ package enum EntryReader {
         return .entry(header, payload: payload)
     }
 
-    private static func decode(_ block: UnsafeMutableRawPointer, _ count: Int, fileLength: Int) -> Result<EntryHeader, EntryFormatError> {
+    private static func decode(_ block: UnsafeMutableRawPointer, _ count: Int, fileLength: Int) -> Result<
+        EntryHeader, EntryFormatError
+    > {
         Result { () throws(EntryFormatError) in
             try EntryHeader.decodePrefix(UnsafeRawBufferPointer(start: block, count: count), fileLength: fileLength)
         }

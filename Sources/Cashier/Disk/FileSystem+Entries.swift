@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -41,7 +42,9 @@ extension FileSystem {
         }
     }
 
-    private func readEntryFile(_ path: String, wantsPayload: Bool) -> Result<(EntryReader.Outcome, FileInfo), SystemError> {
+    private func readEntryFile(_ path: String, wantsPayload: Bool) -> Result<
+        (EntryReader.Outcome, FileInfo), SystemError
+    > {
         let file: OpenFile
         do {
             file = try openForReading(path)
@@ -52,7 +55,8 @@ extension FileSystem {
         // A FIFO, socket, device or folder in an entry's place: damage, never read or waited on.
         guard file.info.isRegularFile else { return .success((.damaged(.notAFile, header: nil), file.info)) }
         return Result { () throws(SystemError) in
-            let outcome = try EntryReader.read(size: file.info.size, wantsPayload: wantsPayload) { buffer, offset throws(SystemError) in
+            let outcome = try EntryReader.read(size: file.info.size, wantsPayload: wantsPayload) {
+                buffer, offset throws(SystemError) in
                 try readFile(file, into: buffer, at: offset)
             }
             return (outcome, file.info)

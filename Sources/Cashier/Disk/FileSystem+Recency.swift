@@ -14,7 +14,9 @@ extension POSIXFileSystem {
     /// are read with `O_NOATIME` where the system has it, so the kernel never moves the
     /// access time by itself: what Cashier sets is what the next launch reads.
     package func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) {
-        guard seconds.isFinite, abs(seconds) < 1e15 else { throw SystemError(code: EINVAL, operation: "utimensat", path: path) }
+        guard seconds.isFinite, abs(seconds) < 1e15 else {
+            throw SystemError(code: EINVAL, operation: "utimensat", path: path)
+        }
         let whole = seconds.rounded(.down)
         var times = [
             timespec(tv_sec: time_t(whole), tv_nsec: Int(((seconds - whole) * 1e9).rounded(.down))),

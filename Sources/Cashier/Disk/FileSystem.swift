@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -68,8 +69,9 @@ package protocol FileSystem: Sendable {
     /// Creates `path` exclusively, writes `header` then `payload`, optionally syncs, closes.
     /// On failure the file may exist and the caller removes it.
     /// With `completeProtection`, Apple data protection is set on the empty file before the first byte.
-    func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
-                      payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError)
+    func writeNewFile(
+        _ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
+        payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError)
     func rename(_ source: String, to destination: String) throws(SystemError)
     func synchronizeDirectory(_ path: String) throws(SystemError)
     func removeFile(_ path: String) throws(SystemError)
@@ -79,14 +81,17 @@ package protocol FileSystem: Sendable {
     /// decide how much to read; release the file with ``closeFile(_:)``.
     func openForReading(_ path: String) throws(SystemError) -> OpenFile
     /// Fills `buffer` with the file's bytes from `offset` (`pread`): fewer only where the file ends.
-    func readFile(_ file: OpenFile, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError) -> Int
+    func readFile(_ file: OpenFile, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError)
+        -> Int
     func closeFile(_ file: OpenFile)
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String]
     /// `stat` of `name` inside `directory` (`fstatat`), `nil` if it does not exist.
     func info(_ name: String, in directory: String) -> FileInfo?
     /// Every name in `directory` and, for those `wanted` accepts, its `stat`: one
     /// `readdir` pass and one `fstatat` per wanted name. `nil` info: vanished meanwhile.
-    func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(name: String, info: FileInfo?)]
+    func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(
+        name: String, info: FileInfo?
+    )]
     /// Bytes available to this user on the volume holding `path`.
     func availableCapacity(_ path: String) -> Int?
     /// Takes an exclusive advisory lock (`flock`) on `path`, creating it; returns a token for ``unlock(_:)``.
@@ -114,10 +119,13 @@ package struct OpenFile: Sendable {
 
 extension FileSystem {
     /// Reads with `pread` on the descriptor ``openForReading(_:)`` returned, retrying on `EINTR`.
-    package func readFile(_ file: OpenFile, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError) -> Int {
+    package func readFile(_ file: OpenFile, into buffer: UnsafeMutableRawBufferPointer, at offset: Int)
+        throws(SystemError) -> Int
+    {
         var filled = 0
         while filled < buffer.count {
-            let count = pread(file.descriptor, buffer.baseAddress! + filled, buffer.count - filled, off_t(offset + filled))
+            let count = pread(
+                file.descriptor, buffer.baseAddress! + filled, buffer.count - filled, off_t(offset + filled))
             if count < 0 {
                 if errno == EINTR { continue }
                 throw SystemError(code: errno, operation: "read", path: file.path)
@@ -137,7 +145,9 @@ extension FileSystem {
         try lockExclusively(path)
     }
 
-    package func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(name: String, info: FileInfo?)] {
+    package func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(
+        name: String, info: FileInfo?
+    )] {
         try contentsOfDirectory(directory).map { name in (name, wanted(name) ? info(name, in: directory) : nil) }
     }
 }
@@ -145,7 +155,6 @@ extension FileSystem {
 /// The real file system, through POSIX calls (Glibc, Musl or Darwin).
 package struct POSIXFileSystem: FileSystem {
     package init() {}
-
 
     /// Makes `path` and any missing parent with exactly `permissions` (`mkdir` then `chmod`:
     /// the umask may strip group bits a shared cache asks for, and `mkdir` ignores setgid).
@@ -173,8 +182,10 @@ package struct POSIXFileSystem: FileSystem {
         guard chmod(path, permissions) == 0 else { throw SystemError(code: errno, operation: "chmod", path: path) }
     }
 
-    package func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
-                              payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
+    package func writeNewFile(
+        _ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
+        payload: UnsafeRawBufferPointer, synchronize: Bool
+    ) throws(SystemError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         var closed = false
@@ -188,16 +199,22 @@ package struct POSIXFileSystem: FileSystem {
         if completeProtection { try Platform.protectCompletely(path) }
         try writeAll(fd, header, payload, path: path)
         if synchronize {
-            guard Platform.synchronize(fd, dataOnly: true) == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
+            guard Platform.synchronize(fd, dataOnly: true) == 0 else {
+                throw SystemError(code: errno, operation: "fsync", path: path)
+            }
         }
         closed = true
         guard close(fd) == 0 else { throw SystemError(code: errno, operation: "close", path: path) }
     }
 
-    private func writeAll(_ fd: Int32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, path: String) throws(SystemError) {
+    private func writeAll(_ fd: Int32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, path: String)
+        throws(SystemError)
+    {
         var parts = [first, second].filter { $0.count > 0 }
         while !parts.isEmpty {
-            var vectors = parts.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+            var vectors = parts.map {
+                iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count)
+            }
             let written = writev(fd, &vectors, Int32(vectors.count))
             if written < 0 {
                 if errno == EINTR { continue }
@@ -218,18 +235,24 @@ package struct POSIXFileSystem: FileSystem {
     }
 
     package func rename(_ source: String, to destination: String) throws(SystemError) {
-        guard Platform.replace(source, destination) == 0 else { throw SystemError(code: errno, operation: "rename", path: destination) }
+        guard Platform.replace(source, destination) == 0 else {
+            throw SystemError(code: errno, operation: "rename", path: destination)
+        }
     }
 
     package func synchronizeDirectory(_ path: String) throws(SystemError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY)
         guard fd >= 0 else { throw SystemError(code: errno, operation: "open", path: path) }
         defer { _ = close(fd) }
-        guard Platform.synchronize(fd, dataOnly: false) == 0 else { throw SystemError(code: errno, operation: "fsync", path: path) }
+        guard Platform.synchronize(fd, dataOnly: false) == 0 else {
+            throw SystemError(code: errno, operation: "fsync", path: path)
+        }
     }
 
     package func removeFile(_ path: String) throws(SystemError) {
-        guard unlink(path) == 0 || errno == ENOENT else { throw SystemError(code: errno, operation: "unlink", path: path) }
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw SystemError(code: errno, operation: "unlink", path: path)
+        }
     }
 
     /// Opens for reading: never waits (a FIFO in an entry's place), never follows a symbolic
@@ -259,8 +282,12 @@ package struct POSIXFileSystem: FileSystem {
         return names
     }
 
-    package func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(name: String, info: FileInfo?)] {
-        guard let handle = opendir(directory) else { throw SystemError(code: errno, operation: "opendir", path: directory) }
+    package func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(
+        name: String, info: FileInfo?
+    )] {
+        guard let handle = opendir(directory) else {
+            throw SystemError(code: errno, operation: "opendir", path: directory)
+        }
         defer { closedir(handle) }
         // fstatat relative to the open folder: no path to build or resolve per file.
         let descriptor = dirfd(handle)

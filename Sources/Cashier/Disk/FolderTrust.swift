@@ -53,18 +53,22 @@ package struct FolderStatus: Sendable, Hashable {
     package func refusal(for sharing: Cache.Sharing, user: uid_t) -> String? {
         let shared = sharing == .group
         if let linkOwner, !Self.isTrusted(owner: linkOwner, user: user) {
-            return "the folder is a symbolic link owned by uid \(linkOwner), not by this process's uid \(user) or root; "
+            return
+                "the folder is a symbolic link owned by uid \(linkOwner), not by this process's uid \(user) or root; "
                 + "whoever owns the link can point it elsewhere"
         }
         // Not a folder: creating or opening it fails and says so.
         guard isDirectory else { return nil }
         if !Self.isTrusted(owner: owner, user: user), !(shared && Self.isMember(of: group)) {
-            return "the folder is owned by uid \(owner)\(shared ? " and group \(group), not a group of this process" : ""), "
+            return
+                "the folder is owned by uid \(owner)\(shared ? " and group \(group), not a group of this process" : ""), "
                 + "not by this process's uid \(user) or root; its owner could plant entries"
-                + (shared ? "" : " (Configuration.sharing = .group accepts a folder owned by a group this process is in)")
+                + (shared
+                    ? "" : " (Configuration.sharing = .group accepts a folder owned by a group this process is in)")
         }
         if mode & S_IWOTH != 0 {
-            return "others can write the folder (mode \(Self.octal(mode))) and could plant entries; remove their write permission"
+            return
+                "others can write the folder (mode \(Self.octal(mode))) and could plant entries; remove their write permission"
         }
         if !shared, mode & S_IWGRP != 0 {
             return "the folder's group can write it (mode \(Self.octal(mode))) and could plant entries; "
@@ -113,7 +117,8 @@ extension DiskStore {
             return verdict.map { SystemError(untrustedFolder: folder, reason: $0) }
         }
         let known = fresh ? nil : folderCheck.withLock { check in check.status.map { ($0, check.user) } }
-        let status: FolderStatus, user: uid_t
+        let status: FolderStatus
+        let user: uid_t
         if let known {
             (status, user) = known
         } else {
@@ -145,7 +150,9 @@ extension DiskStore {
         guard !FolderStatus.isTrusted(owner: info.owner, user: user) else { return nil }
         return SystemError(
             untrustedFolder: path(fileName),
-            reason: "the entry file is owned by uid \(info.owner), not by this process's uid \(user) or root; it was not written by this user")
+            reason:
+                "the entry file is owned by uid \(info.owner), not by this process's uid \(user) or root; it was not written by this user"
+        )
     }
 
     /// Forgets the folder's status: the next ``refusal(for:fresh:)`` stats it again (no I/O here).

@@ -14,7 +14,8 @@ extension DiskStore {
     /// HFS+ file names spell it) live in files no read looks for any more: they are orphans, and
     /// garbage collection removes them (their file name is not the one their stored key hashes to).
     static func canonicalSpelling(of key: String) -> String {
-        let isASCII = key.utf8.withContiguousStorageIfAvailable { UnsafeRawBufferPointer($0).isASCII }
+        let isASCII =
+            key.utf8.withContiguousStorageIfAvailable { UnsafeRawBufferPointer($0).isASCII }
             ?? key.utf8.allSatisfy { $0 < 0x80 }
         return isASCII ? key : key.precomposedStringWithCanonicalMapping
     }

@@ -52,7 +52,9 @@ package enum XXH3 {
         }
     }
 
-    private static func hash(_ bytes: UnsafeRawBufferPointer, seed: UInt64, secret: UnsafeRawBufferPointer, vectorized: Bool) -> UInt64 {
+    private static func hash(
+        _ bytes: UnsafeRawBufferPointer, seed: UInt64, secret: UnsafeRawBufferPointer, vectorized: Bool
+    ) -> UInt64 {
         let count = bytes.count
         guard count > 0 else {
             return XXHash64.avalanche(seed ^ load64(secret, 56) ^ load64(secret, 64))
@@ -110,8 +112,10 @@ package enum XXH3 {
             // A secret derived from the seed, as XXH3_initCustomSecret does.
             return withUnsafeTemporaryAllocation(byteCount: secretLength, alignment: 16) { custom in
                 for i in 0..<(secretLength / 16) {
-                    custom.storeBytes(of: (load64(s, 16 * i) &+ seed).littleEndian, toByteOffset: 16 * i, as: UInt64.self)
-                    custom.storeBytes(of: (load64(s, 16 * i + 8) &- seed).littleEndian, toByteOffset: 16 * i + 8, as: UInt64.self)
+                    custom.storeBytes(
+                        of: (load64(s, 16 * i) &+ seed).littleEndian, toByteOffset: 16 * i, as: UInt64.self)
+                    custom.storeBytes(
+                        of: (load64(s, 16 * i + 8) &- seed).littleEndian, toByteOffset: 16 * i + 8, as: UInt64.self)
                 }
                 return hashLong(input, count, UnsafeRawPointer(custom.baseAddress!), vectorized: vectorized)
             }
@@ -119,7 +123,9 @@ package enum XXH3 {
     }
 
     /// Inputs over 240 bytes: 1 KiB blocks of 64-byte stripes into eight accumulators.
-    private static func hashLong(_ input: UnsafeRawPointer, _ count: Int, _ secret: UnsafeRawPointer, vectorized: Bool) -> UInt64 {
+    private static func hashLong(_ input: UnsafeRawPointer, _ count: Int, _ secret: UnsafeRawPointer, vectorized: Bool)
+        -> UInt64
+    {
         var acc = SIMD8<UInt64>(p32_3, p64_1, p64_2, p64_3, p64_4, p32_2, p64_5, p32_1)
         #if _endian(little)
         if vectorized {
@@ -140,7 +146,9 @@ package enum XXH3 {
     }
 
     /// One lane at a time, every load little-endian: right on any target.
-    private static func hashLongScalar(_ input: UnsafeRawPointer, _ count: Int, _ secret: UnsafeRawPointer, _ acc: inout SIMD8<UInt64>) {
+    private static func hashLongScalar(
+        _ input: UnsafeRawPointer, _ count: Int, _ secret: UnsafeRawPointer, _ acc: inout SIMD8<UInt64>
+    ) {
         func accumulate(_ stripe: UnsafeRawPointer, _ key: UnsafeRawPointer) {
             for i in 0..<8 {
                 let data = load64(stripe, 8 * i)
@@ -169,7 +177,9 @@ package enum XXH3 {
 
     #if _endian(little)
     /// Eight lanes at once; a lane's bytes are the little-endian `UInt64` they load as.
-    private static func hashLongVector(_ input: UnsafeRawPointer, _ count: Int, _ secret: UnsafeRawPointer, _ acc: inout SIMD8<UInt64>) {
+    private static func hashLongVector(
+        _ input: UnsafeRawPointer, _ count: Int, _ secret: UnsafeRawPointer, _ acc: inout SIMD8<UInt64>
+    ) {
         let low32 = SIMD8<UInt64>(repeating: 0xFFFF_FFFF)
         @inline(__always) func accumulate(_ stripe: UnsafeRawPointer, _ key: UnsafeRawPointer) {
             let data = stripe.loadUnaligned(as: SIMD8<UInt64>.self)
@@ -225,7 +235,6 @@ package enum XXH3 {
         h ^= h >> 28
         return h
     }
-
 
     @inline(__always) private static func load64(_ p: UnsafeRawPointer, _ offset: Int) -> UInt64 {
         UInt64(littleEndian: p.loadUnaligned(fromByteOffset: offset, as: UInt64.self))

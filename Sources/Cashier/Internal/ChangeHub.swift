@@ -36,7 +36,8 @@ final class ChangeHub: Sendable {
     func publish(_ change: Change) {
         let handlers = state.withLock { state in
             state.subscribers.values.compactMap { subscriber in
-                subscriber.name == nil || change.name == nil || subscriber.name == change.name ? subscriber.handler : nil
+                subscriber.name == nil || change.name == nil || subscriber.name == change.name
+                    ? subscriber.handler : nil
             }
         }
         for handler in handlers { handler(change) }

@@ -8,8 +8,10 @@ import Foundation
 /// bytes, so `JSONDecoder` stays the authority whenever this path gives up.
 enum PayloadDecoder {
     /// Decodes `type` from `bytes`, or throws (a `DecodingError`) when anything is unusual.
-    static func decode<V: Decodable>(_ type: V.Type, from bytes: UnsafeRawBufferPointer,
-                                     agreeingWith decoder: JSONDecoderGeneration = .current) throws -> V {
+    static func decode<V: Decodable>(
+        _ type: V.Type, from bytes: UnsafeRawBufferPointer,
+        agreeingWith decoder: JSONDecoderGeneration = .current
+    ) throws -> V {
         var metSpecialType = false
         return try decode(type, from: bytes, agreeingWith: decoder, metSpecialType: &metSpecialType)
     }
@@ -22,19 +24,26 @@ enum PayloadDecoder {
     /// A value's `init(from:)` may catch an error and go on (`try?` over one field). Where this
     /// path threw but `JSONDecoder` would not have, the value built would then differ, so a
     /// decode during which anything threw is given up as a whole, even when it returned.
-    static func decode<V: Decodable>(_ type: V.Type, from bytes: UnsafeRawBufferPointer,
-                                     agreeingWith decoder: JSONDecoderGeneration = .current, metSpecialType: inout Bool) throws -> V {
+    static func decode<V: Decodable>(
+        _ type: V.Type, from bytes: UnsafeRawBufferPointer,
+        agreeingWith decoder: JSONDecoderGeneration = .current, metSpecialType: inout Bool
+    ) throws -> V {
         let document = try PayloadDocument(bytes: bytes, agreeingWith: decoder)
         defer { metSpecialType = document.metSpecialType }
         let value = try document.decode(V.self, at: 0, path: nil, key: nil)
         guard !document.threw else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "A read failed and was caught inside init(from:); left to JSONDecoder"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: [],
+                    debugDescription: "A read failed and was caught inside init(from:); left to JSONDecoder"))
         }
         return value
     }
 
     /// Decodes `type` from `data`; see the pointer overload.
-    static func decode<V: Decodable>(_ type: V.Type, from data: Data, agreeingWith decoder: JSONDecoderGeneration = .current) throws -> V {
+    static func decode<V: Decodable>(
+        _ type: V.Type, from data: Data, agreeingWith decoder: JSONDecoderGeneration = .current
+    ) throws -> V {
         try data.withUnsafeBytes { try decode(V.self, from: $0, agreeingWith: decoder) }
     }
 
@@ -180,7 +189,9 @@ struct PayloadParser {
     }
 
     private mutating func openContainer(_ kind: PayloadNode.Kind) throws -> Int {
-        guard open.count < PayloadDecoder.maxDepth else { throw failure("Nesting deeper than \(PayloadDecoder.maxDepth)") }
+        guard open.count < PayloadDecoder.maxDepth else {
+            throw failure("Nesting deeper than \(PayloadDecoder.maxDepth)")
+        }
         position += 1
         nodes.append(PayloadNode(kind: kind))
         open.append(nodes.count - 1)
@@ -262,7 +273,8 @@ struct PayloadParser {
         while true {
             // The common run: printable ASCII other than a quote or a backslash.
             while offset < input.count, case let next = input[offset], next >= 0x20, next < 0x80,
-                  next != UInt8(ascii: "\""), next != UInt8(ascii: "\\") {
+                next != UInt8(ascii: "\""), next != UInt8(ascii: "\\")
+            {
                 offset += 1
             }
             let next = byte(offset)
@@ -287,14 +299,14 @@ struct PayloadParser {
     private func skipEscape(at offset: Int) throws -> Int {
         switch byte(offset + 1) {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
-             UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
             return offset + 2
         case UInt8(ascii: "u"):
             let unit = try hexUnit(at: offset + 2)
             switch unit {
             case 0xD800..<0xDC00:
                 guard byte(offset + 6) == UInt8(ascii: "\\"), byte(offset + 7) == UInt8(ascii: "u"),
-                      (0xDC00..<0xE000).contains(try hexUnit(at: offset + 8))
+                    (0xDC00..<0xE000).contains(try hexUnit(at: offset + 8))
                 else { throw failure("Unpaired high surrogate") }
                 return offset + 12
             case 0xDC00..<0xE000:
@@ -324,12 +336,20 @@ struct PayloadParser {
         var secondRange: ClosedRange<UInt8> = 0x80...0xBF
         switch lead {
         case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; secondRange = 0xA0...0xBF
+        case 0xE0:
+            length = 3
+            secondRange = 0xA0...0xBF
         case 0xE1...0xEC, 0xEE...0xEF: length = 3
-        case 0xED: length = 3; secondRange = 0x80...0x9F
-        case 0xF0: length = 4; secondRange = 0x90...0xBF
+        case 0xED:
+            length = 3
+            secondRange = 0x80...0x9F
+        case 0xF0:
+            length = 4
+            secondRange = 0x90...0xBF
         case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; secondRange = 0x80...0x8F
+        case 0xF4:
+            length = 4
+            secondRange = 0x80...0x8F
         default: throw failure("Invalid UTF-8")
         }
         guard secondRange.contains(byte(offset + 1)) else { throw failure("Invalid UTF-8") }
@@ -456,7 +476,9 @@ final class PayloadDocument {
     }
 
     func mismatch(_ type: Any.Type, at index: Int, _ path: [any CodingKey]) -> DecodingError {
-        let context = DecodingError.Context(codingPath: path, debugDescription: "Expected \(type), found \(kind(index)) (or a form left to JSONDecoder)")
+        let context = DecodingError.Context(
+            codingPath: path, debugDescription: "Expected \(type), found \(kind(index)) (or a form left to JSONDecoder)"
+        )
         return failure(kind(index) == .null ? .valueNotFound(type, context) : .typeMismatch(type, context))
     }
 
@@ -486,13 +508,19 @@ final class PayloadDocument {
     }
 
     /// An integer written `-?(0|[1-9][0-9]*)` that fits `T`; anything else throws.
-    func integer<T: FixedWidthInteger>(_ type: T.Type, at index: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> T {
+    func integer<T: FixedWidthInteger>(_ type: T.Type, at index: Int, _ path: @autoclosure () -> [any CodingKey]) throws
+        -> T
+    {
         let node = nodes[index]
-        guard node.kind == .number, node.flags & PayloadNode.integral != 0 else { throw mismatch(T.self, at: index, path()) }
+        guard node.kind == .number, node.flags & PayloadNode.integral != 0 else {
+            throw mismatch(T.self, at: index, path())
+        }
         guard let value = PayloadText.integer(T.self, text(index)) else {
             throw corrupted("Number does not fit \(T.self)", path())
         }
-        if generation == .serialization, !T.isSigned, T.bitWidth >= 64, UInt64(truncatingIfNeeded: value) > UInt64(Int64.max) {
+        if generation == .serialization, !T.isSigned, T.bitWidth >= 64,
+            UInt64(truncatingIfNeeded: value) > UInt64(Int64.max)
+        {
             throw corrupted("\(value) is above Int64.max: left to JSONDecoder", path())
         }
         return value
@@ -574,7 +602,9 @@ final class PayloadDocument {
 
     /// Whether key node `key` equals `name` (whose UTF-8 is `target`); `targetIsASCII` is worked
     /// out on the first byte mismatch.
-    private func keyMatches(_ key: Int, _ target: UnsafeBufferPointer<UInt8>, _ targetIsASCII: inout Bool?, _ name: String) -> Bool {
+    private func keyMatches(
+        _ key: Int, _ target: UnsafeBufferPointer<UInt8>, _ targetIsASCII: inout Bool?, _ name: String
+    ) -> Bool {
         guard nodes[key].flags == 0 else { return string(at: key) == name }
         if sameText(key, UnsafeRawBufferPointer(target)) { return true }
         if targetIsASCII == nil { targetIsASCII = UnsafeRawBufferPointer(target).isASCII }
@@ -622,7 +652,9 @@ extension PayloadText {
         guard let first = text.first else { return false }
         let signed = first == UInt8(ascii: "+") || first == UInt8(ascii: "-")
         let digits = text.dropFirst(signed ? 1 : 0)
-        guard !digits.isEmpty, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return false }
+        guard !digits.isEmpty, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            return false
+        }
         return first == UInt8(ascii: "+") || (digits.first == UInt8(ascii: "0") && (signed || digits.count > 1))
     }
 
@@ -777,26 +809,55 @@ struct PayloadKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     private func value(for key: Key) throws -> Int {
         guard let index = document.member(named: key.stringValue, in: object) else {
-            throw document.failure(.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for \(key.stringValue)")))
+            throw document.failure(
+                .keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for \(key.stringValue)")))
         }
         return index
     }
 
     func decodeNil(forKey key: Key) throws -> Bool { try document.kind(value(for: key)) == .null }
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try document.bool(at: value(for: key), codingPath(key)) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try document.string(at: value(for: key), codingPath(key)) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try document.double(at: value(for: key), codingPath(key)) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try document.float(at: value(for: key), codingPath(key)) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try document.integer(type, at: value(for: key), codingPath(key)) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try document.integer(type, at: value(for: key), codingPath(key)) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try document.integer(type, at: value(for: key), codingPath(key)) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try document.integer(type, at: value(for: key), codingPath(key)) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try document.integer(type, at: value(for: key), codingPath(key)) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try document.integer(type, at: value(for: key), codingPath(key)) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try document.integer(type, at: value(for: key), codingPath(key)) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try document.integer(type, at: value(for: key), codingPath(key)) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try document.integer(type, at: value(for: key), codingPath(key)) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try document.integer(type, at: value(for: key), codingPath(key)) }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        try document.bool(at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        try document.string(at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try document.double(at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        try document.float(at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        try document.integer(type, at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+        try document.integer(type, at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+        try document.integer(type, at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+        try document.integer(type, at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        try document.integer(type, at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+        try document.integer(type, at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+        try document.integer(type, at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+        try document.integer(type, at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+        try document.integer(type, at: value(for: key), codingPath(key))
+    }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+        try document.integer(type, at: value(for: key), codingPath(key))
+    }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try document.decode(type, at: value(for: key), path: path, key: key)
@@ -805,31 +866,65 @@ struct PayloadKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// Absent and `null` are both nil, as in `JSONDecoder`; one lookup instead of the three of
     /// the default implementations.
     private func ifPresent<T>(_ key: Key, _ read: (Int) throws -> T) throws -> T? {
-        guard let index = document.member(named: key.stringValue, in: object), document.kind(index) != .null else { return nil }
+        guard let index = document.member(named: key.stringValue, in: object), document.kind(index) != .null else {
+            return nil
+        }
         return try read(index)
     }
 
-    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try ifPresent(key) { try document.bool(at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try ifPresent(key) { try document.string(at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try ifPresent(key) { try document.double(at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try ifPresent(key) { try document.float(at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) } }
-    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) } }
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        try ifPresent(key) { try document.bool(at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        try ifPresent(key) { try document.string(at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        try ifPresent(key) { try document.double(at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
+        try ifPresent(key) { try document.float(at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? {
+        try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? {
+        try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? {
+        try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
+        try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? {
+        try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? {
+        try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? {
+        try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? {
+        try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) }
+    }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? {
+        try ifPresent(key) { try document.integer(type, at: $0, codingPath(key)) }
+    }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         try ifPresent(key) { try document.decode(type, at: $0, path: path, key: key) }
     }
 
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        KeyedDecodingContainer(try PayloadKeyedContainer<NestedKey>(document: document, object: value(for: key), path: PayloadPath(key, parent: path)))
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+        -> KeyedDecodingContainer<NestedKey>
+    {
+        KeyedDecodingContainer(
+            try PayloadKeyedContainer<NestedKey>(
+                document: document, object: value(for: key), path: PayloadPath(key, parent: path)))
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
@@ -840,7 +935,8 @@ struct PayloadKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func superDecoder() throws -> any Decoder {
         let key = PayloadIndexKey.super
         guard let index = document.member(named: key.stringValue, in: object) else {
-            throw document.failure(.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for super")))
+            throw document.failure(
+                .keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for super")))
         }
         return PayloadNodeDecoder(document: document, index: index, path: PayloadPath(key, parent: path))
     }
@@ -878,7 +974,12 @@ struct PayloadUnkeyedContainer: UnkeyedDecodingContainer {
     /// The current element's node; throws at the end.
     private func element(_ type: Any.Type) throws -> Int {
         guard !isAtEnd else {
-            throw document.failure(.valueNotFound(type, .init(codingPath: PayloadPath.components(path, PayloadIndexKey(currentIndex)), debugDescription: "Unkeyed container is at end")))
+            throw document.failure(
+                .valueNotFound(
+                    type,
+                    .init(
+                        codingPath: PayloadPath.components(path, PayloadIndexKey(currentIndex)),
+                        debugDescription: "Unkeyed container is at end")))
         }
         return cursor
     }
@@ -891,7 +992,9 @@ struct PayloadUnkeyedContainer: UnkeyedDecodingContainer {
     /// Reads the current element with `read` (given the document, the element's node, the path and
     /// the element's key) and
     /// moves past it only if that succeeded.
-    private mutating func take<T>(_ type: Any.Type, _ read: (PayloadDocument, Int, PayloadPath?, PayloadIndexKey) throws -> T) throws -> T {
+    private mutating func take<T>(
+        _ type: Any.Type, _ read: (PayloadDocument, Int, PayloadPath?, PayloadIndexKey) throws -> T
+    ) throws -> T {
         let value = try read(document, element(type), path, PayloadIndexKey(currentIndex))
         advance()
         return value
@@ -903,20 +1006,48 @@ struct PayloadUnkeyedContainer: UnkeyedDecodingContainer {
         return true
     }
 
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try take(type) { try $0.bool(at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: String.Type) throws -> String { try take(type) { try $0.string(at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: Double.Type) throws -> Double { try take(type) { try $0.double(at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: Float.Type) throws -> Float { try take(type) { try $0.float(at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: Int.Type) throws -> Int { try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) } }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) } }
+    mutating func decode(_ type: Bool.Type) throws -> Bool {
+        try take(type) { try $0.bool(at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: String.Type) throws -> String {
+        try take(type) { try $0.string(at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: Double.Type) throws -> Double {
+        try take(type) { try $0.double(at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: Float.Type) throws -> Float {
+        try take(type) { try $0.float(at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: Int.Type) throws -> Int {
+        try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 {
+        try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 {
+        try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 {
+        try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 {
+        try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: UInt.Type) throws -> UInt {
+        try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 {
+        try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 {
+        try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 {
+        try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) }
+    }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 {
+        try take(type) { try $0.integer(type, at: $1, PayloadPath.components($2, $3)) }
+    }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         try take(type) { try $0.decode(type, at: $1, path: $2, key: $3) }
@@ -924,7 +1055,9 @@ struct PayloadUnkeyedContainer: UnkeyedDecodingContainer {
 
     /// On `null`, nil and moves on, as in `JSONDecoder`. At the end this throws: `JSONDecoder` returns
     /// nil there but also moves `currentIndex` past `count`, which is not worth imitating.
-    private mutating func ifPresent<T>(_ type: Any.Type, _ read: (inout PayloadUnkeyedContainer) throws -> T) throws -> T? {
+    private mutating func ifPresent<T>(_ type: Any.Type, _ read: (inout PayloadUnkeyedContainer) throws -> T) throws
+        -> T?
+    {
         _ = try element(type)
         return try decodeNil() ? nil : read(&self)
     }
@@ -943,10 +1076,17 @@ struct PayloadUnkeyedContainer: UnkeyedDecodingContainer {
     mutating func decodeIfPresent(_ type: UInt16.Type) throws -> UInt16? { try ifPresent(type) { try $0.decode(type) } }
     mutating func decodeIfPresent(_ type: UInt32.Type) throws -> UInt32? { try ifPresent(type) { try $0.decode(type) } }
     mutating func decodeIfPresent(_ type: UInt64.Type) throws -> UInt64? { try ifPresent(type) { try $0.decode(type) } }
-    mutating func decodeIfPresent<T: Decodable>(_ type: T.Type) throws -> T? { try ifPresent(type) { try $0.decode(type) } }
+    mutating func decodeIfPresent<T: Decodable>(_ type: T.Type) throws -> T? {
+        try ifPresent(type) { try $0.decode(type) }
+    }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
-        try take(type) { KeyedDecodingContainer(try PayloadKeyedContainer<NestedKey>(document: $0, object: $1, path: PayloadPath($3, parent: $2))) }
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+        NestedKey
+    > {
+        try take(type) {
+            KeyedDecodingContainer(
+                try PayloadKeyedContainer<NestedKey>(document: $0, object: $1, path: PayloadPath($3, parent: $2)))
+        }
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {

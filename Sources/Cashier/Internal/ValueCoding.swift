@@ -111,8 +111,10 @@ enum ValueCoding {
     /// Types that hold `Data`, `URL` or `Decimal` (which `JSONDecoder` treats specially) go to
     /// `JSONDecoder` directly once seen; so do those holding `Float` or `Double` where this
     /// system's `JSONDecoder` is the older one (``JSONDecoderGeneration/serialization``).
-    static func decodeJSON<V: Decodable>(_ type: V.Type, from payload: Data,
-                                         agreeingWith decoder: JSONDecoderGeneration = .current) throws -> V {
+    static func decodeJSON<V: Decodable>(
+        _ type: V.Type, from payload: Data,
+        agreeingWith decoder: JSONDecoderGeneration = .current
+    ) throws -> V {
         let identifier = ObjectIdentifier(type)
         if !typeFacts.withLock({ $0[identifier]?.decodesWithJSONDecoder ?? false }) {
             var metSpecialType = false
@@ -120,7 +122,9 @@ enum ValueCoding {
                 try? PayloadDecoder.decode(type, from: bytes, agreeingWith: decoder, metSpecialType: &metSpecialType)
             }
             if let fast { return fast }
-            if metSpecialType { typeFacts.withLock { $0[identifier, default: TypeFacts()].decodesWithJSONDecoder = true } }
+            if metSpecialType {
+                typeFacts.withLock { $0[identifier, default: TypeFacts()].decodesWithJSONDecoder = true }
+            }
         }
         return try JSONDecoder().decode(type, from: payload)
     }

@@ -25,7 +25,8 @@ final class MemoryPressureSource: @unchecked Sendable {
 
     init?() {
         // Warning and critical only: `.normal` would say the pressure is over, with nothing to do.
-        source = DispatchSource.makeMemoryPressureSource(eventMask: [.warning, .critical], queue: .global(qos: .utility))
+        source = DispatchSource.makeMemoryPressureSource(
+            eventMask: [.warning, .critical], queue: .global(qos: .utility))
     }
 
     /// Calls `relieve` for each event, on a background queue, until ``stop()``.

@@ -14,8 +14,10 @@ struct EntryMetadata: Sendable, Hashable {
     /// taken as `validatedAt`. Other lifespans ignore it.
     var lastUsedAt: Double?
 
-    init(createdAt: Double, validatedAt: Double, lifespan: Lifespan, isLocked: Bool,
-         schemaVersion: Int?, appVersion: String?, size: Int, lastUsedAt: Double? = nil) {
+    init(
+        createdAt: Double, validatedAt: Double, lifespan: Lifespan, isLocked: Bool,
+        schemaVersion: Int?, appVersion: String?, size: Int, lastUsedAt: Double? = nil
+    ) {
         self.createdAt = createdAt
         self.validatedAt = validatedAt
         self.lifespan = lifespan
@@ -27,9 +29,10 @@ struct EntryMetadata: Sendable, Hashable {
     }
 
     init(_ header: EntryHeader, size: Int, lastUsedAt: Double? = nil) {
-        self.init(createdAt: header.createdAt, validatedAt: header.validatedAt, lifespan: header.lifespan,
-                  isLocked: header.isLocked, schemaVersion: header.schemaVersion,
-                  appVersion: header.appVersion, size: size, lastUsedAt: lastUsedAt)
+        self.init(
+            createdAt: header.createdAt, validatedAt: header.validatedAt, lifespan: header.lifespan,
+            isLocked: header.isLocked, schemaVersion: header.schemaVersion,
+            appVersion: header.appVersion, size: size, lastUsedAt: lastUsedAt)
     }
 
     /// When the entry expires, ignoring the lock.
@@ -91,8 +94,11 @@ class MemoryRecord: @unchecked Sendable {
     /// once per ``DiskStore/recencyGranularity``) as it happens, not only at the next flush.
     fileprivate var persistedUse: Double
 
-    init(name: String, metadata: EntryMetadata, valueType: ObjectIdentifier? = nil, storage: UnsafeMutableRawPointer? = nil,
-         cost: Int = 0, persistedUse: Double? = nil) {
+    init(
+        name: String, metadata: EntryMetadata, valueType: ObjectIdentifier? = nil,
+        storage: UnsafeMutableRawPointer? = nil,
+        cost: Int = 0, persistedUse: Double? = nil
+    ) {
         self.name = name
         self.metadata = metadata
         self.valueType = valueType
@@ -128,7 +134,8 @@ final class TypedRecord<Value: Sendable>: MemoryRecord, @unchecked Sendable {
         let storage = UnsafeMutablePointer<Value>.allocate(capacity: 1)
         storage.initialize(to: value)
         super.init(
-            name: name, metadata: metadata, valueType: ObjectIdentifier(Value.self), storage: UnsafeMutableRawPointer(storage),
+            name: name, metadata: metadata, valueType: ObjectIdentifier(Value.self),
+            storage: UnsafeMutableRawPointer(storage),
             cost: cost, persistedUse: persistedUse)
     }
 
@@ -267,8 +274,10 @@ final class MemoryTier: Sendable {
     /// used and hands `copy` the value's address, all in one critical section.
     ///
     /// Not generic, no allocation, no dynamic cast, no reference counting of the record.
-    func hit(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?,
-             copy: (UnsafeMutableRawPointer) -> Void) -> Hit {
+    func hit(
+        _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?,
+        copy: (UnsafeMutableRawPointer) -> Void
+    ) -> Hit {
         withRecords(orIfNone: .none) { state in
             guard let record = state.usable(name, valueType, schemaVersion, appVersion), let storage = record.storage
             else { return .none }
@@ -276,8 +285,11 @@ final class MemoryTier: Sendable {
             copy(storage)
             if record.metadata.lifespan.slidingSeconds != nil {
                 // The deadline by the one definition of expiry, with the last use this tier knows.
-                let deadline = record.metadata.isLocked ? nil : record.metadata.lifespan.expiration(
-                    validatedAt: record.metadata.validatedAt, lastUsedAt: record.lastUse)
+                let deadline =
+                    record.metadata.isLocked
+                    ? nil
+                    : record.metadata.lifespan.expiration(
+                        validatedAt: record.metadata.validatedAt, lastUsedAt: record.lastUse)
                 return .sliding(until: deadline ?? .infinity)
             }
             guard let deadline = record.metadata.expiryDeadline else {
@@ -307,7 +319,8 @@ final class MemoryTier: Sendable {
     /// its current metadata: every read counts, for this tier's order and, through
     /// ``takeUsedNames()``, the disk's (a sliding lifespan's use is the caller's to note).
     func peekUsable(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?)
-        -> (record: MemoryRecord, metadata: EntryMetadata)? {
+        -> (record: MemoryRecord, metadata: EntryMetadata)?
+    {
         withRecords(orIfNone: nil) { state in
             guard let record = state.usable(name, valueType, schemaVersion, appVersion) else { return nil }
             state.moveToFront(record)
@@ -332,8 +345,10 @@ final class MemoryTier: Sendable {
         var totalCost = 0
         /// Stands in the recency list where ``takeUsed()`` last left its front; never in `records`.
         let marker = MemoryRecord(
-            name: "", metadata: EntryMetadata(
-                createdAt: 0, validatedAt: 0, lifespan: .never, isLocked: false, schemaVersion: nil, appVersion: nil, size: 0))
+            name: "",
+            metadata: EntryMetadata(
+                createdAt: 0, validatedAt: 0, lifespan: .never, isLocked: false, schemaVersion: nil, appVersion: nil,
+                size: 0))
 
         init() {
             pushFront(marker)
@@ -355,9 +370,12 @@ final class MemoryTier: Sendable {
 
         /// The one definition of a memory record that may answer a read: same value type,
         /// same schema version, and for unversioned keys the same app version.
-        func usable(_ name: String, _ valueType: ObjectIdentifier, _ schemaVersion: Int?, _ appVersion: String?) -> MemoryRecord? {
+        func usable(_ name: String, _ valueType: ObjectIdentifier, _ schemaVersion: Int?, _ appVersion: String?)
+            -> MemoryRecord?
+        {
             guard let record = records[name], record.valueType == valueType,
-                  record.metadata.matches(schemaVersion: schemaVersion, appVersion: appVersion) else { return nil }
+                record.metadata.matches(schemaVersion: schemaVersion, appVersion: appVersion)
+            else { return nil }
             return record
         }
 
@@ -418,8 +436,16 @@ final class MemoryTier: Sendable {
 
         mutating func unlink(_ record: MemoryRecord) {
             let (newer, older) = (record.newer, record.older)
-            if let newer { newer._withUnsafeGuaranteedRef { $0.older = older } } else if newest.is(record) { newest = older }
-            if let older { older._withUnsafeGuaranteedRef { $0.newer = newer } } else if oldest.is(record) { oldest = newer }
+            if let newer {
+                newer._withUnsafeGuaranteedRef { $0.older = older }
+            } else if newest.is(record) {
+                newest = older
+            }
+            if let older {
+                older._withUnsafeGuaranteedRef { $0.newer = newer }
+            } else if oldest.is(record) {
+                oldest = newer
+            }
             record.newer = nil
             record.older = nil
         }

@@ -1,7 +1,8 @@
 import Cashier
 import CashierTestSupport
-@testable import CashierCommands
 import Foundation
+
+@testable import CashierCommands
 
 /// What the tool's tests look at in a folder.
 extension TemporaryFolder {
@@ -22,7 +23,8 @@ extension TemporaryFolder {
             _ = stat(full, &st)
             let attributes = try? FileManager.default.attributesOfItem(atPath: full)
             result[name] = FileSnapshot(
-                bytes: readWithoutTouching(full), modified: attributes?[.modificationDate] as? Date, accessed: accessTime(st))
+                bytes: readWithoutTouching(full), modified: attributes?[.modificationDate] as? Date,
+                accessed: accessTime(st))
         }
         return result
     }
@@ -87,7 +89,7 @@ func cashier(_ arguments: String..., now: Date = inspectedAt) -> RunResult {
 }
 
 func cashier(_ arguments: [String], now: Date = inspectedAt) -> RunResult {
-    final class Buffer: @unchecked Sendable {  // used by one thread: the command's own
+    final class Buffer: @unchecked Sendable { // used by one thread: the command's own
         var output = "", error = ""
     }
     let buffer = Buffer()

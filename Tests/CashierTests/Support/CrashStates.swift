@@ -1,5 +1,6 @@
 import CashierTestSupport
 import Foundation
+
 @testable import Cashier
 
 /// What a file system may have persisted when the power goes: the rules the crash
@@ -110,7 +111,9 @@ struct CrashStateBuilder {
             switch (model, operations[index]) {
             case (.conservative, .synchronizeDirectory(let folder)):
                 // The folder's own directory operations before it.
-                for earlier in checkpoint..<index where operations[earlier].directory == folder { durable.insert(earlier) }
+                for earlier in checkpoint..<index where operations[earlier].directory == folder {
+                    durable.insert(earlier)
+                }
             case (.ext4Ordered, .synchronizeDirectory), (.ext4Ordered, .createFile(_, _, synchronized: true)):
                 // A journal commit: every metadata operation so far, this one included.
                 for earlier in checkpoint...index { durable.insert(earlier) }
@@ -199,7 +202,9 @@ enum DataFate: Sendable, CaseIterable {
         case .headerOnly: Array(bytes.prefix(Self.headerLength(bytes)))
         case .half: Array(bytes.prefix(bytes.count / 2))
         case .allButOneByte: Array(bytes.dropLast())
-        case .zeroPayload: Array(bytes.prefix(Self.headerLength(bytes))) + [UInt8](repeating: 0, count: bytes.count - Self.headerLength(bytes))
+        case .zeroPayload:
+            Array(bytes.prefix(Self.headerLength(bytes)))
+                + [UInt8](repeating: 0, count: bytes.count - Self.headerLength(bytes))
         case .zeroed: [UInt8](repeating: 0, count: bytes.count)
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Cashier
 
 /// The real file system, except for the failures a test switches on, and a log of the calls made.
@@ -31,7 +32,8 @@ final class FaultyFileSystem: FileSystem {
     func set(_ fault: Fault?, for operation: Operation) { state.withLock { $0.faults[operation] = fault } }
     /// Makes every operation that changes the folder fail with `code`, as on a read-only volume.
     func makeReadOnly(_ code: Int32 = EROFS) {
-        for operation in [Operation.createDirectory, .writeNewFile, .rename, .removeFile, .synchronizeDirectory, .lock] {
+        for operation in [Operation.createDirectory, .writeNewFile, .rename, .removeFile, .synchronizeDirectory, .lock]
+        {
             set(.fail(code), for: operation)
         }
     }
@@ -46,35 +48,46 @@ final class FaultyFileSystem: FileSystem {
     }
 
     func createDirectory(_ path: String, permissions: mode_t) throws(SystemError) {
-        if case .fail(let code) = begin(.createDirectory, path) { throw SystemError(code: code, operation: "mkdir", path: path) }
+        if case .fail(let code) = begin(.createDirectory, path) {
+            throw SystemError(code: code, operation: "mkdir", path: path)
+        }
         try base.createDirectory(path, permissions: permissions)
     }
 
-    func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
-                      payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
+    func writeNewFile(
+        _ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
+        payload: UnsafeRawBufferPointer, synchronize: Bool
+    ) throws(SystemError) {
         switch begin(.writeNewFile, path, synchronize: synchronize) {
         case .fail(let code)?:
             throw SystemError(code: code, operation: "open", path: path)
         case .failMidWrite(let code)?:
             let half = UnsafeRawBufferPointer(rebasing: payload[0..<payload.count / 2])
-            try base.writeNewFile(path, permissions: permissions, completeProtection: completeProtection, header: header, payload: half, synchronize: false)
+            try base.writeNewFile(
+                path, permissions: permissions, completeProtection: completeProtection, header: header, payload: half,
+                synchronize: false)
             throw SystemError(code: code, operation: "write", path: path)
         default:
-            try base.writeNewFile(path, permissions: permissions, completeProtection: completeProtection, header: header, payload: payload, synchronize: synchronize)
+            try base.writeNewFile(
+                path, permissions: permissions, completeProtection: completeProtection, header: header,
+                payload: payload, synchronize: synchronize)
         }
     }
 
     func rename(_ source: String, to destination: String) throws(SystemError) {
         switch begin(.rename, destination) {
         case .fail(let code)?: throw SystemError(code: code, operation: "rename", path: destination)
-        case .removeFolderFirst?: try? FileManager.default.removeItem(atPath: (destination as NSString).deletingLastPathComponent)
+        case .removeFolderFirst?:
+            try? FileManager.default.removeItem(atPath: (destination as NSString).deletingLastPathComponent)
         default: break
         }
         try base.rename(source, to: destination)
     }
 
     func synchronizeDirectory(_ path: String) throws(SystemError) {
-        if case .fail(let code) = begin(.synchronizeDirectory, path) { throw SystemError(code: code, operation: "fsync", path: path) }
+        if case .fail(let code) = begin(.synchronizeDirectory, path) {
+            throw SystemError(code: code, operation: "fsync", path: path)
+        }
         try base.synchronizeDirectory(path)
     }
 
@@ -82,7 +95,8 @@ final class FaultyFileSystem: FileSystem {
         // Removing a temporary file the cache itself made is clean-up, not a change to the
         // folder's contents: it stays possible, as unlink of one's own file would.
         if !(path as NSString).lastPathComponent.hasPrefix(DiskStore.temporaryPrefix),
-           case .fail(let code) = begin(.removeFile, path) {
+            case .fail(let code) = begin(.removeFile, path)
+        {
             throw SystemError(code: code, operation: "unlink", path: path)
         }
         try base.removeFile(path)
@@ -90,7 +104,9 @@ final class FaultyFileSystem: FileSystem {
 
     /// Entry reads and header reads alike open here (the `readFile` operation).
     func openForReading(_ path: String) throws(SystemError) -> OpenFile {
-        if case .fail(let code) = begin(.readFile, path) { throw SystemError(code: code, operation: "open", path: path) }
+        if case .fail(let code) = begin(.readFile, path) {
+            throw SystemError(code: code, operation: "open", path: path)
+        }
         return try base.openForReading(path)
     }
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
@@ -103,7 +119,9 @@ final class FaultyFileSystem: FileSystem {
     }
     func unlock(_ token: Int32) { base.unlock(token) }
     func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) {
-        if case .fail(let code) = begin(.setAccessTime, path) { throw SystemError(code: code, operation: "utimensat", path: path) }
+        if case .fail(let code) = begin(.setAccessTime, path) {
+            throw SystemError(code: code, operation: "utimensat", path: path)
+        }
         try base.setAccessTime(path, to: seconds)
     }
 }

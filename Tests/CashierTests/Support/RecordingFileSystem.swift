@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Cashier
 
 /// A change to the folder as a power loss sees it: one directory operation, or a file's
@@ -25,7 +26,8 @@ enum TraceOperation: Sendable, Hashable {
     /// The folder whose entries the operation changes, `nil` when it changes none.
     var directory: String? {
         switch self {
-        case .makeDirectory(let path), .createFile(let path, _, _), .rename(let path, _), .exchange(let path, _), .unlink(let path):
+        case .makeDirectory(let path), .createFile(let path, _, _), .rename(let path, _), .exchange(let path, _),
+            .unlink(let path):
             return TraceOperation.parent(of: path)
         case .synchronizeDirectory, .lock, .unlock:
             return nil
@@ -111,10 +113,14 @@ final class RecordingFileSystem: FileSystem {
         for directory in missing { record(.makeDirectory(relative(directory))) }
     }
 
-    func writeNewFile(_ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
-                      payload: UnsafeRawBufferPointer, synchronize: Bool) throws(SystemError) {
+    func writeNewFile(
+        _ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
+        payload: UnsafeRawBufferPointer, synchronize: Bool
+    ) throws(SystemError) {
         let synchronize = synchronize && mutation != .dropsFileSyncs
-        try base.writeNewFile(path, permissions: permissions, completeProtection: completeProtection, header: header, payload: payload, synchronize: synchronize)
+        try base.writeNewFile(
+            path, permissions: permissions, completeProtection: completeProtection, header: header, payload: payload,
+            synchronize: synchronize)
         record(.createFile(relative(path), bytes: Array(header) + Array(payload), synchronized: synchronize))
     }
 
@@ -161,11 +167,15 @@ final class RecordingFileSystem: FileSystem {
 
     func openForReading(_ path: String) throws(SystemError) -> OpenFile { try base.openForReading(path) }
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
-    func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(name: String, info: FileInfo?)] {
+    func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(
+        name: String, info: FileInfo?
+    )] {
         try base.scan(directory, statting: wanted)
     }
     func info(_ name: String, in directory: String) -> FileInfo? { base.info(name, in: directory) }
     /// Access times order eviction only: a power loss may keep or lose them, and no promise rests on them.
-    func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) { try base.setAccessTime(path, to: seconds) }
+    func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) {
+        try base.setAccessTime(path, to: seconds)
+    }
     func availableCapacity(_ path: String) -> Int? { base.availableCapacity(path) }
 }

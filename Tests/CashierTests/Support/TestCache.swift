@@ -1,5 +1,6 @@
 import CashierTestSupport
 import Foundation
+
 @testable import Cashier
 
 /// A clock tests move by hand instead of sleeping.
@@ -33,8 +34,10 @@ final class EventLog: Sendable {
 }
 
 /// A configuration on `folder` with a test clock and an event log.
-func makeConfiguration(_ folder: TemporaryFolder, clock: TestClock = TestClock(), events: EventLog? = nil,
-                       appVersion: String? = "1.0") -> Cache.Configuration {
+func makeConfiguration(
+    _ folder: TemporaryFolder, clock: TestClock = TestClock(), events: EventLog? = nil,
+    appVersion: String? = "1.0"
+) -> Cache.Configuration {
     var configuration = Cache.Configuration(name: "test")
     configuration.location = .directory(folder.url)
     configuration.now = clock.function
@@ -44,7 +47,9 @@ func makeConfiguration(_ folder: TemporaryFolder, clock: TestClock = TestClock()
 }
 
 /// A cache on `folder` with a disk size limit and a memory count limit (the limit and recency suites).
-func makeLimitedCache(_ folder: TemporaryFolder, clock: TestClock, diskLimit: Int?, memoryLimit: Int?, events: EventLog?) -> Cache {
+func makeLimitedCache(
+    _ folder: TemporaryFolder, clock: TestClock, diskLimit: Int?, memoryLimit: Int?, events: EventLog?
+) -> Cache {
     var configuration = makeConfiguration(folder, clock: clock, events: events)
     configuration.diskSizeLimit = diskLimit
     configuration.memoryCountLimit = memoryLimit

@@ -16,8 +16,9 @@ extension Platform {
         do {
             try FileManager.default.setAttributes([.protectionKey: FileProtectionType.complete], ofItemAtPath: path)
         } catch {
-            throw SystemError(code: (error as NSError).code == NSFileWriteNoPermissionError ? EPERM : EIO,
-                              operation: "set complete data protection", path: path)
+            throw SystemError(
+                code: (error as NSError).code == NSFileWriteNoPermissionError ? EPERM : EIO,
+                operation: "set complete data protection", path: path)
         }
         #endif
     }

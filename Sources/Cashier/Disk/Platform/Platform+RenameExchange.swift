@@ -38,10 +38,13 @@ extension Platform {
     #if canImport(Glibc) || canImport(Musl)
     /// `renameat2(2)`, looked up at run time: the C library declares it only under
     /// `_GNU_SOURCE`, which the Swift overlay does not set. `nil` where it is missing.
-    private static let renameExchange: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self)
-    }()
+    private static let renameExchange:
+        (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+            return unsafeBitCast(
+                symbol,
+                to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self)
+        }()
     /// `RENAME_EXCHANGE` from `<linux/fs.h>`.
     private static let renameExchangeFlag: UInt32 = 2
     #endif

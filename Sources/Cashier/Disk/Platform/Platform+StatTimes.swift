@@ -20,7 +20,8 @@ extension FileInfo {
         self.init(
             // off_t is 64 bits everywhere; a larger file than `Int` holds (watchOS) is never an entry.
             size: Int(clamping: st.st_size), accessedAt: access, modifiedAt: modification,
-            isRegularFile: st.st_mode & S_IFMT == S_IFREG, isDirectory: st.st_mode & S_IFMT == S_IFDIR, owner: st.st_uid)
+            isRegularFile: st.st_mode & S_IFMT == S_IFREG, isDirectory: st.st_mode & S_IFMT == S_IFDIR, owner: st.st_uid
+        )
     }
 }
 
