@@ -1,12 +1,5 @@
+import CashierPlatform
 import Foundation
-
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A persistent cache of `Codable` values behind typed keys.
 ///
@@ -243,25 +236,11 @@ public final class Cache: Sendable {
     }
 
     private static func platformFolder(caches: Bool) -> String {
-        #if canImport(Darwin)
-        let directory: FileManager.SearchPathDirectory = caches ? .cachesDirectory : .applicationSupportDirectory
-        let base = FileManager.default.urls(for: directory, in: .userDomainMask).first?.path ?? NSTemporaryDirectory()
-        #if os(macOS) || targetEnvironment(macCatalyst)
-        // Set in every App Sandbox process (not in Apple's reference, but what sandboxed Mac apps
-        // and Electron test); a container path says the same, and is documented.
-        let isSandboxed = ProcessInfo.processInfo.environment["APP_SANDBOX_CONTAINER_ID"] != nil
+        let folder = Platform.userFolder(caches: caches)
+        guard let mac = folder.mac else { return folder.path }
         return ownFolder(
-            in: base, isMac: true, isSandboxed: isSandboxed,
-            bundleIdentifier: Bundle.main.bundleIdentifier, processName: ProcessInfo.processInfo.processName)
-        #else
-        return base
-        #endif
-        #else
-        let environment = ProcessInfo.processInfo.environment
-        if let xdg = environment[caches ? "XDG_CACHE_HOME" : "XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return home + (caches ? "/.cache" : "/.local/share")
-        #endif
+            in: folder.path, isMac: true, isSandboxed: mac.isSandboxed,
+            bundleIdentifier: mac.bundleIdentifier, processName: mac.processName)
     }
 
     /// The folder a process's `Cashier/<name>` folders go in, given the platform's caches or
@@ -406,37 +385,5 @@ final class Store: Sendable {
 
     private struct WeakStore {
         weak var store: Store?
-    }
-}
-
-/// Runs garbage collection every so often on a background queue of its own.
-private final class GarbageCollectionTimer: Sendable {
-    private let interval: TimeInterval
-    private let timer = Locked<DispatchSourceTimer?>(nil)
-    /// Serial: one round at a time, and ``waitForRunningRound()`` waits behind the current one.
-    private let queue = DispatchQueue(label: "Cashier.GarbageCollection", qos: .utility)
-
-    init(interval: TimeInterval) {
-        self.interval = interval
-    }
-
-    func start(_ work: @escaping @Sendable () -> Void) {
-        let source = DispatchSource.makeTimerSource(queue: queue)
-        source.schedule(deadline: .now() + interval, repeating: interval, leeway: .seconds(1))
-        source.setEventHandler(handler: work)
-        timer.withLock { $0 = source }
-        source.resume()
-    }
-
-    /// Returns once a round the timer has started is over (at once when none is running).
-    func waitForRunningRound() {
-        queue.sync {}
-    }
-
-    func stop() {
-        timer.withLock { timer in
-            timer?.cancel()
-            timer = nil
-        }
     }
 }

@@ -1,13 +1,7 @@
 import Cashier
+import CashierEntryFormat
+import CashierPlatform
 import Foundation
-
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Whether an entry can be used, as `list` and `--json` name it.
 enum EntryStatus: String {

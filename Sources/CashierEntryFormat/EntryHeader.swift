@@ -1,4 +1,4 @@
-import Foundation
+import CashierInternals
 
 /// How an entry's payload is encoded, as recorded in its header.
 package enum PayloadFormat: UInt8, Sendable, Hashable, CaseIterable {
@@ -71,19 +71,20 @@ package struct EntryHeader: Sendable, Hashable {
     package static let maximumLength = 1 << 24
     /// The largest entry file, header and payload together, that Cashier writes or reads: 1 GiB.
     ///
-    /// `set` refuses a larger value (``CacheError/Kind/invalidValue``), and a read takes a
+    /// A write refuses a larger value (the cache's `checkWritable()`), and a read takes a
     /// larger file, or a header that claims more, as damage before allocating anything for
     /// it: no file decides an allocation past this bound. It fits `Int` where `Int` is 32
     /// bits (watchOS on arm64_32).
     package static let maximumEntryLength = 1 << 30
-    static let checksumOffset = 72
+    package static let checksumOffset = 72
 
     package var key: String
     package var typeName: String
     package var format: PayloadFormat
     package var createdAt: Double
     package var validatedAt: Double
-    package var lifespan: Lifespan
+    /// The lifespan as stored; the cache reads it as its `Lifespan` (`EntryHeader.lifespan`).
+    package var storedLifespan: StoredLifespan
     package var schemaVersion: Int?
     package var appVersion: String?
     package var isLocked: Bool
@@ -93,14 +94,14 @@ package struct EntryHeader: Sendable, Hashable {
 
     package init(
         key: String, typeName: String, format: PayloadFormat, createdAt: Double, validatedAt: Double,
-        lifespan: Lifespan, schemaVersion: Int?, appVersion: String?, isLocked: Bool, payloadLength: Int
+        storedLifespan: StoredLifespan, schemaVersion: Int?, appVersion: String?, isLocked: Bool, payloadLength: Int
     ) {
         self.key = key
         self.typeName = typeName
         self.format = format
         self.createdAt = createdAt
         self.validatedAt = validatedAt
-        self.lifespan = lifespan
+        self.storedLifespan = storedLifespan
         self.schemaVersion = schemaVersion
         self.appVersion = appVersion
         self.isLocked = isLocked
@@ -110,22 +111,6 @@ package struct EntryHeader: Sendable, Hashable {
     /// The header's length in bytes, variable part included.
     package var length: Int {
         Self.fixedLength + key.utf8.count + typeName.utf8.count + (appVersion?.utf8.count ?? 0)
-    }
-
-    /// The moment the entry expires, ignoring the lock; `nil` for never.
-    ///
-    /// `lastUsedAt` is the entry's last use, for a ``Lifespan/sinceLastUse(_:)`` lifespan:
-    /// the file's access time (``FileInfo/accessedAt``), or later if the caller knows better;
-    /// `nil` when unknown (the lifespan then runs from "validated at").
-    package func expiresAt(lastUsedAt: Double?) -> Double? {
-        lifespan.expiration(validatedAt: validatedAt, lastUsedAt: lastUsedAt)
-    }
-
-    /// Whether the entry counts as expired at `now`, last used at `lastUsedAt` (see
-    /// ``expiresAt(lastUsedAt:)``): never when locked.
-    package func isExpired(at now: Double, lastUsedAt: Double?) -> Bool {
-        guard !isLocked, let expiresAt = expiresAt(lastUsedAt: lastUsedAt) else { return false }
-        return now >= expiresAt
     }
 
     /// The header's bytes, with the checksum computed over them and `payload`: always
@@ -141,7 +126,7 @@ package struct EntryHeader: Sendable, Hashable {
             out.storeBytes(of: UInt16(isLocked ? 1 : 0).littleEndian, toByteOffset: 6, as: UInt16.self)
             out.storeBytes(of: UInt32(length).littleEndian, toByteOffset: 8, as: UInt32.self)
             out[12] = format.rawValue
-            let (kind, value) = lifespan.encoded
+            let (kind, value) = storedLifespan.encoded
             out[13] = kind
             out[14] = schemaVersion == nil ? 0 : 1
             out[15] = appVersion == nil ? 0 : 1
@@ -163,28 +148,6 @@ package struct EntryHeader: Sendable, Hashable {
             out.storeBytes(of: sum.littleEndian, toByteOffset: Self.checksumOffset, as: UInt64.self)
         }
         return bytes
-    }
-
-    /// Throws unless an entry of this header (and its ``payloadLength``) is one a read accepts:
-    /// a header of at most ``maximumLength`` bytes, an entry of at most ``maximumEntryLength``.
-    ///
-    /// - Throws: ``CacheError`` of kind ``CacheError/Kind/invalidValue`` naming the key and the limit.
-    package func checkWritable() throws(CacheError) {
-        let headerLength = length
-        if headerLength > Self.maximumLength {
-            throw CacheError(
-                kind: .invalidValue, key: key,
-                message:
-                    "the entry's header would be \(headerLength) bytes (the key, type name and app version), more than the \(Self.maximumLength) bytes a header may hold"
-            )
-        }
-        if payloadLength > Self.maximumEntryLength - headerLength {
-            throw CacheError(
-                kind: .invalidValue, key: key,
-                message:
-                    "the entry would be \(headerLength + payloadLength) bytes, more than the \(Self.maximumEntryLength) bytes (1 GiB) an entry may hold"
-            )
-        }
     }
 
     /// The checksum of a header (whose checksum field is skipped) and a payload, by the
@@ -283,7 +246,7 @@ package struct EntryHeader: Sendable, Hashable {
             bitPattern: UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
         let value = Double(bitPattern: UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: 32, as: UInt64.self)))
         guard createdAt.isFinite, validatedAt.isFinite, value.isFinite else { throw .badField("timestamps") }
-        guard let lifespan = Lifespan(kind: prefix[13], value: value) else { throw .badField("lifespan") }
+        guard let lifespan = StoredLifespan(kind: prefix[13], value: value) else { throw .badField("lifespan") }
         let schema = Int64(littleEndian: prefix.loadUnaligned(fromByteOffset: 40, as: Int64.self))
         guard let schemaVersion = Int(exactly: schema) else { throw .badField("schema version") }
         var offset = fixedLength
@@ -302,7 +265,7 @@ package struct EntryHeader: Sendable, Hashable {
         let appVersion = try string(appLength)
         var header = EntryHeader(
             key: key, typeName: typeName, format: format, createdAt: createdAt, validatedAt: validatedAt,
-            lifespan: lifespan, schemaVersion: hasSchema == 1 ? schemaVersion : nil,
+            storedLifespan: lifespan, schemaVersion: hasSchema == 1 ? schemaVersion : nil,
             appVersion: hasApp == 1 ? appVersion : nil, isLocked: flags & 1 == 1, payloadLength: Int(payloadLength))
         header.checksum = UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: checksumOffset, as: UInt64.self))
         return header
@@ -349,22 +312,34 @@ package enum EntryFormatError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 }
 
-extension Lifespan {
+/// An entry's lifespan as its header stores it (bytes 13 and 32; see ``EntryHeader``). The
+/// cache's public `Lifespan` maps to it one to one; a date is seconds since 1970 here.
+package enum StoredLifespan: Sendable, Hashable {
+    /// Kind 0: valid until removed.
+    case never
+    /// Kind 1: valid this many seconds after "validated at".
+    case seconds(Double)
+    /// Kind 2: valid until this moment, in seconds since 1970.
+    case until(Double)
+    /// Kind 3: valid this many seconds after the last use.
+    case sinceLastUse(Double)
+
     /// The header's (kind, value) pair for this lifespan.
-    var encoded: (UInt8, Double) {
+    package var encoded: (UInt8, Double) {
         switch self {
         case .never: (0, 0)
         case .seconds(let seconds): (1, seconds)
-        case .until(let date): (2, date.timeIntervalSince1970)
+        case .until(let date): (2, date)
         case .sinceLastUse(let seconds): (3, seconds)
         }
     }
 
-    init?(kind: UInt8, value: Double) {
+    /// The lifespan of a header's (kind, value) pair; `nil` for a kind this build does not know.
+    package init?(kind: UInt8, value: Double) {
         switch kind {
         case 0: self = .never
         case 1: self = .seconds(value)
-        case 2: self = .until(Date(timeIntervalSince1970: value))
+        case 2: self = .until(value)
         case 3: self = .sinceLastUse(value)
         default: return nil
         }

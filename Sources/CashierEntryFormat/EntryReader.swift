@@ -1,15 +1,7 @@
 import Foundation
 
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// How an entry file is read, by the cache and the `cashier-tool` alike: the one reader,
-/// fuzzed once (Tests/Fuzz/EntryFuzzer.swift compiles this file with the format's).
+/// fuzzed once (Tests/Fuzz/EntryFuzzer.swift links this module, CashierEntryFormat).
 ///
 /// No byte of the file decides an allocation before it is checked:
 /// 1. the first ``prefixLength`` bytes (at most; the whole file for most entries) are read

@@ -1,7 +1,7 @@
 extension UnsafeRawBufferPointer {
     /// Whether every byte is below 0x80, tested eight at a time. Such bytes are ASCII, which is
     /// UTF-8 that `String(decoding:as:)` takes as it is, with nothing to validate or repair.
-    var isASCII: Bool {
+    @inlinable package var isASCII: Bool {
         var index = 0
         var high: UInt64 = 0
         while index + 8 <= count {

@@ -20,7 +20,7 @@ import Foundation
 /// `@escaping @Sendable (Bool) -> Void`, called asynchronously. (Foundation API, not C, so
 /// `.ci/darwin-calls.c` cannot check it; `.ci/darwin-swift.sh` type-checks the branch against
 /// that documented declaration.)
-func withBackgroundActivity<R>(_ reason: String, _ body: () -> R) -> R? {
+package func withBackgroundActivity<R>(_ reason: String, _ body: () -> R) -> R? {
     #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
     return runExpiringActivity(body) { block in
         ProcessInfo.processInfo.performExpiringActivity(withReason: reason, using: block)
@@ -33,7 +33,7 @@ func withBackgroundActivity<R>(_ reason: String, _ body: () -> R) -> R? {
 /// Runs `body` through `perform`, which calls the block it is given, asynchronously, first
 /// with `expired` false (or true when there is no time) and perhaps later with true; waits
 /// for the first call. `perform` is the system's on iOS, a test's elsewhere.
-func runExpiringActivity<R>(_ body: () -> R, perform: (@escaping @Sendable (Bool) -> Void) -> Void) -> R? {
+package func runExpiringActivity<R>(_ body: () -> R, perform: (@escaping @Sendable (Bool) -> Void) -> Void) -> R? {
     withoutActuallyEscaping(body) { body in
         let activity = ExpiringActivity(body)
         perform { expired in activity.run(expired: expired) }
@@ -46,22 +46,22 @@ func runExpiringActivity<R>(_ body: () -> R, perform: (@escaping @Sendable (Bool
 /// the body (unless already expired); a later call, the expiry notice, finds it started.
 ///
 /// Compiled everywhere, though only iOS-family systems use it, so Linux tests cover it.
-final class ExpiringActivity<R>: @unchecked Sendable {
+package final class ExpiringActivity<R>: @unchecked Sendable {
     // `body` and `result` are touched only by the block's first call, and `result` read by
     // the caller after `finished` is signalled by that call: the semaphore orders them.
     // `body` is dropped before the signal: the system may keep (and call) the block after the
     // caller has returned, and `withoutActuallyEscaping` traps if `body` is still referenced.
     private var body: (() -> R)?
-    private(set) var result: R?
-    let finished = DispatchSemaphore(value: 0)
+    package private(set) var result: R?
+    package let finished = DispatchSemaphore(value: 0)
     private let started = Locked(false)
 
-    init(_ body: @escaping () -> R) {
+    package init(_ body: @escaping () -> R) {
         self.body = body
     }
 
     /// What the activity's block does when called with `expired`.
-    func run(expired: Bool) {
+    package func run(expired: Bool) {
         let isFirstCall = started.withLock { started in
             defer { started = true }
             return !started

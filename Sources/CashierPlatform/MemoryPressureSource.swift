@@ -3,7 +3,7 @@ import Dispatch
 /// Tells a cache when the system runs short of memory, on Apple platforms; elsewhere
 /// there is no such signal and ``init()`` answers `nil`.
 ///
-/// This file is the memory tier's only platform branch. The Darwin calls, each checked
+/// The memory tier's only platform signal. The Darwin calls, each checked
 /// against Apple's documentation (they are Dispatch overlay API, not C declarations that
 /// `.ci/darwin-calls.c` could compile; `.ci/darwin-swift.sh` type-checks this branch against
 /// the documented declarations):
@@ -19,18 +19,18 @@ import Dispatch
 ///
 /// `@unchecked Sendable`: its one property is a constant dispatch source, an object Dispatch
 /// makes safe to use from any thread (not every SDK marks the protocol `Sendable`).
-final class MemoryPressureSource: @unchecked Sendable {
+package final class MemoryPressureSource: @unchecked Sendable {
     #if canImport(Darwin)
     private let source: any DispatchSourceMemoryPressure
 
-    init?() {
+    package init?() {
         // Warning and critical only: `.normal` would say the pressure is over, with nothing to do.
         source = DispatchSource.makeMemoryPressureSource(
             eventMask: [.warning, .critical], queue: .global(qos: .utility))
     }
 
     /// Calls `relieve` for each event, on a background queue, until ``stop()``.
-    func start(_ relieve: @escaping @Sendable (MemoryPressure) -> Void) {
+    package func start(_ relieve: @escaping @Sendable (MemoryPressure) -> Void) {
         // `weak`: the source keeps its handler until cancelled, and the handler must not keep the source.
         source.setEventHandler { [weak self] in
             guard let source = self?.source else { return }
@@ -47,14 +47,22 @@ final class MemoryPressureSource: @unchecked Sendable {
     }
 
     /// Cancels the source; no event is delivered afterwards. Called from `Cache.deinit`.
-    func stop() {
+    package func stop() {
         source.cancel()
     }
     #else
-    init?() { nil }
+    package init?() { nil }
 
-    func start(_ relieve: @escaping @Sendable (MemoryPressure) -> Void) {}
+    package func start(_ relieve: @escaping @Sendable (MemoryPressure) -> Void) {}
 
-    func stop() {}
+    package func stop() {}
     #endif
+}
+
+/// How urgently the system asks processes to give memory back.
+package enum MemoryPressure: Sendable, Hashable {
+    /// Memory is getting short: drop what is cheapest to get back.
+    case warning
+    /// Memory is short: drop everything that can be rebuilt.
+    case critical
 }

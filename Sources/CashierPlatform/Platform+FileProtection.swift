@@ -11,16 +11,17 @@ extension Platform {
     /// protection classes apply there only to some apps on Apple silicon, and setting one
     /// elsewhere fails; a macOS cache relies on its owner-only permissions and FileVault.
     /// Linux: nothing to do (owner-only permissions are the protection).
-    static func protectCompletely(_ path: String) throws(SystemError) {
+    ///
+    /// - Returns: `nil`, or the `errno` that stands for the failure (`EPERM` when refused, else `EIO`).
+    package static func protectCompletely(_ path: String) -> Int32? {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
         do {
             try FileManager.default.setAttributes([.protectionKey: FileProtectionType.complete], ofItemAtPath: path)
         } catch {
-            throw SystemError(
-                code: (error as NSError).code == NSFileWriteNoPermissionError ? EPERM : EIO,
-                operation: "set complete data protection", path: path)
+            return (error as NSError).code == NSFileWriteNoPermissionError ? EPERM : EIO
         }
         #endif
+        return nil
     }
 
     /// Marks a newly made folder as excluded from iCloud and device backups (re-creatable data
@@ -29,7 +30,7 @@ extension Platform {
     /// Apple platforms: `URLResourceValues.isExcludedFromBackup` (Foundation; iOS 5.1,
     /// macOS 10.8, tvOS 9, watchOS 2), set on the folder, which covers what it holds.
     /// Best effort: a folder that cannot be marked still works as a cache. Linux: nothing.
-    static func excludeFromBackup(_ path: String) {
+    package static func excludeFromBackup(_ path: String) {
         #if canImport(Darwin)
         var url = URL(fileURLWithPath: path, isDirectory: true)
         var values = URLResourceValues()

@@ -1,17 +1,9 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 extension Platform {
     /// Bytes available to this user on the volume holding `path`, clamped to `Int.max`.
     ///
     /// The product is taken in `UInt64`: where `Int` is 32 bits (watchOS on arm64_32),
     /// blocks times block size overflows it once more than 2 GiB are free.
-    static func availableBytes(_ path: String) -> Int? {
+    package static func availableBytes(_ path: String) -> Int? {
         #if canImport(Darwin)
         // <sys/mount.h>: statfs's f_bavail is uint64_t and f_bsize uint32_t. (statvfs's
         // f_bavail is only an unsigned int there, and f_frsize an unsigned long, 32 bits on

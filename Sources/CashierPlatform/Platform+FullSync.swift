@@ -1,11 +1,3 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 extension Platform {
     /// Flushes a file (`dataOnly`: its data and length) or a folder (its entries: the names
     /// created, renamed and removed) to stable storage; returns 0 or -1 with `errno` set.
@@ -16,7 +8,7 @@ extension Platform {
     /// file systems (network, FAT) refuse it: `fsync` is the fallback. Linux: `fdatasync`
     /// for a file's data, since its other metadata does not matter to a reader; `fsync`
     /// for a folder.
-    static func synchronize(_ fd: Int32, dataOnly: Bool) -> Int32 {
+    package static func synchronize(_ fd: Int32, dataOnly: Bool) -> Int32 {
         #if canImport(Darwin)
         return fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd)
         #else

@@ -1,3 +1,5 @@
+import CashierEntryFormat
+import CashierPlatform
 import Foundation
 
 #if canImport(Darwin)
@@ -197,7 +199,9 @@ package final class DiskStore: Sendable {
         }
         try fileSystem.createDirectory(folder, permissions: options.folderPermissions)
         guard missing.first == folder else { return }
-        if options.completeProtection { try Platform.protectCompletely(folder) }
+        if options.completeProtection, let code = Platform.protectCompletely(folder) {
+            throw SystemError(code: code, operation: "set complete data protection", path: folder)
+        }
         if options.excludesFromBackup { Platform.excludeFromBackup(folder) }
         if options.synchronize {
             for created in missing {

@@ -1,12 +1,6 @@
+import CashierEntryFormat
+import CashierPlatform
 import Foundation
-
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Entry files read through any ``FileSystem``: open, fstat, then ``EntryReader``'s reads.
 /// The cache (``DiskStore``) and the `cashier-tool` both read here.

@@ -1,10 +1,4 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CashierPlatform
 
 extension POSIXFileSystem {
     /// `utimensat(2)` with the modification time omitted.
@@ -20,17 +14,11 @@ extension POSIXFileSystem {
         let whole = seconds.rounded(.down)
         var times = [
             timespec(tv_sec: time_t(whole), tv_nsec: Int(((seconds - whole) * 1e9).rounded(.down))),
-            timespec(tv_sec: 0, tv_nsec: Self.omitTime),
+            // UTIME_OMIT (<sys/stat.h>), from CCashierPlatform: Swift does not import the macro.
+            timespec(tv_sec: 0, tv_nsec: CCashierPlatform_UTIME_OMIT),
         ]
         guard utimensat(AT_FDCWD, path, &times, 0) == 0 else {
             throw SystemError(code: errno, operation: "utimensat", path: path)
         }
     }
-
-    /// `UTIME_OMIT`, whose C definitions (a shift, a cast) Swift does not import.
-    #if canImport(Darwin)
-    private static let omitTime = -2
-    #else
-    private static let omitTime = (1 << 30) - 2
-    #endif
 }

@@ -1,12 +1,5 @@
+import CashierPlatform
 import Foundation
-
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A failed system call: which one, on what, and `errno`.
 package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -59,6 +52,18 @@ package struct FileInfo: Sendable, Hashable {
     /// The file's owner (`st_uid`): a cache that shares with no one reads only its user's files.
     /// No default: a `FileInfo` built without it would pass as root's, trusted.
     package var owner: uid_t
+}
+
+extension FileInfo {
+    /// What Cashier uses of a `stat`: sizes clamp instead of trapping where `Int` is 32 bits.
+    package init(_ st: stat) {
+        let (access, modification) = Platform.times(st)
+        self.init(
+            // off_t is 64 bits everywhere; a larger file than `Int` holds (watchOS) is never an entry.
+            size: Int(clamping: st.st_size), accessedAt: access, modifiedAt: modification,
+            isRegularFile: st.st_mode & S_IFMT == S_IFREG, isDirectory: st.st_mode & S_IFMT == S_IFDIR, owner: st.st_uid
+        )
+    }
 }
 
 /// Every file-system call Cashier makes: the seam tests use to inject failures.
@@ -196,7 +201,9 @@ package struct POSIXFileSystem: FileSystem {
             throw SystemError(code: errno, operation: "fchmod", path: path)
         }
         // The file exists and is empty: protect it before its first byte.
-        if completeProtection { try Platform.protectCompletely(path) }
+        if completeProtection, let code = Platform.protectCompletely(path) {
+            throw SystemError(code: code, operation: "set complete data protection", path: path)
+        }
         try writeAll(fd, header, payload, path: path)
         if synchronize {
             guard Platform.synchronize(fd, dataOnly: true) == 0 else {

@@ -1,10 +1,4 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CashierPlatform
 
 /// What `lstat` (and, for a symbolic link, `stat`) says of a cache folder: enough to decide
 /// whether anyone but its user could plant entries in it, as OpenSSH's StrictModes decides for `~/.ssh`.

@@ -1,3 +1,4 @@
+import CashierInternals
 import Foundation
 
 extension DiskStore {

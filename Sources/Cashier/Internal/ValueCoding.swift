@@ -1,3 +1,6 @@
+import CashierEntryFormat
+import CashierJSON
+import CashierPlatform
 import Foundation
 
 /// Turns values into payload bytes and back, by codec; `Data` passes through raw.

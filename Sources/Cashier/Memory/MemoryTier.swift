@@ -1,3 +1,5 @@
+import CashierEntryFormat
+import CashierPlatform
 import Foundation
 
 /// What Cashier knows of a stored entry besides its value.
