@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #endif
 
-#include "CCashierPlatform.h"
+#include "include/CCashierPlatform.h"
 
 #include <errno.h>
 #include <fcntl.h>
