@@ -12,7 +12,10 @@ let package = Package(
         .plugin(name: "CashierPlugin", targets: ["CashierPlugin"]),
     ],
     targets: [
-        .target(name: "Cashier"),
+        .target(name: "Cashier", dependencies: ["CashierEviction"]),
+        // Replacement policies (LRU, SIEVE, S3-FIFO, W-TinyLFU, adaptive) behind one protocol:
+        // internal to the package, depending on nothing, so the trace replay can link them alone.
+        .target(name: "CashierEviction"),
         // The tool's commands live in a library so tests can drive them in-process.
         .target(name: "CashierCommands", dependencies: ["Cashier"]),
         // Named like its product so the command plugin can depend on it (Swift 6.3 rule), and unlike
@@ -33,6 +36,7 @@ let package = Package(
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
         .testTarget(name: "CashierTests", dependencies: ["Cashier", "CashierTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier", "CashierTestSupport"]),
+        .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
         .testTarget(name: "CashierProcessTests", dependencies: ["Cashier", "CashierStress", "CashierTestSupport"]),
     ],
