@@ -45,8 +45,19 @@ public final class Cache: Sendable {
         /// memory than its encoding, so the bound is kept well below what iOS tolerates before it
         /// ends an app for its memory use. See ``Cache/purgeMemory()``.
         public var memoryCostLimit: Int? = Configuration.defaultMemoryCostLimit
-        /// Bytes on disk (headers included) past which least recently used entries are evicted, off the caller's thread.
-        public var diskSizeLimit: Int? = nil
+        /// Bytes on disk (headers included) past which least recently used entries are evicted, off the caller's thread;
+        /// `nil` for no bound.
+        ///
+        /// The default depends on ``location``: 150 MiB (``Cache/Configuration-swift.struct/defaultDiskSizeLimit``)
+        /// for ``Location/caches``, `nil` for every other location. A value you set, `nil` included, is kept
+        /// whatever the location. See <doc:StorageAndLimits>.
+        public var diskSizeLimit: Int? {
+            get {
+                diskSizeLimitSetting.resolved(locationDefault: location == .caches ? Self.defaultDiskSizeLimit : nil)
+            }
+            set { diskSizeLimitSetting = .explicit(newValue) }
+        }
+        var diskSizeLimitSetting = DefaultedSetting<Int>.locationDefault
         /// The version unversioned keys' entries are tied to: the main bundle's version, else the
         /// `CASHIER_APP_VERSION` environment variable (for servers and tools, which have no bundle
         /// version), else `nil`. See ``Cache/named(_:appVersion:)``.
@@ -62,7 +73,18 @@ public final class Cache: Sendable {
         /// Whether `set` waits for the data to reach stable storage.
         public var durability: Durability = .standard
         /// How often ``Cache/collectGarbage()`` runs by itself, in seconds; `nil` for never.
-        public var garbageCollectionInterval: TimeInterval? = nil
+        ///
+        /// The default depends on ``location``: every 30 minutes
+        /// (``Cache/Configuration-swift.struct/defaultGarbageCollectionInterval``) for ``Location/caches``, `nil`
+        /// for every other location. A value you set, `nil` included, is kept whatever the location.
+        public var garbageCollectionInterval: TimeInterval? {
+            get {
+                garbageCollectionIntervalSetting.resolved(
+                    locationDefault: location == .caches ? Self.defaultGarbageCollectionInterval : nil)
+            }
+            set { garbageCollectionIntervalSetting = .explicit(newValue) }
+        }
+        var garbageCollectionIntervalSetting = DefaultedSetting<TimeInterval>.locationDefault
         /// Garbage collection also evicts (least recently used, unlocked first) while the
         /// volume holding the cache has fewer free bytes than this.
         public var minimumFreeDiskSpace: Int? = nil
@@ -193,7 +215,8 @@ public final class Cache: Sendable {
     ///
     /// Its ``Configuration-swift.struct/appVersion`` is the default one: the main bundle's
     /// version, else the `CASHIER_APP_VERSION` environment variable. A server sets one with
-    /// ``named(_:appVersion:)``.
+    /// ``named(_:appVersion:)``. Its disk is bounded like every ``Location/caches`` cache's:
+    /// 150 MiB, collected every 30 minutes; ``named(_:diskSizeLimit:)`` sets another limit.
     public static func named(_ name: String) -> Cache {
         named(name, resolvedAppVersion: Configuration.defaultAppVersion)
     }
@@ -242,7 +265,7 @@ public final class Cache: Sendable {
         }
     }
 
-    private static func platformFolder(caches: Bool) -> String {
+    static func platformFolder(caches: Bool) -> String {
         #if canImport(Darwin)
         let directory: FileManager.SearchPathDirectory = caches ? .cachesDirectory : .applicationSupportDirectory
         let base = FileManager.default.urls(for: directory, in: .userDomainMask).first?.path ?? NSTemporaryDirectory()
