@@ -58,9 +58,10 @@ public final class Cache: Sendable {
             set { diskSizeLimitSetting = .explicit(newValue) }
         }
         var diskSizeLimitSetting = DefaultedSetting<Int>.locationDefault
-        /// The version unversioned keys' entries are tied to: the main bundle's version, else the
-        /// `CASHIER_APP_VERSION` environment variable (for servers and tools, which have no bundle
-        /// version), else `nil`. See ``Cache/named(_:appVersion:)``.
+        /// The version unversioned keys' entries are tied to: the main bundle's short version
+        /// (`CFBundleShortVersionString`, `1.4`: not the build number, so TestFlight builds of one
+        /// release share entries), else the `CASHIER_APP_VERSION` environment variable (for servers
+        /// and tools, which have no bundle version), else `nil`. See ``Cache/named(_:appVersion:)``.
         public var appVersion: String? = Configuration.defaultAppVersion
         /// How entry files are protected.
         public var fileProtection: FileProtection = .none
@@ -109,18 +110,27 @@ public final class Cache: Sendable {
             Int(min(physicalMemory / 32, 128 << 20))
         }
 
-        /// `CFBundleShortVersionString` and `CFBundleVersion` of the main bundle, when it has them.
+        /// The main bundle's version, as ``bundleVersion(shortVersion:build:)`` picks it.
         /// ``appVersion``'s default; not public API (a program reads `Configuration(name:).appVersion`).
         static var mainBundleVersion: String? {
             let info = Bundle.main.infoDictionary
-            let short = info?["CFBundleShortVersionString"] as? String
-            let build = info?["CFBundleVersion"] as? String
-            switch (short, build) {
-            case (let short?, let build?) where short != build: return "\(short) (\(build))"
-            case (let short?, _): return short
-            case (nil, let build?): return build
-            default: return nil
-            }
+            return bundleVersion(
+                shortVersion: info?["CFBundleShortVersionString"] as? String, build: info?["CFBundleVersion"] as? String
+            )
+        }
+
+        /// The release's version, `CFBundleShortVersionString` (`1.4`), else the build number
+        /// `CFBundleVersion`, else `nil`.
+        ///
+        /// The build number is left out on purpose: it changes with every TestFlight or
+        /// internal build of one release, and each change would discard every unversioned entry.
+        /// An App Store update always changes the short version, so unversioned entries still
+        /// start afresh with each release users install; a model that changes between builds
+        /// of one release needs a ``CacheKey/schemaVersion`` either way.
+        package static func bundleVersion(shortVersion: String?, build: String?) -> String? {
+            if let shortVersion, !shortVersion.isEmpty { return shortVersion }
+            if let build, !build.isEmpty { return build }
+            return nil
         }
     }
 
