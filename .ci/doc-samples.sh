@@ -79,6 +79,10 @@ if [ "$(uname -s)" != "Darwin" ]; then
     swiftc_common+=(-I "$work/stubs")
 fi
 
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "== doc-samples: installing python3 (join.py needs it)"
+    apt-get update && apt-get install -y --no-install-recommends python3
+fi
 echo "== doc-samples: joining README.md and the articles, in the catalog's order"
 python3 .ci/doc-samples/join.py "$root" "$work/program"
 
