@@ -5,7 +5,7 @@ import PackageDescription
 // alone. Development-only packages (benchmarks) live in Benchmarks/Package.swift.
 let package = Package(
     name: "Cashier",
-    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9)],
+    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "Cashier", targets: ["Cashier"]),
         .executable(name: "cashier-tool", targets: ["cashier-tool"]),
