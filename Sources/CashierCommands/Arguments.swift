@@ -79,15 +79,20 @@ extension Invocation {
             switch arguments.count {
             case 1: return .help(command: nil)
             case 2:
-                guard commandNames.contains(arguments[1]) else { throw UsageError("unknown command '\(arguments[1])'") }
+                guard commandNames.contains(arguments[1]) else { throw unknownCommand(arguments[1]) }
                 return .help(command: arguments[1])
             default: throw UsageError("help takes at most one command", command: "help")
             }
         }
-        guard let grammar = Grammar.all[first] else { throw UsageError("unknown command '\(first)'") }
+        guard let grammar = Grammar.all[first] else { throw unknownCommand(first) }
         let parsed = try grammar.parse(Array(arguments.dropFirst()), command: first)
         if parsed.wantsHelp { return .help(command: first) }
         return try parsed.invocation(first)
+    }
+
+    /// "unknown command 'lsit'; did you mean 'list'?"
+    private static func unknownCommand(_ name: String) -> UsageError {
+        UsageError("unknown command '\(name)'" + Suggestion.clause(name, among: commandNames))
     }
 }
 
@@ -157,7 +162,10 @@ private struct Grammar {
                     index += 1
                 }
             } else {
-                throw UsageError("unknown option '\(name)' for '\(command)'", command: command)
+                throw UsageError(
+                    "unknown option '\(name)' for '\(command)'"
+                        + Suggestion.clause(name, among: (flags.union(valued)).sorted() + ["--help"]),
+                    command: command)
             }
         }
         if parsed.wantsHelp { return parsed }

@@ -60,7 +60,7 @@ package enum CashierCommands {
         do {
             invocation = try Invocation.parse(arguments)
         } catch {
-            console.printError("cashier: \(error.message)")
+            console.printError("cashier-tool: \(error.message)")
             console.printError("")
             console.printError(Help.text(for: error.command))
             return .usage
@@ -68,10 +68,10 @@ package enum CashierCommands {
         do {
             return try run(invocation, console: console, now: now)
         } catch let error as ToolError {
-            console.printError("cashier: \(error.message)")
+            console.printError("cashier-tool: \(error.message)")
             return error.status
         } catch {
-            console.printError("cashier: \(error)")
+            console.printError("cashier-tool: \(error)")
             return .failure
         }
     }

@@ -31,7 +31,7 @@ enum FolderWarning {
         guard let status = FolderStatus(path: directory),
             let reason = status.refusal(for: .owner, user: geteuid())
         else { return nil }
-        return "cashier: warning: \(directory): \(reason). A cache would refuse this folder "
+        return "cashier-tool: warning: \(directory): \(reason). A cache would refuse this folder "
             + "(unless it shares it with its group on purpose): its entries may have been planted by someone else."
     }
 }
