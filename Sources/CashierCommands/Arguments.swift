@@ -11,6 +11,7 @@ enum Invocation: Sendable, Equatable {
     case prune(directory: String, options: PruneOptions, json: Bool)
     case remove(directory: String, key: String, force: Bool)
     case demo(directory: String?)
+    case report(directory: String, output: String?, sizeLimit: Int?)
 }
 
 /// The orders `list --sort` knows.
@@ -56,7 +57,7 @@ struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
 
 extension Invocation {
     /// The commands `cashier` knows, in the order the help lists them.
-    static let commandNames = ["list", "show", "stats", "verify", "prune", "remove", "demo", "help"]
+    static let commandNames = ["list", "show", "stats", "verify", "report", "prune", "remove", "demo", "help"]
 
     /// Parses the arguments after the program name.
     ///
@@ -112,6 +113,7 @@ private struct Grammar {
             flags: ["--json", "--expired", "--damaged", "--dry-run"], valued: ["--max-size"],
             operands: 1...1, operandNames: "DIR"),
         "remove": Grammar(flags: ["--force"], operands: 2...2, operandNames: "DIR KEY"),
+        "report": Grammar(valued: ["--output", "--size-limit"], operands: 1...1, operandNames: "DIR"),
         "demo": Grammar(operands: 0...1, operandNames: "[DIR]"),
     ]
 
@@ -215,6 +217,18 @@ extension Grammar.Parsed {
                 throw UsageError("'prune' needs --expired, --damaged or --max-size BYTES", command: command)
             }
             return .prune(directory: operands[0], options: options, json: json)
+        case "report":
+            var sizeLimit: Int?
+            if let value = values["--size-limit"] {
+                guard let bytes = ByteCount.parse(value), bytes > 0 else {
+                    throw UsageError(
+                        "--size-limit takes a byte count such as 1048576, 512K or 150M, not '\(value)'",
+                        command: command)
+                }
+                sizeLimit = bytes
+            }
+            if values["--output"]?.isEmpty == true { throw UsageError("--output needs a file name", command: command) }
+            return .report(directory: operands[0], output: values["--output"], sizeLimit: sizeLimit)
         case "remove":
             return .remove(directory: operands[0], key: operands[1], force: flags.contains("--force"))
         default:

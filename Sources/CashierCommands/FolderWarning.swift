@@ -14,7 +14,8 @@ extension Invocation {
     var inspectedFolder: String? {
         switch self {
         case .list(let directory, _, _), .show(let directory, _, _), .stats(let directory, _),
-            .verify(let directory, _), .prune(let directory, _, _), .remove(let directory, _, _):
+            .verify(let directory, _), .prune(let directory, _, _), .remove(let directory, _, _),
+            .report(let directory, _, _):
             directory
         case .help, .version, .demo:
             nil

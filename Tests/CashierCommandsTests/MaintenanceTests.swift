@@ -141,6 +141,7 @@ import Testing
         ["list"], ["list", "--json"], ["list", "--sort", "age"], ["show", "profile"], ["show", "blob", "--json"],
         ["show", "feed"], ["stats"], ["stats", "--json"], ["verify"], ["verify", "--json"],
         ["prune", "--damaged", "--expired", "--max-size", "0", "--dry-run"], ["show", "missing"],
+        ["report"], ["report", "--size-limit", "1K"],
     ])
     func readOnlyCommandsLeaveTheFolderByteForByteUnchanged(command: [String]) throws {
         try damage("note", in: folder)

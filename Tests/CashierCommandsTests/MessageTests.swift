@@ -28,6 +28,9 @@ import Testing
                 "cashier-tool: unknown command 'verfiy'; did you mean 'verify'?\n"))
         #expect(
             cashier("help", "stat").error.hasPrefix("cashier-tool: unknown command 'stat'; did you mean 'stats'?\n"))
+        #expect(
+            cashier("reprot", folder.path).error.hasPrefix(
+                "cashier-tool: unknown command 'reprot'; did you mean 'report'?\n"))
         // Nothing close: no guess.
         #expect(cashier("frobnicate").error.hasPrefix("cashier-tool: unknown command 'frobnicate'\n"))
     }
