@@ -29,7 +29,7 @@ enum ReportAssets {
         .meter { height: 6px; background: #e8ebef; border-radius: 3px; margin-top: 6px; overflow: hidden; }
         .meter div { height: 100%; background: var(--accent); }
         .meter.over div { background: #c0392b; }
-        .charts { display: flex; flex-wrap: wrap; gap: 10px 30px; }
+        .charts { display: flex; flex-wrap: wrap; gap: 10px 20px; }
         figure { margin: 0; }
         figcaption { font-weight: 600; margin-bottom: 4px; }
         svg.chart { max-width: 100%; height: auto; font-size: 12px; }
@@ -37,7 +37,7 @@ enum ReportAssets {
         svg.chart text { fill: var(--ink); }
         svg.chart text.amount { fill: var(--muted); }
         .thumbs { display: flex; flex-wrap: wrap; gap: 10px; }
-        .thumb { width: 96px; text-align: center; }
+        .thumb { width: 108px; text-align: center; }
         .thumb img { width: 64px; height: 64px; object-fit: contain; image-rendering: pixelated;
           background: repeating-conic-gradient(#eee 0 25%, #fff 0 50%) 0 0 / 12px 12px;
           border: 1px solid var(--line); border-radius: 4px; }

@@ -52,9 +52,9 @@ enum ReportCharts {
     /// Horizontal bars: a label column, the bar scaled to the largest, the size and count.
     static func bars(_ bars: [Bar], label: String) -> String {
         let rowHeight = 24
-        let labelWidth = 210
-        let barWidth = 200
-        let width = labelWidth + barWidth + 130
+        let labelWidth = 200
+        let barWidth = 180
+        let width = labelWidth + barWidth + 160 // room for "1023.9 MiB · 10000 entries"
         let height = max(bars.count, 1) * rowHeight + 4
         let largest = max(bars.map(\.bytes).max() ?? 0, 1)
         var svg =
