@@ -140,6 +140,17 @@ import Testing
         #expect(byAge[1] == ReportCharts.Bar(label: "1 minute to 1 hour", bytes: inventory.totalSize, count: 5))
     }
 
+    /// 10,000 entries made a 2.8 MiB page (issue 28: "a few MB"): about 300 bytes a row.
+    /// This pins the cost of a row, so the page of a large folder cannot quietly grow.
+    @Test func aRowCostsAFewHundredBytesSoALargeFolderMakesAPageOfAFewMB() throws {
+        let cache = try makeFixture(folder)
+        for index in 0..<1000 {
+            try cache.set(TestUser(name: "User \(index)", age: index), for: CacheKey<TestUser>("user.\(index).profile"))
+        }
+        let page = cashier("report", folder.path).output.utf8.count
+        #expect(page < 1005 * 360 + 64 * 1024, "\(page) bytes for 1005 entries")
+    }
+
     @Test func anEmptyFolderStillMakesAPage() throws {
         let empty = TemporaryFolder()
         try FileManager.default.createDirectory(atPath: empty.path, withIntermediateDirectories: true)
