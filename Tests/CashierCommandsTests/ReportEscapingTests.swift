@@ -46,6 +46,18 @@ import Testing
             payloadLength: payload.count)
         let bytes = payload.withUnsafeBytes { header.encode(payload: $0) } + payload
         _ = FileManager.default.createFile(atPath: path + "/" + DiskStore.fileName(for: "typed"), contents: Data(bytes))
+        // A key that is not UTF-8: one byte of a written key made 0xFF.
+        let name = "bad-utf8-<b>"
+        var invalid =
+            payload.withUnsafeBytes {
+                EntryHeader(
+                    key: name, typeName: "String", format: .json, createdAt: 0, validatedAt: 0, lifespan: .never,
+                    schemaVersion: nil, appVersion: nil, isLocked: false, payloadLength: payload.count
+                ).encode(payload: $0)
+            } + payload
+        let at = try #require(invalid.indices.first { invalid[$0...].starts(with: Array(name.utf8)) })
+        invalid[at + 3] = 0xFF
+        _ = FileManager.default.createFile(atPath: path + "/" + DiskStore.fileName(for: name), contents: Data(invalid))
         // A file named like an entry that is not one, holding markup: damaged, shown by its name.
         _ = FileManager.default.createFile(
             atPath: path + "/" + DiskStore.fileName(for: "garbage"), contents: Data("<script>alert(4)</script>".utf8))
@@ -92,6 +104,13 @@ import Testing
         #expect(cells.contains("\"><b onclick=alert(2)>1.0</b>"))
         #expect(cells.contains("'><script>alert(3)</script>"))
         #expect(cells.contains("[\(DiskStore.fileName(for: "garbage"))]"))
+        // The key that is not UTF-8 is shown as `list` shows it.
+        let invalid = try #require(
+            Inventory.readEntry(path, DiskStore.fileName(for: "bad-utf8-<b>"), keepPayload: false))
+        #expect(invalid.isDamaged)
+        let shown = invalid.tableRow(at: inspectedAt.timeIntervalSince1970)[0]
+        #expect(cashier("list", path).output.contains(shown))
+        #expect(cells.contains(shown))
         let alts = document.root.elements("img").compactMap { $0.attribute("alt") }
         #expect(Set(alts) == Set(Self.hostile.prefix(3).map { Format.escaped("image " + $0) }))
         #expect(document.root.elements("title").first?.text == "Cashier report: " + path)
