@@ -187,6 +187,14 @@ import Testing
         #expect(diagnostics.contains("give --output FILE"))
     }
 
+    @Test func reportsArgumentsParse() throws {
+        #expect(
+            try Invocation.parse(["report", "d", "--output=r.html", "--size-limit", "150M"])
+                == .report(directory: "d", output: "r.html", sizeLimit: 150 << 20))
+        #expect(try Invocation.parse(["report", "d"]) == .report(directory: "d", output: nil, sizeLimit: nil))
+        #expect(try Invocation.parse(["report", "--help"]) == .help(command: "report"))
+    }
+
     @Test func reportsOptionsAreChecked() {
         #expect(
             cashier("report", folder.path, "--size-limit", "lots").error.contains("--size-limit takes a byte count"))
