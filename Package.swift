@@ -5,7 +5,7 @@ import PackageDescription
 // alone. Development-only packages (benchmarks) live in Benchmarks/Package.swift.
 let package = Package(
     name: "Cashier",
-    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9)],
+    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "Cashier", targets: ["Cashier"]),
         .executable(name: "cashier-tool", targets: ["cashier-tool"]),
@@ -24,8 +24,14 @@ let package = Package(
         .target(name: "CashierEntryFormat", dependencies: ["CashierInternals"]),
         // The JSON fast path: decodes what JSONEncoder wrote, or gives up for JSONDecoder to decide.
         .target(name: "CashierJSON", dependencies: ["CashierInternals"]),
+        // Replacement policies (LRU, SIEVE, S3-FIFO, W-TinyLFU, adaptive) behind one protocol:
+        // internal to the package, depending on nothing, so the trace replay can link them alone.
+        .target(name: "CashierEviction"),
         .target(
-            name: "Cashier", dependencies: ["CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON"]),
+            name: "Cashier",
+            dependencies: [
+                "CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON", "CashierEviction",
+            ]),
         // The tool's commands live in a library so tests can drive them in-process.
         .target(name: "CashierCommands", dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat"]),
         // Named like its product so the command plugin can depend on it (Swift 6.3 rule), and unlike
@@ -53,6 +59,7 @@ let package = Package(
         .testTarget(
             name: "CashierCommandsTests",
             dependencies: ["CashierCommands", "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
+        .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
         .testTarget(
             name: "CashierProcessTests",

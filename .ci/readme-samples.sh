@@ -12,6 +12,11 @@
 # - Every other ```swift block, joined in the README's order, is the
 #   executable target's main.swift, with nothing added: no import, no
 #   declaration. `#sourceLocation` lines point diagnostics at README.md.
+#   Except a block marked on the line before its fence with
+#       <!-- sample: SwiftUI -->
+#   (SwiftUI views: no SwiftUI on Linux, and nothing to run without a screen;
+#   .ci/doc-samples.sh type-checks them in the same program against a stand-in)
+#   or with <!-- sample: not compiled --> (another library's code).
 # - The package is built (a warning in the samples fails the check, as an
 #   error does), then run with $XDG_CACHE_HOME and $XDG_DATA_HOME in a
 #   scratch folder, so the caches it fills are thrown away; it must exit 0.
@@ -47,7 +52,7 @@ echo "== readme-samples: extracting the blocks of $readme"
 # manifest.swift: the marked block; main.swift: the others, in order.
 awk -v out="$work" -v marker="$manifest_marker" -v readme="$readme" '
     function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
-    BEGIN { inside = 0; other = 0; previous = ""; manifests = 0; blocks = 0 }
+    BEGIN { inside = 0; other = 0; previous = ""; manifests = 0; blocks = 0; skipped = 0 }
     {
         if (other) {
             if (trim($0) ~ /^```+$/) { other = 0; previous = "```" }
@@ -59,6 +64,11 @@ awk -v out="$work" -v marker="$manifest_marker" -v readme="$readme" '
             next
         }
         if (trim($0) == "") next
+        if (match($0, /^[ \t]*```[ \t]*swift[ \t]*$/) && (previous == "<!-- sample: SwiftUI -->" || previous == "<!-- sample: not compiled -->")) {
+            other = 1
+            skipped += 1
+            next
+        }
         if (match($0, /^[ \t]*```[ \t]*swift[ \t]*$/)) {
             inside = 1
             if (previous == marker) {
@@ -76,11 +86,11 @@ awk -v out="$work" -v marker="$manifest_marker" -v readme="$readme" '
     }
     END {
         if (blocks > 0) print "#sourceLocation()" > (out "/main.swift")
-        printf "%d %d\n", manifests, blocks > (out "/counts")
+        printf "%d %d %d\n", manifests, blocks, skipped > (out "/counts")
     }
 ' "$readme"
-read -r manifests blocks <"$work/counts"
-echo "$blocks blocks for main.swift, $manifests manifest"
+read -r manifests blocks skipped <"$work/counts"
+echo "$blocks blocks for main.swift, $manifests manifest, $skipped SwiftUI or not compiled (left to .ci/doc-samples.sh)"
 if [ "$manifests" -ne 1 ]; then
     echo "readme-samples: FAILED: expected one \`\`\`swift block marked '$manifest_marker' (the Installation manifest), found $manifests" >&2
     exit 1

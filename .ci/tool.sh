@@ -74,6 +74,8 @@ print(Cache.named("client").count)' > "$work/client/Sources/Client/main.swift"
     grep -q '^user.profile ' "$work/plugin.out"
     limit 300 swift package cashier verify "$folder" --json > "$work/plugin-verify.json"
     grep -q '"damaged" : \[' "$work/plugin-verify.json"
+    limit 300 swift package cashier report "$folder" > "$work/plugin-report.html"
+    head -n 1 "$work/plugin-report.html" | grep -q '^<!DOCTYPE html>$'
     # SwiftPM turns a plugin's failure into exit status 1 whatever the tool's was (SwiftPM
     # issue 7380; CashierTool.md says so): the tool's status shows in SwiftPM's message.
     status=0

@@ -22,11 +22,23 @@ extension Cache {
         /// memory than its encoding, so the bound is kept well below what iOS tolerates before it
         /// ends an app for its memory use. See ``Cache/purgeMemory()``.
         public var memoryCostLimit: Int? = Configuration.defaultMemoryCostLimit
-        /// Bytes on disk (headers included) past which least recently used entries are evicted, off the caller's thread.
-        public var diskSizeLimit: Int? = nil
-        /// The version unversioned keys' entries are tied to: the main bundle's version, else the
-        /// `CASHIER_APP_VERSION` environment variable (for servers and tools, which have no bundle
-        /// version), else `nil`. See ``Cache/named(_:appVersion:)``.
+        /// Bytes on disk (headers included) past which least recently used entries are evicted, off the caller's thread;
+        /// `nil` for no bound.
+        ///
+        /// The default depends on ``location``: 150 MiB (``Cache/Configuration-swift.struct/defaultDiskSizeLimit``)
+        /// for ``Location/caches``, `nil` for every other location. A value you set, `nil` included, is kept
+        /// whatever the location. See <doc:StorageAndLimits>.
+        public var diskSizeLimit: Int? {
+            get {
+                diskSizeLimitSetting.resolved(locationDefault: location == .caches ? Self.defaultDiskSizeLimit : nil)
+            }
+            set { diskSizeLimitSetting = .explicit(newValue) }
+        }
+        var diskSizeLimitSetting = DefaultedSetting<Int>.locationDefault
+        /// The version unversioned keys' entries are tied to: the main bundle's short version
+        /// (`CFBundleShortVersionString`, `1.4`: not the build number, so TestFlight builds of one
+        /// release share entries), else the `CASHIER_APP_VERSION` environment variable (for servers
+        /// and tools, which have no bundle version), else `nil`. See ``Cache/named(_:appVersion:)``.
         public var appVersion: String? = Configuration.defaultAppVersion
         /// How entry files are protected.
         public var fileProtection: FileProtection = .none
@@ -39,7 +51,18 @@ extension Cache {
         /// Whether `set` waits for the data to reach stable storage.
         public var durability: Durability = .standard
         /// How often ``Cache/collectGarbage()`` runs by itself, in seconds; `nil` for never.
-        public var garbageCollectionInterval: TimeInterval? = nil
+        ///
+        /// The default depends on ``location``: every 30 minutes
+        /// (``Cache/Configuration-swift.struct/defaultGarbageCollectionInterval``) for ``Location/caches``, `nil`
+        /// for every other location. A value you set, `nil` included, is kept whatever the location.
+        public var garbageCollectionInterval: TimeInterval? {
+            get {
+                garbageCollectionIntervalSetting.resolved(
+                    locationDefault: location == .caches ? Self.defaultGarbageCollectionInterval : nil)
+            }
+            set { garbageCollectionIntervalSetting = .explicit(newValue) }
+        }
+        var garbageCollectionIntervalSetting = DefaultedSetting<TimeInterval>.locationDefault
         /// Garbage collection also evicts (least recently used, unlocked first) while the
         /// volume holding the cache has fewer free bytes than this.
         public var minimumFreeDiskSpace: Int? = nil
@@ -64,18 +87,27 @@ extension Cache {
             Int(min(physicalMemory / 32, 128 << 20))
         }
 
-        /// `CFBundleShortVersionString` and `CFBundleVersion` of the main bundle, when it has them.
+        /// The main bundle's version, as ``bundleVersion(shortVersion:build:)`` picks it.
         /// ``appVersion``'s default; not public API (a program reads `Configuration(name:).appVersion`).
         static var mainBundleVersion: String? {
             let info = Bundle.main.infoDictionary
-            let short = info?["CFBundleShortVersionString"] as? String
-            let build = info?["CFBundleVersion"] as? String
-            switch (short, build) {
-            case (let short?, let build?) where short != build: return "\(short) (\(build))"
-            case (let short?, _): return short
-            case (nil, let build?): return build
-            default: return nil
-            }
+            return bundleVersion(
+                shortVersion: info?["CFBundleShortVersionString"] as? String, build: info?["CFBundleVersion"] as? String
+            )
+        }
+
+        /// The release's version, `CFBundleShortVersionString` (`1.4`), else the build number
+        /// `CFBundleVersion`, else `nil`.
+        ///
+        /// The build number is left out on purpose: it changes with every TestFlight or
+        /// internal build of one release, and each change would discard every unversioned entry.
+        /// An App Store update always changes the short version, so unversioned entries still
+        /// start afresh with each release users install; a model that changes between builds
+        /// of one release needs a ``CacheKey/schemaVersion`` either way.
+        package static func bundleVersion(shortVersion: String?, build: String?) -> String? {
+            if let shortVersion, !shortVersion.isEmpty { return shortVersion }
+            if let build, !build.isEmpty { return build }
+            return nil
         }
     }
 }

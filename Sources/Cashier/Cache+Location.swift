@@ -53,7 +53,7 @@ extension Cache {
         }
     }
 
-    private static func platformFolder(caches: Bool) -> String {
+    static func platformFolder(caches: Bool) -> String {
         let folder = Platform.userFolder(caches: caches)
         guard let mac = folder.mac else { return folder.path }
         return ownFolder(

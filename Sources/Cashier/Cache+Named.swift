@@ -19,14 +19,40 @@ extension Cache {
         named(name, resolvedAppVersion: appVersion)
     }
 
-    /// The registry behind ``named(_:)`` and ``named(_:appVersion:)``: one instance per name
-    /// and app version.
-    static func named(_ name: String, resolvedAppVersion appVersion: String?) -> Cache {
-        namedCaches.withLock { caches in
-            let key = NamedCache(name: name, appVersion: appVersion)
+    /// The process's one cache with this name and disk size limit (otherwise the default
+    /// configuration, ``Location/caches``); `nil` for no limit.
+    ///
+    /// ``named(_:)`` gives a cache the default limit,
+    /// ``Configuration-swift.struct/defaultDiskSizeLimit`` (150 MiB), which this replaces:
+    ///
+    /// ```swift
+    /// let images = Cache.named("images", diskSizeLimit: 500 << 20)   // 500 MiB
+    /// ```
+    ///
+    /// Like ``named(_:appVersion:)``, two calls with different limits make two instances on
+    /// one folder, each sweeping it to its own limit: pass one limit per name.
+    public static func named(_ name: String, diskSizeLimit: Int?) -> Cache {
+        named(name, resolvedAppVersion: Configuration.defaultAppVersion, diskSizeLimit: .explicit(diskSizeLimit))
+    }
+
+    /// The process's one cache with this name, app version and disk size limit (`nil` for
+    /// none); see ``named(_:appVersion:)`` and ``named(_:diskSizeLimit:)``.
+    public static func named(_ name: String, appVersion: String, diskSizeLimit: Int?) -> Cache {
+        named(name, resolvedAppVersion: appVersion, diskSizeLimit: .explicit(diskSizeLimit))
+    }
+
+    /// The registry behind ``named(_:)`` and its variants: one instance per name, app version
+    /// and disk size limit.
+    static func named(
+        _ name: String, resolvedAppVersion appVersion: String?,
+        diskSizeLimit: DefaultedSetting<Int> = .locationDefault
+    ) -> Cache {
+        var configuration = Configuration(name: name)
+        configuration.appVersion = appVersion
+        configuration.diskSizeLimitSetting = diskSizeLimit
+        let key = NamedCache(name: name, appVersion: appVersion, diskSizeLimit: configuration.diskSizeLimit)
+        return namedCaches.withLock { caches in
             if let cache = caches[key] { return cache }
-            var configuration = Configuration(name: name)
-            configuration.appVersion = appVersion
             let cache = Cache(configuration)
             caches[key] = cache
             return cache
@@ -54,8 +80,9 @@ extension Cache.Configuration {
     }
 }
 
-/// What ``Cache/named(_:appVersion:)`` tells instances apart by.
+/// What ``Cache/named(_:)`` and its variants tell instances apart by.
 private struct NamedCache: Hashable {
     var name: String
     var appVersion: String?
+    var diskSizeLimit: Int?
 }

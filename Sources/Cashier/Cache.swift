@@ -72,7 +72,8 @@ public final class Cache: Sendable {
     ///
     /// Its ``Configuration-swift.struct/appVersion`` is the default one: the main bundle's
     /// version, else the `CASHIER_APP_VERSION` environment variable. A server sets one with
-    /// ``named(_:appVersion:)``.
+    /// ``named(_:appVersion:)``. Its disk is bounded like every ``Location/caches`` cache's:
+    /// 150 MiB, collected every 30 minutes; ``named(_:diskSizeLimit:)`` sets another limit.
     public static func named(_ name: String) -> Cache {
         named(name, resolvedAppVersion: Configuration.defaultAppVersion)
     }

@@ -11,6 +11,7 @@ enum Invocation: Sendable, Equatable {
     case prune(directory: String, options: PruneOptions, json: Bool)
     case remove(directory: String, key: String, force: Bool)
     case demo(directory: String?)
+    case report(directory: String, output: String?, sizeLimit: Int?)
 }
 
 /// The orders `list --sort` knows.
@@ -56,7 +57,7 @@ struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
 
 extension Invocation {
     /// The commands `cashier` knows, in the order the help lists them.
-    static let commandNames = ["list", "show", "stats", "verify", "prune", "remove", "demo", "help"]
+    static let commandNames = ["list", "show", "stats", "verify", "report", "prune", "remove", "demo", "help"]
 
     /// Parses the arguments after the program name.
     ///
@@ -79,15 +80,20 @@ extension Invocation {
             switch arguments.count {
             case 1: return .help(command: nil)
             case 2:
-                guard commandNames.contains(arguments[1]) else { throw UsageError("unknown command '\(arguments[1])'") }
+                guard commandNames.contains(arguments[1]) else { throw unknownCommand(arguments[1]) }
                 return .help(command: arguments[1])
             default: throw UsageError("help takes at most one command", command: "help")
             }
         }
-        guard let grammar = Grammar.all[first] else { throw UsageError("unknown command '\(first)'") }
+        guard let grammar = Grammar.all[first] else { throw unknownCommand(first) }
         let parsed = try grammar.parse(Array(arguments.dropFirst()), command: first)
         if parsed.wantsHelp { return .help(command: first) }
         return try parsed.invocation(first)
+    }
+
+    /// "unknown command 'lsit'; did you mean 'list'?"
+    private static func unknownCommand(_ name: String) -> UsageError {
+        UsageError("unknown command '\(name)'" + Suggestion.clause(name, among: commandNames))
     }
 }
 
@@ -107,6 +113,7 @@ private struct Grammar {
             flags: ["--json", "--expired", "--damaged", "--dry-run"], valued: ["--max-size"],
             operands: 1...1, operandNames: "DIR"),
         "remove": Grammar(flags: ["--force"], operands: 2...2, operandNames: "DIR KEY"),
+        "report": Grammar(valued: ["--output", "--size-limit"], operands: 1...1, operandNames: "DIR"),
         "demo": Grammar(operands: 0...1, operandNames: "[DIR]"),
     ]
 
@@ -157,7 +164,10 @@ private struct Grammar {
                     index += 1
                 }
             } else {
-                throw UsageError("unknown option '\(name)' for '\(command)'", command: command)
+                throw UsageError(
+                    "unknown option '\(name)' for '\(command)'"
+                        + Suggestion.clause(name, among: (flags.union(valued)).sorted() + ["--help"]),
+                    command: command)
             }
         }
         if parsed.wantsHelp { return parsed }
@@ -207,6 +217,18 @@ extension Grammar.Parsed {
                 throw UsageError("'prune' needs --expired, --damaged or --max-size BYTES", command: command)
             }
             return .prune(directory: operands[0], options: options, json: json)
+        case "report":
+            var sizeLimit: Int?
+            if let value = values["--size-limit"] {
+                guard let bytes = ByteCount.parse(value), bytes > 0 else {
+                    throw UsageError(
+                        "--size-limit takes a byte count such as 1048576, 512K or 150M, not '\(value)'",
+                        command: command)
+                }
+                sizeLimit = bytes
+            }
+            if values["--output"]?.isEmpty == true { throw UsageError("--output needs a file name", command: command) }
+            return .report(directory: operands[0], output: values["--output"], sizeLimit: sizeLimit)
         case "remove":
             return .remove(directory: operands[0], key: operands[1], force: flags.contains("--force"))
         default:

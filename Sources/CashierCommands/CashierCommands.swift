@@ -6,17 +6,23 @@ import Foundation
 package struct Console {
     package var output: (String) -> Void
     package var error: (String) -> Void
+    /// Whether `output` is a terminal, where a page of HTML is of no use (`report` refuses).
+    package var outputIsTerminal: Bool
 
-    package init(output: @escaping (String) -> Void, error: @escaping (String) -> Void) {
+    package init(
+        output: @escaping (String) -> Void, error: @escaping (String) -> Void, outputIsTerminal: Bool = false
+    ) {
         self.output = output
         self.error = error
+        self.outputIsTerminal = outputIsTerminal
     }
 
     /// The process's standard output and standard error.
     package static var standard: Console {
         Console(
             output: { FileHandle.standardOutput.write(Data($0.utf8)) },
-            error: { FileHandle.standardError.write(Data($0.utf8)) })
+            error: { FileHandle.standardError.write(Data($0.utf8)) },
+            outputIsTerminal: isatty(STDOUT_FILENO) != 0)
     }
 
     func print(_ line: String = "") { output(line + "\n") }
@@ -60,7 +66,7 @@ package enum CashierCommands {
         do {
             invocation = try Invocation.parse(arguments)
         } catch {
-            console.printError("cashier: \(error.message)")
+            console.printError("cashier-tool: \(error.message)")
             console.printError("")
             console.printError(Help.text(for: error.command))
             return .usage
@@ -68,10 +74,10 @@ package enum CashierCommands {
         do {
             return try run(invocation, console: console, now: now)
         } catch let error as ToolError {
-            console.printError("cashier: \(error.message)")
+            console.printError("cashier-tool: \(error.message)")
             return error.status
         } catch {
-            console.printError("cashier: \(error)")
+            console.printError("cashier-tool: \(error)")
             return .failure
         }
     }
@@ -97,6 +103,9 @@ package enum CashierCommands {
             return try PruneCommand.run(directory: directory, options: options, json: json, console: console, now: now)
         case .remove(let directory, let key, let force):
             return try RemoveCommand.run(directory: directory, key: key, force: force, console: console)
+        case .report(let directory, let output, let sizeLimit):
+            return try ReportCommand.run(
+                directory: directory, output: output, sizeLimit: sizeLimit, console: console, now: now)
         case .demo(let directory):
             return try DemoCommand.run(directory: directory, console: console, now: now)
         }

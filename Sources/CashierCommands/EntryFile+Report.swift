@@ -40,7 +40,9 @@ extension EntryFile {
         [
             "key": .string(header?.key),
             "file": .string(fileName),
-            "type": .string(header?.typeName),
+            // The name as the table spells it (`Array<String>`, `Data`): one spelling for people
+            // and scripts, and the same on every platform (no `Foundation` or `FoundationEssentials`).
+            "type": .string(header.map { Format.shortTypeName($0.typeName) }),
             "codec": .string(header?.format.name),
             "schemaVersion": .int(header?.schemaVersion),
             "appVersion": .string(header?.appVersion),

@@ -7,7 +7,8 @@ extension Invocation {
     var inspectedFolder: String? {
         switch self {
         case .list(let directory, _, _), .show(let directory, _, _), .stats(let directory, _),
-            .verify(let directory, _), .prune(let directory, _, _), .remove(let directory, _, _):
+            .verify(let directory, _), .prune(let directory, _, _), .remove(let directory, _, _),
+            .report(let directory, _, _):
             directory
         case .help, .version, .demo:
             nil
@@ -24,7 +25,7 @@ enum FolderWarning {
         guard let status = FolderStatus(path: directory),
             let reason = status.refusal(for: .owner, user: geteuid())
         else { return nil }
-        return "cashier: warning: \(directory): \(reason). A cache would refuse this folder "
+        return "cashier-tool: warning: \(directory): \(reason). A cache would refuse this folder "
             + "(unless it shares it with its group on purpose): its entries may have been planted by someone else."
     }
 }

@@ -42,7 +42,8 @@ enum Format {
         return formatter.string(from: Date(timeIntervalSince1970: seconds))
     }
 
-    /// A key as one line of a table: control characters escaped, so no key can break the layout.
+    /// A key as one line of a table: control and format characters and the Unicode line and
+    /// paragraph separators (U+2028, U+2029) escaped, so no key can break the layout.
     static func escaped(_ text: String) -> String {
         var result = ""
         for scalar in text.unicodeScalars {
@@ -50,7 +51,8 @@ enum Format {
             case "\n": result += "\\n"
             case "\t": result += "\\t"
             case "\r": result += "\\r"
-            case _ where scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format:
+            case _
+            where [.control, .format, .lineSeparator, .paragraphSeparator].contains(scalar.properties.generalCategory):
                 result += "\\u{\(String(scalar.value, radix: 16))}"
             default: result.unicodeScalars.append(scalar)
             }
@@ -65,7 +67,7 @@ enum Format {
     }
 
     /// A stored type name as `list` and `show` both spell it: without the standard
-    /// qualifiers, control characters escaped. (`--json` gives the stored name unchanged.)
+    /// qualifiers, control characters escaped. (`--json` gives the same name, unescaped.)
     static func typeName(_ stored: String) -> String {
         escaped(shortTypeName(stored))
     }

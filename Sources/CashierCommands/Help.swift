@@ -14,6 +14,8 @@ enum Help {
           show DIR KEY [--json]    an entry's metadata and its payload
           stats DIR [--json]       counts and bytes: entries, expired, locked, damaged; largest and oldest
           verify DIR [--json]      checks every entry's header and checksum (exit 1 when any is damaged)
+          report DIR [--output FILE] [--size-limit BYTES]
+                                   one HTML page: summary, charts, PNG thumbnails, a sortable entry table
           prune DIR [--expired] [--damaged] [--max-size BYTES] [--dry-run] [--json]
                                    removes expired or damaged entries, or least recently used ones down to BYTES
           remove DIR KEY [--force] removes one entry (a locked one only with --force)
@@ -67,6 +69,24 @@ enum Help {
         exit status 0: an empty cache is sound, but check that DIR is the cache's folder.
 
           --json          one JSON document instead of text
+        """,
+        "report": """
+        usage: cashier-tool report DIR [--output FILE] [--size-limit BYTES]
+
+        Writes one self-contained HTML page about DIR that opens offline in any browser:
+        a summary (entries, bytes, expired, locked and damaged counts and bytes), bytes by
+        value type and by age as charts, PNG payloads as thumbnails (at most 48, each up to
+        48 KiB), and the table `list` prints: click a column to sort it as `list --sort`
+        does, type part of a key to filter; expired and damaged rows are marked. It reads
+        DIR as `list` does and changes nothing in it, not even access times.
+
+          --output FILE        write the page to FILE (not inside DIR); without it the page
+                               goes to standard output, which must not be a terminal
+          --size-limit BYTES   the cache's diskSizeLimit (K, M, G suffixes: powers of 1024),
+                               to show how much of it is used
+
+        Opened as FILE#sort=size (or key, age, expires, …, with -reversed) or
+        FILE#filter=TEXT, the page starts sorted or filtered.
         """,
         "prune": """
         usage: cashier-tool prune DIR [--expired] [--damaged] [--max-size BYTES] [--dry-run] [--json]

@@ -119,11 +119,13 @@ struct Inventory {
         let count = foreign.count == 1 ? "1 file" : "\(foreign.count) files"
         if entries.isEmpty {
             console.printError(
-                "cashier: note: \(directory) holds no cache entries, only \(count) of other kinds (\(shown)); is it a Cashier cache folder?"
+                "cashier-tool: note: \(directory) holds no cache entries, only \(count) of other kinds (\(shown)); is it a Cashier cache folder?"
             )
         } else {
             console.printError(
-                "cashier: note: \(count) in \(directory) \(foreign.count == 1 ? "is" : "are") not cache entries and left alone: \(shown)"
+                foreign.count == 1
+                    ? "cashier-tool: note: 1 file in \(directory) is not a cache entry and is left alone: \(shown)"
+                    : "cashier-tool: note: \(count) in \(directory) are not cache entries and left alone: \(shown)"
             )
         }
     }

@@ -75,7 +75,7 @@ enum PruneCommand {
                     + "\(remaining) (\(Format.size(remainingBytes))) \(options.dryRun ? "would remain" : "remain").")
         }
         for (entry, problem) in failures {
-            console.printError("cashier: could not remove \(entry.fileName): \(problem)")
+            console.printError("cashier-tool: could not remove \(entry.fileName): \(problem)")
         }
         inventory.noteForeignFiles(console)
         return failures.isEmpty ? .success : .failure

@@ -12,7 +12,9 @@ enum RemoveCommand {
         guard let entry = Inventory.readEntry(directory, fileName, keepPayload: false),
             entry.header == nil || entry.header?.key == key
         else {
-            throw ToolError("no entry for key \"\(Format.escaped(key))\" in \(directory)")
+            throw ToolError(
+                "no entry for key \"\(Format.escaped(key))\" in \(directory)"
+                    + Suggestion.clause(key, among: Suggestion.keys(in: directory), quote: "\""))
         }
         // A damaged entry is unreadable whatever its flags say: no reason to keep it.
         let isLocked = !entry.isDamaged && entry.header?.isLocked == true

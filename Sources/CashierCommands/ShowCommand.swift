@@ -14,7 +14,9 @@ enum ShowCommand {
         guard let entry = Inventory.readEntry(directory, fileName, keepPayload: true),
             entry.header == nil || entry.header?.key == key
         else {
-            throw ToolError("no entry for key \"\(Format.escaped(key))\" in \(directory)")
+            throw ToolError(
+                "no entry for key \"\(Format.escaped(key))\" in \(directory)"
+                    + Suggestion.clause(key, among: Suggestion.keys(in: directory), quote: "\""))
         }
         let payload = entry.payload.map { Payload(data: $0, format: entry.header!.format) }
         if json {

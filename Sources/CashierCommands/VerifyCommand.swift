@@ -37,12 +37,21 @@ enum VerifyCommand {
                 console.print("\(files) checked, all sound.")
             } else {
                 let them = damaged.count == 1 ? "it" : "them"
-                console.print(
-                    "\(files) checked, \(damaged.count) damaged. Remove \(them) with: cashier-tool prune \(directory) --damaged"
-                )
+                // The command as it runs without installing anything, then how to install it:
+                // a hint that assumes `cashier-tool` is on PATH fails for most readers.
+                console.print("\(files) checked, \(damaged.count) damaged. Remove \(them) with:")
+                console.print("  swift run cashier-tool prune \(directory) --damaged")
+                console.print(Self.installNote)
             }
         }
         inventory.noteForeignFiles(console)
         return damaged.isEmpty ? .success : .failure
     }
+
+    /// Where `swift run cashier-tool` works, and how to get a `cashier-tool` on PATH instead.
+    static let installNote = """
+        (run it in the Cashier package or in a package that depends on it; for a cashier-tool on
+        your PATH: swift build -c release --product cashier-tool, then copy .build/release/cashier-tool
+        into a folder on PATH, such as /usr/local/bin)
+        """
 }

@@ -11,7 +11,7 @@ import Testing
         #expect(result.status == .usage)
         #expect(result.status.rawValue == 2)
         #expect(result.output.isEmpty)
-        #expect(result.error.hasPrefix("cashier: missing command\n"))
+        #expect(result.error.hasPrefix("cashier-tool: missing command\n"))
         #expect(result.error.contains("usage: cashier-tool COMMAND"))
     }
 
@@ -19,7 +19,7 @@ import Testing
         let result = cashier("frobnicate", "d")
         #expect(result.status == .usage)
         let lines = result.error.split(separator: "\n", omittingEmptySubsequences: false)
-        #expect(lines.first == "cashier: unknown command 'frobnicate'")
+        #expect(lines.first == "cashier-tool: unknown command 'frobnicate'")
         #expect(lines.dropFirst().first == "")
         #expect(result.error.contains("usage: cashier-tool COMMAND"))
     }
@@ -27,7 +27,7 @@ import Testing
     @Test func unknownOptionShowsThatCommandsUsage() {
         let result = cashier("list", "d", "--colour")
         #expect(result.status == .usage)
-        #expect(result.error.hasPrefix("cashier: unknown option '--colour' for 'list'\n"))
+        #expect(result.error.hasPrefix("cashier-tool: unknown option '--colour' for 'list'\n"))
         #expect(result.error.contains("usage: cashier-tool list DIR"))
     }
 
@@ -47,7 +47,7 @@ import Testing
     func aMissingFolderIsAClearMessageWithStatus2(command: String) {
         let result = cashier(command, "/nonexistent/cashier-tool-test")
         #expect(result.status == .usage)
-        #expect(result.error == "cashier: no such folder: /nonexistent/cashier-tool-test\n")
+        #expect(result.error == "cashier-tool: no such folder: /nonexistent/cashier-tool-test\n")
     }
 
     @Test func aFileGivenAsTheFolderIsAClearMessageWithStatus2() throws {
@@ -58,7 +58,7 @@ import Testing
             let extra = command == ["show"] || command == ["remove"] ? ["k"] : command == ["prune"] ? ["--expired"] : []
             let result = cashier(command + [folder.path + "/file.txt"] + extra)
             #expect(result.status == .usage)
-            #expect(result.error.hasPrefix("cashier: not a folder: \(folder.path)/file.txt"))
+            #expect(result.error.hasPrefix("cashier-tool: not a folder: \(folder.path)/file.txt"))
         }
     }
 

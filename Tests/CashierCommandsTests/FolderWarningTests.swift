@@ -30,7 +30,8 @@ import Darwin
         let result = cashier("list", folder.path)
         #expect(result.status == .success)
         #expect(result.output.contains("profile"))
-        #expect(result.error.hasPrefix("cashier: warning: \(folder.path): others can write the folder (mode 0777)"))
+        #expect(
+            result.error.hasPrefix("cashier-tool: warning: \(folder.path): others can write the folder (mode 0777)"))
     }
 
     @Test func aFolderAnotherUserOwnsIsInspectedWithAWarning() throws {

@@ -32,6 +32,7 @@ import Testing
     @Test func keysWithControlCharactersCannotBreakATableRow() {
         #expect(Format.escaped("a\nb\tc\u{1B}") == "a\\nb\\tc\\u{1b}")
         #expect(Format.escaped("clé 🔑") == "clé 🔑")
+        #expect(Format.escaped("a\u{2028}b\u{2029}c") == "a\\u{2028}b\\u{2029}c")
     }
 
     @Test func tablesPadColumnsAndAlignNumbersRight() {

@@ -132,7 +132,7 @@ import Testing
     @Test func showOfAMissingKeyExits1() {
         let result = cashier("show", folder.path, "nobody")
         #expect(result.status == .failure)
-        #expect(result.error == "cashier: no entry for key \"nobody\" in \(folder.path)\n")
+        #expect(result.error == "cashier-tool: no entry for key \"nobody\" in \(folder.path)\n")
     }
 
     @Test func statsCountsEntriesBytesExpiredLockedDamaged() throws {

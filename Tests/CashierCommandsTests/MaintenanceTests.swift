@@ -134,13 +134,14 @@ import Testing
         #expect(!folder.entryFiles.contains(DiskStore.fileName(for: "note")))
         let again = cashier("remove", folder.path, "note")
         #expect(again.status == .failure)
-        #expect(again.error == "cashier: no entry for key \"note\" in \(folder.path)\n")
+        #expect(again.error == "cashier-tool: no entry for key \"note\" in \(folder.path)\n")
     }
 
     @Test(arguments: [
         ["list"], ["list", "--json"], ["list", "--sort", "age"], ["show", "profile"], ["show", "blob", "--json"],
         ["show", "feed"], ["stats"], ["stats", "--json"], ["verify"], ["verify", "--json"],
         ["prune", "--damaged", "--expired", "--max-size", "0", "--dry-run"], ["show", "missing"],
+        ["report"], ["report", "--size-limit", "1K"],
     ])
     func readOnlyCommandsLeaveTheFolderByteForByteUnchanged(command: [String]) throws {
         try damage("note", in: folder)
@@ -233,7 +234,7 @@ import Testing
         #expect(refused.output.isEmpty)
         #expect(
             refused.error
-                == "cashier: \"avatar\" is locked (the app pinned it, so it never expires); nothing removed. Remove it anyway with --force.\n"
+                == "cashier-tool: \"avatar\" is locked (the app pinned it, so it never expires); nothing removed. Remove it anyway with --force.\n"
         )
         #expect(folder.entryFiles.contains(avatar))
 
@@ -262,8 +263,8 @@ import Testing
             #expect(row.split(separator: " ", omittingEmptySubsequences: true)[1] == type[...])
         }
         #expect(showType("feed") == "Array<String>")
-        // `--json` keeps the name as stored, for scripts.
-        #expect(cashier("show", folder.path, "feed", "--json").json["type"] as? String == "Swift.Array<Swift.String>")
+        // `--json` spells it as the table does (issue 27: it said `Swift.Array<Swift.String>`).
+        #expect(cashier("show", folder.path, "feed", "--json").json["type"] as? String == "Array<String>")
     }
 }
 

@@ -22,6 +22,19 @@ import Testing
         #expect(Cache.Configuration.defaultAppVersion(bundleVersion: nil, environment: environment) == nil)
     }
 
+    @Test func bundleVersionIsTheShortVersionWithoutTheBuildNumber() {
+        #expect(Cache.Configuration.bundleVersion(shortVersion: "1.4", build: "212") == "1.4")
+        #expect(Cache.Configuration.bundleVersion(shortVersion: "1.4", build: "213") == "1.4")
+        #expect(Cache.Configuration.bundleVersion(shortVersion: "1.4", build: "1.4") == "1.4")
+    }
+
+    @Test func bundleVersionFallsBackOnTheBuildNumber() {
+        #expect(Cache.Configuration.bundleVersion(shortVersion: nil, build: "212") == "212")
+        #expect(Cache.Configuration.bundleVersion(shortVersion: "", build: "212") == "212")
+        #expect(Cache.Configuration.bundleVersion(shortVersion: nil, build: nil) == nil)
+        #expect(Cache.Configuration.bundleVersion(shortVersion: "", build: "") == nil)
+    }
+
     @Test func newConfigurationTakesTheProcessDefault() {
         #expect(Cache.Configuration(name: "x").appVersion == Cache.Configuration.defaultAppVersion)
     }

@@ -7,13 +7,14 @@ import Testing
 @Suite struct BadInputTests {
     let folder = TemporaryFolder()
 
-    static let hostileKeys: [String] = [
+    static let hostileKeys: [HostileKey] = [
         "", ".", "..", "/", "../../../../tmp/escape", "a/b/c", "\0", "nul\0inside", "line\nbreak\r\n",
-        "🧀💾", String(repeating: "k", count: 10_000), "~", "$HOME", "\\..\\..", " ", "é" + "\u{301}",
+        HostileKey(String(repeating: "k", count: 10_000)), "🧀💾", "~", "$HOME", "\\..\\..", " ", "é\u{301}",
     ]
 
     @Test(arguments: hostileKeys)
-    func anyStringIsAKeyAndStaysInTheFolder(name: String) throws {
+    func anyStringIsAKeyAndStaysInTheFolder(hostile: HostileKey) throws {
+        let name = hostile.name
         let cache = Cache(makeConfiguration(folder))
         let key = CacheKey<String>(name)
         try cache.set("value of \(name.count)", for: key)
@@ -115,5 +116,35 @@ import Testing
         cache.collectGarbage()
         #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskStore.temporaryPrefix) })
         #expect(cache.value(for: CacheKey<Int>("k")) == 1)
+    }
+}
+
+/// A key name as a test argument, described readably: Swift Testing prints an argument's
+/// description in the console, where a NUL, a newline or 10,000 `k`s would garble the line.
+struct HostileKey: Sendable, ExpressibleByStringLiteral, CustomTestStringConvertible {
+    let name: String
+
+    init(_ name: String) { self.name = name }
+    init(stringLiteral name: String) { self.init(name) }
+
+    /// The name as a Swift literal with control characters escaped (`"nul\0inside"`), cut
+    /// after 40 characters with its length.
+    var testDescription: String {
+        let shown = name.count > 40 ? String(name.prefix(40)) : name
+        let escaped = shown.unicodeScalars.map { scalar -> String in
+            switch scalar {
+            case "\0": return "\\0"
+            case "\n": return "\\n"
+            case "\r": return "\\r"
+            case "\t": return "\\t"
+            case "\\": return "\\\\"
+            case "\"": return "\\\""
+            default:
+                return scalar.properties.generalCategory == .control
+                    || scalar.properties.generalCategory == .nonspacingMark
+                    ? "\\u{\(String(scalar.value, radix: 16, uppercase: true))}" : String(scalar)
+            }
+        }.joined()
+        return name.count > 40 ? "\"\(escaped)…\" (\(name.count) characters)" : "\"\(escaped)\""
     }
 }
