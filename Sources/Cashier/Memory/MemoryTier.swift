@@ -16,15 +16,12 @@ class MemoryRecord: @unchecked Sendable {
     /// What the value counts against ``Cache/Configuration-swift.struct/memoryCostLimit``:
     /// about its encoded size, the payload's length in bytes.
     let cost: Int
-    // Links of the recency list, which never owns records (the tier's dictionary does,
-    // and a record leaves the list before it leaves the dictionary): `Unmanaged`, so
-    // moving a record to the front costs no reference counting. (`unowned(unsafe)` is
-    // not enough: loading one into a local retains it, five retains per hit.)
-    fileprivate var newer: Link?
-    fileprivate var older: Link?
+    /// The links of the replacement order (``RecencyList``, which alone touches them).
+    var newer: RecencyList.Link?
+    var older: RecencyList.Link?
     /// For a ``Lifespan/sinceLastUse(_:)`` entry: its last use (read or written under the
     /// tier's lock), which `metadata.lastUsedAt` held when the record was made…
-    fileprivate var lastUse: Double
+    var lastUse: Double
     /// …and the access time its file is known to keep, so a use is written there (at most
     /// once per ``DiskStore/recencyGranularity``) as it happens, not only at the next flush.
     fileprivate var persistedUse: Double
@@ -89,8 +86,9 @@ final class TypedRecord<Value: Sendable>: MemoryRecord, @unchecked Sendable {
     override var anyValue: (any Sendable)? { value }
 }
 
-/// The decoded-value tier: a dictionary plus an intrusive LRU list, bounded by a count
-/// and by the records' total cost.
+/// The decoded-value tier: its bookkeeping (a dictionary of records, their total cost, the
+/// statistics), bounded by a count and by that cost, over a replacement order kept apart
+/// (``RecencyList``: least recently used, unlocked first), which picks every victim.
 ///
 /// The statistics counters live under the same lock so a hit takes one lock. Costs are
 /// added and taken away only where records come and go, never on a hit.
@@ -271,36 +269,16 @@ final class MemoryTier: Sendable {
 
     private struct State {
         var records: [String: MemoryRecord] = [:]
-        var newest: Link?
-        var oldest: Link?
+        /// Which record leaves first; every record in `records` is in it.
+        var order = RecencyList()
         var statistics = CacheStatistics()
         /// The sum of the records' costs. Added and subtracted with wrapping arithmetic: with no
         /// cost limit, encoded sizes could sum past `Int.max` where `Int` is 32 bits (watchOS) even
         /// though the decoded values fit; that must not trap, and the sum stays exact modulo 2^32.
         var totalCost = 0
-        /// Stands in the recency list where ``takeUsed()`` last left its front; never in `records`.
-        let marker = MemoryRecord(
-            name: "",
-            metadata: EntryMetadata(
-                createdAt: 0, validatedAt: 0, lifespan: .never, isLocked: false, schemaVersion: nil, appVersion: nil,
-                size: 0))
-
-        init() {
-            pushFront(marker)
-        }
 
         mutating func takeUsed() -> [(name: String, usedAt: Double?)] {
-            guard !newest.is(marker) else { return [] }
-            var names: [(name: String, usedAt: Double?)] = []
-            var link = newest
-            while let current = link, !link.is(marker) {
-                let record = current.takeUnretainedValue()
-                names.append((record.name, record.metadata.lifespan.slidingSeconds == nil ? nil : record.lastUse))
-                link = record.older
-            }
-            unlink(marker)
-            pushFront(marker)
-            return names
+            order.takeUsed()
         }
 
         /// The one definition of a memory record that may answer a read: same value type,
@@ -315,25 +293,22 @@ final class MemoryTier: Sendable {
         }
 
         mutating func moveToFront(_ record: MemoryRecord) {
-            if !newest.is(record) {
-                unlink(record)
-                pushFront(record)
-            }
+            order.moveToFront(record)
         }
 
         mutating func insert(_ record: MemoryRecord) {
             if let old = records.updateValue(record, forKey: record.name) {
-                unlink(old)
+                order.unlink(old)
                 totalCost &-= old.cost
             }
             totalCost &+= record.cost
-            pushFront(record)
+            order.pushFront(record)
         }
 
         @discardableResult
         mutating func remove(_ name: String) -> MemoryRecord? {
             guard let record = records.removeValue(forKey: name) else { return nil }
-            unlink(record)
+            order.unlink(record)
             totalCost &-= record.cost
             return record
         }
@@ -346,67 +321,15 @@ final class MemoryTier: Sendable {
             }
         }
 
-        /// The least recently used unlocked record, or the least recently used one if all are locked.
+        /// The record the replacement order gives up first.
         func victim() -> MemoryRecord? {
-            var candidate = oldest
-            var oldestRecord: MemoryRecord?
-            while let link = candidate {
-                let record = link.takeUnretainedValue()
-                candidate = record.newer
-                if record === marker { continue }
-                if !record.metadata.isLocked { return record }
-                if oldestRecord == nil { oldestRecord = record }
-            }
-            return oldestRecord
-        }
-
-        mutating func pushFront(_ record: MemoryRecord) {
-            let link = Link.passUnretained(record)
-            record.older = newest
-            record.newer = nil
-            newest?._withUnsafeGuaranteedRef { $0.newer = link }
-            newest = link
-            if oldest == nil { oldest = link }
-        }
-
-        mutating func unlink(_ record: MemoryRecord) {
-            let (newer, older) = (record.newer, record.older)
-            if let newer {
-                newer._withUnsafeGuaranteedRef { $0.older = older }
-            } else if newest.is(record) {
-                newest = older
-            }
-            if let older {
-                older._withUnsafeGuaranteedRef { $0.newer = newer }
-            } else if oldest.is(record) {
-                oldest = newer
-            }
-            record.newer = nil
-            record.older = nil
+            order.victim()
         }
 
         mutating func unlinkAll() {
-            for record in records.values {
-                record.newer = nil
-                record.older = nil
-            }
+            order.removeAll(records.values)
             records.removeAll()
             totalCost = 0
-            marker.newer = nil
-            marker.older = nil
-            newest = nil
-            oldest = nil
-            pushFront(marker)
         }
-    }
-}
-
-/// A link of the recency list: a record reference that is neither retained nor released.
-private typealias Link = Unmanaged<MemoryRecord>
-
-extension Optional where Wrapped == Unmanaged<MemoryRecord> {
-    /// Whether this link points at `record`.
-    fileprivate func `is`(_ record: MemoryRecord) -> Bool {
-        self?.toOpaque() == Unmanaged.passUnretained(record).toOpaque()
     }
 }
