@@ -1,23 +1,5 @@
 import CashierInternals
 
-/// How an entry's payload is encoded, as recorded in its header.
-package enum PayloadFormat: UInt8, Sendable, Hashable, CaseIterable {
-    /// The bytes of a `Data` value, unencoded.
-    case raw = 0
-    /// JSON (`JSONEncoder`).
-    case json = 1
-    /// A binary property list (`PropertyListEncoder`).
-    case propertyList = 2
-
-    package var name: String {
-        switch self {
-        case .raw: "raw"
-        case .json: "json"
-        case .propertyList: "plist"
-        }
-    }
-}
-
 /// The header at the start of every entry file: format version 2, or 1.
 ///
 /// All integers are little-endian; timestamps are `Float64` seconds since
@@ -269,79 +251,5 @@ package struct EntryHeader: Sendable, Hashable {
             appVersion: hasApp == 1 ? appVersion : nil, isLocked: flags & 1 == 1, payloadLength: Int(payloadLength))
         header.checksum = UInt64(littleEndian: prefix.loadUnaligned(fromByteOffset: checksumOffset, as: UInt64.self))
         return header
-    }
-}
-
-/// Why bytes are not a sound entry file.
-package enum EntryFormatError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Shorter than a header.
-    case truncated
-    /// Does not start with the magic: not a Cashier entry.
-    case notAnEntry
-    /// Written by a format version this build does not read.
-    case unsupportedVersion(Int)
-    /// A header field holds an impossible value.
-    case badField(String)
-    /// The file is not as long as its header says.
-    case lengthMismatch(expected: Int, actual: Int)
-    /// The checksum over header and payload does not match.
-    case checksumMismatch
-    /// The prefix given was too short to hold the header: read this many bytes and try again.
-    /// Thrown only once the declared lengths are checked, so this many bytes are in the file.
-    case needMoreBytes(Int)
-    /// Not a regular file (a folder, FIFO, socket or device in an entry's place).
-    case notAFile
-    /// The file, or the entry its header declares, is this many bytes: more than
-    /// ``EntryHeader/maximumEntryLength``.
-    case tooLarge(Int)
-
-    package var description: String {
-        switch self {
-        case .truncated: "truncated: shorter than its header"
-        case .notAnEntry: "not a Cashier entry (bad magic)"
-        case .unsupportedVersion(let version): "unsupported format version \(version)"
-        case .badField(let field): "bad header field: \(field)"
-        case .lengthMismatch(let expected, let actual):
-            "length mismatch: header says \(expected) bytes, file has \(actual)"
-        case .checksumMismatch: "checksum mismatch"
-        case .needMoreBytes(let count): "header needs \(count) bytes"
-        case .notAFile: "not a regular file"
-        case .tooLarge(let count):
-            "too large: \(count) bytes, more than the \(EntryHeader.maximumEntryLength) an entry may hold"
-        }
-    }
-}
-
-/// An entry's lifespan as its header stores it (bytes 13 and 32; see ``EntryHeader``). The
-/// cache's public `Lifespan` maps to it one to one; a date is seconds since 1970 here.
-package enum StoredLifespan: Sendable, Hashable {
-    /// Kind 0: valid until removed.
-    case never
-    /// Kind 1: valid this many seconds after "validated at".
-    case seconds(Double)
-    /// Kind 2: valid until this moment, in seconds since 1970.
-    case until(Double)
-    /// Kind 3: valid this many seconds after the last use.
-    case sinceLastUse(Double)
-
-    /// The header's (kind, value) pair for this lifespan.
-    package var encoded: (UInt8, Double) {
-        switch self {
-        case .never: (0, 0)
-        case .seconds(let seconds): (1, seconds)
-        case .until(let date): (2, date)
-        case .sinceLastUse(let seconds): (3, seconds)
-        }
-    }
-
-    /// The lifespan of a header's (kind, value) pair; `nil` for a kind this build does not know.
-    package init?(kind: UInt8, value: Double) {
-        switch kind {
-        case 0: self = .never
-        case 1: self = .seconds(value)
-        case 2: self = .until(value)
-        case 3: self = .sinceLastUse(value)
-        default: return nil
-        }
     }
 }
