@@ -2,12 +2,12 @@ import CashierEntryFormat
 import CashierPlatform
 import Foundation
 
-/// Entry files read through any ``FileSystem``: open, fstat, then ``EntryReader``'s reads.
+/// Entry files read through any ``FileSystem``: open, fstat, then `EntryReader`'s reads.
 /// The cache (``DiskStore``) and the `cashier-tool` both read here.
 extension FileSystem {
     /// Reads and verifies the entry file at `path`: its header, and its payload as a `Data`
     /// over the one buffer the kernel filled. Never waits, never follows a link, never
-    /// allocates more than the validated header claims (at most ``EntryHeader/maximumEntryLength``).
+    /// allocates more than the validated header claims (at most `EntryHeader.maximumEntryLength`).
     package func readEntry(_ path: String) -> DiskStore.ReadResult {
         switch readEntryFile(path, wantsPayload: true) {
         case .failure(let error):

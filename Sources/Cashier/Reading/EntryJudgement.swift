@@ -79,7 +79,7 @@ package enum EntryStanding: String, Sendable {
 extension EntryJudgement {
     /// The standing of an entry file: damaged when the reader found it so (`header` is then
     /// `nil` or unverified), else expired or valid by the one definition of expiry
-    /// (``EntryHeader/isExpired(at:lastUsedAt:)``), the read's own order without a key.
+    /// (`EntryHeader.isExpired(at:lastUsedAt:)`), the read's own order without a key.
     package static func standing(of header: EntryHeader?, isDamaged: Bool, at now: Double, lastUsedAt: Double)
         -> EntryStanding
     {
