@@ -392,14 +392,19 @@ final class Store: Sendable {
     private static let shared = Locked<[String: WeakStore]>([:])
 
     /// The store for `path`: shared in the process, unless memory-only or on a test file system.
+    ///
+    /// Keyed on the folder's identity, not its spelling (``DiskStore/resolvedPath(of:)``): one
+    /// folder is one cache however its path is spelled. The first instance's spelling is the
+    /// one the shared store's files are named by.
     static func forFolder(_ path: String?, fileSystem: (any FileSystem)?) -> Store {
         guard let path else { return Store(disk: nil) }
         if let fileSystem { return Store(disk: DiskStore(folder: path, fileSystem: fileSystem)) }
+        let identity = DiskStore.resolvedPath(of: path)
         return shared.withLock { stores in
-            if let store = stores[path]?.store { return store }
+            if let store = stores[identity]?.store { return store }
             stores = stores.filter { $0.value.store != nil }
             let store = Store(disk: DiskStore(folder: path))
-            stores[path] = WeakStore(store: store)
+            stores[identity] = WeakStore(store: store)
             return store
         }
     }
