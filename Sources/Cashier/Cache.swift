@@ -145,6 +145,8 @@ public final class Cache: Sendable {
 
     let store: Store
     let memory: MemoryTier
+    /// This instance's identity in change notifications (see ``identity``).
+    private let token: Token
     private let subscription: Int
     private let garbageCollection: GarbageCollectionTimer?
     private let memoryPressure: MemoryPressureSource?
@@ -162,9 +164,13 @@ public final class Cache: Sendable {
         store.disk?.forgetFolderStatus()
         memory = MemoryTier(limit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimit)
         let memory = self.memory
-        let box = WeakIdentity()
+        // Made before subscribing and never changed: the handler, which other instances may
+        // call from the moment it is subscribed, reads nothing that init writes later.
+        let token = Token()
+        self.token = token
+        let identity = ObjectIdentifier(token)
         subscription = store.hub.subscribe(name: nil) { change in
-            guard change.origin != box.identifier else { return }
+            guard change.origin != identity else { return }
             if let name = change.name { memory.remove(name) } else { _ = memory.removeAll() }
         }
         if let interval = configuration.garbageCollectionInterval, interval > 0, path != nil {
@@ -173,7 +179,6 @@ public final class Cache: Sendable {
             garbageCollection = nil
         }
         memoryPressure = memory.limit == 0 ? nil : MemoryPressureSource()
-        box.identifier = ObjectIdentifier(self)
         // In the background: inside an expiring activity where the platform has them, and never
         // waiting for a folder lock another process holds (no lock across a suspension).
         garbageCollection?.start { [weak self] in
@@ -202,7 +207,9 @@ public final class Cache: Sendable {
     public static var `default`: Cache { named("default") }
 
     var disk: DiskStore? { store.disk }
-    var identity: ObjectIdentifier { ObjectIdentifier(self) }
+    /// Who made a change, so an instance skips its own notifications: its token's identity,
+    /// which lives as long as the instance (and its subscription) do.
+    var identity: ObjectIdentifier { ObjectIdentifier(token) }
     var nowSeconds: Double { configuration.now().timeIntervalSince1970 }
 
     // MARK: Locations
@@ -370,11 +377,10 @@ public final class Cache: Sendable {
     }
 }
 
-/// Holds a cache's identity for a closure made before `self` is fully initialized.
-private final class WeakIdentity: @unchecked Sendable {
-    // Written once in `Cache.init` before any change can be published by that cache.
-    var identifier: ObjectIdentifier?
-}
+/// A cache instance's identity in change notifications: made in `Cache.init` before the
+/// instance subscribes, immutable, and kept by the instance, so the identifier its
+/// subscription compares against is never reused while it is subscribed.
+private final class Token: Sendable {}
 
 /// State shared by every ``Cache`` instance of this process on one folder.
 final class Store: Sendable {
