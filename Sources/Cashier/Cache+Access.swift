@@ -176,11 +176,17 @@ extension Cache {
             }
         } else {
             recordMemoryUses()
-            disk?.sweepIfNeeded(
-                limits: limits,
-                forgetting: { [weak self] removal in self?.forget(removal) },
-                report: { [weak self] removals in self?.report(removals) }
-            )
+            if let disk {
+                // Runs even after this instance is gone: it holds the folder's store, not `self`.
+                let (store, memory, origin, limits) = (store, memory, identity, limits)
+                disk.sweepIfNeeded(limits: limits) { [weak self] in
+                    let removals = disk.withFolderLock(waiting: false) {
+                        store.commit(disk.planSweep(limits: limits), on: disk, dropping: memory, origin: origin)
+                    }
+                    if let removals { self?.report(removals) }
+                    return removals
+                }
+            }
         }
         return metadata
     }
