@@ -10,6 +10,11 @@ import Musl
 
 /// One cache folder: entry files, their index, and the housekeeping on them.
 ///
+/// This file holds the store and its reads and writes of one entry; its other jobs have
+/// files of their own: names (`DiskStore+Names.swift`), the index (`+Index`), recency
+/// (`+Recency`), housekeeping plans and their application (`+Housekeeping`), size sweeps
+/// (`+Sweeps`).
+///
 /// Reads and writes of one entry go straight to its file; the index (sizes and
 /// last uses, for ``Cache/totalSize`` and eviction) is loaded by one folder scan
 /// the first time it is needed, never on the read path. Decisions that must be
@@ -18,6 +23,7 @@ import Musl
 package final class DiskStore: Sendable {
     package let folder: String
     package let fileSystem: any FileSystem
+    /// The index, and the store's other in-process state (DiskStore+Index.swift).
     let state = Locked(IndexState())
     /// The folder's owner and mode as last judged (see `FolderTrust.swift`).
     let folderCheck = Locked(FolderCheck())
@@ -45,7 +51,7 @@ package final class DiskStore: Sendable {
     }
 
     /// Reads and verifies one entry file (FileSystem+Entries.swift): open, fstat, pread,
-    /// close; no write (recency is recorded by the caller, through ``noteRead(_:info:isLocked:at:)``).
+    /// close; no write (recency is recorded by the caller, through ``noteRead(_:info:isLocked:at:foundSlidingLifespanOver:)``).
     /// The payload is the buffer the kernel filled, indices from 0; nothing is allocated
     /// before the header's lengths are checked against the file and the maximum entry size.
     package func read(_ fileName: String) -> ReadResult {
@@ -195,6 +201,8 @@ package final class DiskStore: Sendable {
         state.withLock { $0.note(fileName, nil) }
     }
 
+    /// Runs `body` holding the folder's advisory lock, shared with other processes.
+    /// Without a folder (nothing written yet) there is nothing to protect: `body` runs unlocked.
     func withFolderLock<R>(_ body: () -> R) -> R {
         guard let token = try? fileSystem.lockExclusively(path(Self.lockFileName)) else { return body() }
         defer { fileSystem.unlock(token) }
