@@ -176,17 +176,7 @@ extension Cache {
             }
         } else {
             recordMemoryUses()
-            if let disk {
-                // Runs even after this instance is gone: it holds the folder's store, not `self`.
-                let (store, memory, origin, limits) = (store, memory, identity, limits)
-                disk.sweepIfNeeded(limits: limits) { [weak self] in
-                    let removals = disk.withFolderLock(waiting: false) {
-                        store.commit(disk.planSweep(limits: limits), on: disk, dropping: memory, origin: origin)
-                    }
-                    if let removals { self?.report(removals) }
-                    return removals
-                }
-            }
+            sweepIfNeeded()
         }
         return metadata
     }

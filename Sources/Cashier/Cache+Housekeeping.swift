@@ -108,6 +108,21 @@ extension Cache {
         report(removed)
     }
 
+    /// Schedules a size sweep off the caller's thread if the folder may be over
+    /// ``Configuration-swift.struct/diskSizeLimit``. The sweep runs even after this instance
+    /// is gone (it holds the folder's store, not `self`); its events go to this instance if alive.
+    func sweepIfNeeded() {
+        guard let disk else { return }
+        let (store, memory, origin, limits) = (store, memory, identity, limits)
+        disk.sweepIfNeeded(limits: limits) { [weak self] in
+            let removals = disk.withFolderLock(waiting: false) {
+                store.commit(disk.planSweep(limits: limits), on: disk, dropping: memory, origin: origin)
+            }
+            if let removals { self?.report(removals) }
+            return removals
+        }
+    }
+
     /// Applies a housekeeping plan of this cache's disk and forgets what it removed (see
     /// ``Store/commit(_:on:dropping:origin:)``).
     private func commit(_ plan: DiskStore.RemovalPlan) -> [DiskStore.Removal] {
