@@ -6,7 +6,7 @@
  *     bash ../shared/tools/darwin-headers.sh .ci/darwin-calls.c
  *
  * A misspelled or missing name, or a wrong type assumption (the _Static_asserts), fails
- * the build here instead of in a user's app. `.ci/darwin-drift.sh` fails when a Darwin
+ * the build here instead of in a user's app. `.ci/darwin-drift.py` fails when a Darwin
  * branch uses a C-level name this file does not mention. Each function names the Swift
  * file it stands for.
  */

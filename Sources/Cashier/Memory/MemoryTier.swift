@@ -124,9 +124,6 @@ class MemoryRecord: @unchecked Sendable {
         current.lastUsedAt = lastUse
         return current
     }
-
-    /// The value, type-erased, for change notifications.
-    var anyValue: (any Sendable)? { nil }
 }
 
 final class TypedRecord<Value: Sendable>: MemoryRecord, @unchecked Sendable {
@@ -150,8 +147,6 @@ final class TypedRecord<Value: Sendable>: MemoryRecord, @unchecked Sendable {
     override func replacing(metadata: EntryMetadata) -> MemoryRecord {
         TypedRecord(name: name, metadata: metadata, value: value, cost: cost)
     }
-
-    override var anyValue: (any Sendable)? { value }
 }
 
 /// The decoded-value tier: a dictionary plus an intrusive LRU list, bounded by a count
@@ -310,7 +305,7 @@ final class MemoryTier: Sendable {
         /// the caller to check against its clock (user code, never called under this lock) and count.
         case expiring(at: Double)
         /// The same for a ``Lifespan/sinceLastUse(_:)`` entry (`infinity` when locked): if the
-        /// read finds it valid, the caller records the use with ``noteUse(_:at:)``.
+        /// read finds it valid, the caller records the use with ``MemoryTier/noteUse(_:at:countingHit:)``.
         case sliding(until: Double)
     }
 
