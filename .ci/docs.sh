@@ -2,7 +2,10 @@
 # Builds the DocC documentation of the Cashier library and fails when
 #   - the catalog or a doc comment has a warning (a broken symbol link, a bad
 #     topic group, an unknown directive...), or
-#   - a public symbol declared in Sources/Cashier has no doc comment.
+#   - a public symbol declared in Sources/Cashier has no doc comment, or
+#   - a doc comment of an internal symbol has a warning: a second pass builds the
+#     documentation again from an internal-level symbol graph (thrown away after),
+#     so links in comments that only maintainers read are checked too.
 # The output folder is a DocC archive transformed for static hosting: any static
 # web server can serve it.
 #
@@ -16,6 +19,12 @@ scratch="$root/.build-docs"
 symbol_graphs="$scratch/symbol-graphs"
 site="$scratch/site"
 diagnostics="$scratch/docc-diagnostics.json"
+# The internal pass builds in a scratch folder of its own: its compiler flags differ,
+# and sharing one would rebuild the module for each pass on every run.
+internal_scratch="$root/.build-docs-internal"
+internal_symbol_graphs="$internal_scratch/symbol-graphs"
+internal_site="$internal_scratch/site"
+internal_diagnostics="$internal_scratch/docc-diagnostics.json"
 
 docc="${DOCC:-}"
 if [ -z "$docc" ]; then
@@ -31,21 +40,30 @@ if [ -z "$docc" ]; then
     fi
 fi
 
-echo "== docs: symbol graph of the Cashier module"
-# The compiler writes the symbol graph when it emits the module, which an
-# up-to-date build skips: remove the built module so it is emitted afresh
-# (a second or so; nothing is recompiled that does not need it).
-rm -rf "$symbol_graphs"
-mkdir -p "$symbol_graphs"
-find "$scratch" -maxdepth 4 -name Cashier.swiftmodule -not -path '*/checkouts/*' -exec rm -rf {} + 2>/dev/null || true
-swift build --target Cashier --scratch-path "$scratch" \
-    -Xswiftc -emit-symbol-graph \
-    -Xswiftc -emit-symbol-graph-dir -Xswiftc "$symbol_graphs" \
-    -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
-if [ ! -f "$symbol_graphs/Cashier.symbols.json" ]; then
-    echo "docs: no symbol graph was written to $symbol_graphs" >&2
-    exit 1
-fi
+# Writes the Cashier module's symbol graph at access level $3 into $2, building in scratch path $1.
+symbol_graph() {
+    local build="$1" graphs="$2" level="$3"
+    # The compiler writes the symbol graph when it emits the module, which an
+    # up-to-date build skips: remove the built module so it is emitted afresh
+    # (a second or so; nothing is recompiled that does not need it).
+    rm -rf "$graphs"
+    mkdir -p "$graphs"
+    find "$build" -maxdepth 4 -name Cashier.swiftmodule -not -path '*/checkouts/*' -exec rm -rf {} + 2>/dev/null || true
+    swift build --target Cashier --scratch-path "$build" \
+        -Xswiftc -emit-symbol-graph \
+        -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
+        -Xswiftc -symbol-graph-minimum-access-level -Xswiftc "$level"
+    if [ ! -f "$graphs/Cashier.symbols.json" ]; then
+        echo "docs: no symbol graph was written to $graphs" >&2
+        exit 1
+    fi
+    # The modules under Cashier (CashierPlatform, CashierEntryFormat, ...) are built with the
+    # same flags and write graphs too: keep Cashier's own (and its extensions of other modules).
+    find "$graphs" -name '*.symbols.json' ! -name 'Cashier.symbols.json' ! -name 'Cashier@*.symbols.json' -delete
+}
+
+echo "== docs: symbol graph of the Cashier module (public)"
+symbol_graph "$scratch" "$symbol_graphs" public
 
 echo "== docs: every public symbol has a doc comment"
 # A symbol counts when it is declared in Cashier's own sources (it has a source
@@ -117,9 +135,26 @@ docc_status=0
     --diagnostics-file "$diagnostics" \
     --warnings-as-errors || docc_status=$?
 
-if [ "$coverage_status" -ne 0 ] || [ "$docc_status" -ne 0 ]; then
+echo "== docs: symbol graph of the Cashier module (internal)"
+symbol_graph "$internal_scratch" "$internal_symbol_graphs" internal
+
+echo "== docs: docc convert at the internal level (links in internal doc comments)"
+rm -rf "$internal_site" "$internal_diagnostics"
+internal_status=0
+"$docc" convert Sources/Cashier/Cashier.docc \
+    --additional-symbol-graph-dir "$internal_symbol_graphs" \
+    --fallback-display-name Cashier \
+    --fallback-bundle-identifier org.cashier.Cashier \
+    --fallback-default-module-kind Framework \
+    --output-path "$internal_site" \
+    --diagnostics-file "$internal_diagnostics" \
+    --warnings-as-errors || internal_status=$?
+
+if [ "$coverage_status" -ne 0 ] || [ "$docc_status" -ne 0 ] || [ "$internal_status" -ne 0 ]; then
     [ "$coverage_status" -ne 0 ] && echo "docs: FAILED: public symbols without doc comments (listed above)" >&2
     [ "$docc_status" -ne 0 ] && echo "docs: FAILED: docc reported warnings or errors (listed above; also in $diagnostics)" >&2
+    [ "$internal_status" -ne 0 ] \
+        && echo "docs: FAILED: docc reported warnings in internal doc comments (listed above; also in $internal_diagnostics)" >&2
     exit 1
 fi
 

@@ -177,11 +177,7 @@ extension Cache {
             }
         } else {
             recordMemoryUses()
-            disk?.sweepIfNeeded(
-                limits: limits,
-                forgetting: { [weak self] removal in self?.forget(removal) },
-                report: { [weak self] removals in self?.report(removals) }
-            )
+            sweepIfNeeded()
         }
         return metadata
     }

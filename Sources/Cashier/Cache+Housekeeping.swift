@@ -19,7 +19,15 @@ extension Cache {
         }
         // A refused folder is left alone, but what this instance holds in memory still goes.
         guard !isFolderRefused(key: nil, fresh: true) else { return store.keyLocks.withEveryKeyLocked(forget) }
-        for failure in disk.removeAllEntries(forgetting: forget) {
+        // The files and every instance's memory go in one step under the barrier.
+        let failures = disk.withFolderLock {
+            store.keyLocks.withEveryKeyLocked {
+                let failures = disk.removeAllEntries()
+                forget()
+                return failures
+            }
+        }
+        for failure in failures {
             emit(.failure(key: nil, error: failure.cacheError(key: nil)))
         }
     }
@@ -32,11 +40,13 @@ extension Cache {
             guard !isFolderRefused(key: nil, fresh: true) else { return }
             // Memory hits count before `.sinceLastUse` lifespans are judged.
             recordMemoryUses()
-            report(
-                disk.collectGarbage(
-                    now: now, limits: DiskStore.Limits(size: nil, minimumFreeSpace: nil),
-                    reclaim: DiskStore.Reclaim(expired: true),
-                    forgetting: forget))
+            let removals = disk.withFolderLock {
+                commit(
+                    disk.planGarbageCollection(
+                        now: now, limits: DiskStore.Limits(size: nil, minimumFreeSpace: nil),
+                        reclaim: DiskStore.Reclaim(expired: true)))
+            }
+            report(removals)
         } else {
             removeFromMemory { record in
                 memory.currentMetadata(of: record).isExpired(at: now)
@@ -76,9 +86,10 @@ extension Cache {
             memory.remove(record.name)
         }
         guard !isFolderRefused(key: nil, fresh: true) else { return }
-        report(
-            disk.removeEntries(
-                where: { header in shouldRemove(header.key, EntryMetadata(header, size: 0)) }, forgetting: forget))
+        let removals = disk.withFolderLock {
+            commit(disk.planRemovals { header in shouldRemove(header.key, EntryMetadata(header, size: 0)) })
+        }
+        report(removals)
     }
 
     /// Removes the memory records `removal` names a removal for, in a memory-only cache:
@@ -95,6 +106,28 @@ extension Cache {
             }
         }
         report(removed)
+    }
+
+    /// Schedules a size sweep off the caller's thread if the folder may be over
+    /// ``Configuration-swift.struct/diskSizeLimit``. The sweep runs even after this instance
+    /// is gone (it holds the folder's store, not `self`); its events go to this instance if alive.
+    func sweepIfNeeded() {
+        guard let disk else { return }
+        let (store, memory, origin, limits) = (store, memory, identity, limits)
+        disk.sweepIfNeeded(limits: limits) { [weak self] in
+            let removals = disk.withFolderLock(waiting: false) {
+                store.commit(disk.planSweep(limits: limits), on: disk, dropping: memory, origin: origin)
+            }
+            if let removals { self?.report(removals) }
+            return removals
+        }
+    }
+
+    /// Applies a housekeeping plan of this cache's disk and forgets what it removed (see
+    /// ``Store/commit(_:on:dropping:origin:)``).
+    private func commit(_ plan: DiskStore.RemovalPlan) -> [DiskStore.Removal] {
+        guard let disk else { return [] }
+        return store.commit(plan, on: disk, dropping: memory, origin: identity)
     }
 
     /// Garbage collection: expired entries, damaged files, abandoned temporary files and
@@ -120,8 +153,11 @@ extension Cache {
             // Memory hits count before victims are ordered.
             recordMemoryUses()
             let reclaim = DiskStore.Reclaim(expired: true, otherAppVersionsThan: .some(configuration.appVersion))
-            report(
-                disk.collectGarbage(now: now, limits: limits, reclaim: reclaim, waiting: waiting, forgetting: forget))
+            // With `waiting` false, `nil` when another process holds the folder lock: the next round tries again.
+            let removals = disk.withFolderLock(waiting: waiting) {
+                commit(disk.planGarbageCollection(now: now, limits: limits, reclaim: reclaim))
+            }
+            report(removals ?? [])
         } else {
             removeExpired()
         }
@@ -156,5 +192,32 @@ extension Cache {
                 .map(\.header.key).sorted()
         }
         return memory.allRecords.map(\.name).sorted()
+    }
+}
+
+extension Store {
+    /// Applies `plan` (made with no key lock held) under the barrier of every key, and in the
+    /// same step drops each removed entry from `memory` and tells observers and the other
+    /// instances on the folder, as `origin`: no write of a key lands between its file going
+    /// and its memory record going. Returns what was removed, for events reported after the
+    /// barrier is lifted (`onEvent` is the app's code and may call the cache).
+    ///
+    /// The disk layer only unlinks under the barrier and reports what it removed; dropping
+    /// memory and notifying is the front's, here.
+    func commit(
+        _ plan: DiskStore.RemovalPlan, on disk: DiskStore, dropping memory: MemoryTier, origin: ObjectIdentifier
+    ) -> [DiskStore.Removal] {
+        var removals: [DiskStore.Removal] = []
+        if !plan.isEmpty {
+            keyLocks.withEveryKeyLocked {
+                removals = disk.apply(plan)
+                for removal in removals {
+                    memory.remove(removal.key)
+                    hub.publish(Change(name: removal.key, value: nil, origin: origin))
+                }
+            }
+        }
+        disk.finish(plan)
+        return removals
     }
 }

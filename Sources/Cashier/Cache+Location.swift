@@ -68,9 +68,12 @@ extension Cache {
     /// tools never share (and never wipe) each other's entries.
     ///
     /// - Parameters:
+    ///   - base: the platform's caches or application-support folder.
     ///   - isMac: macOS or Mac Catalyst, where `base` may be the user's `~/Library/Caches`.
     ///   - isSandboxed: whether the App Sandbox confines the process; a `base` inside
     ///     `~/Library/Containers/` counts as sandboxed too.
+    ///   - bundleIdentifier: the main bundle's identifier, if the process has one.
+    ///   - processName: the executable's name, used when there is no bundle identifier.
     package static func ownFolder(
         in base: String, isMac: Bool, isSandboxed: Bool, bundleIdentifier: String?, processName: String
     ) -> String {

@@ -7,7 +7,7 @@ extension Cache {
     /// has; this is called when the cache next does disk work (a write, a read from disk,
     /// garbage collection before it orders victims, ``waitForBackgroundWork()``, the end of
     /// the instance), so a hit never reads the clock or touches the disk for recency
-    /// (except a hit on a sliding entry: see ``noteSlidingUse(_:at:)``).
+    /// (except a hit on a sliding entry: see ``noteSlidingUse(_:at:countingHit:)``).
     func recordMemoryUses() {
         guard let disk else { return }
         let keys = memory.takeUsedNames()

@@ -24,6 +24,8 @@ public final class Cache: Sendable {
 
     let store: Store
     let memory: MemoryTier
+    /// This instance's identity in change notifications (see ``identity``).
+    private let token: Token
     private let subscription: Int
     private let garbageCollection: GarbageCollectionTimer?
     private let memoryPressure: MemoryPressureSource?
@@ -41,9 +43,13 @@ public final class Cache: Sendable {
         store.disk?.forgetFolderStatus()
         memory = MemoryTier(limit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimit)
         let memory = self.memory
-        let box = WeakIdentity()
+        // Made before subscribing and never changed: the handler, which other instances may
+        // call from the moment it is subscribed, reads nothing that init writes later.
+        let token = Token()
+        self.token = token
+        let identity = ObjectIdentifier(token)
         subscription = store.hub.subscribe(name: nil) { change in
-            guard change.origin != box.identifier else { return }
+            guard change.origin != identity else { return }
             if let name = change.name { memory.remove(name) } else { _ = memory.removeAll() }
         }
         if let interval = configuration.garbageCollectionInterval, interval > 0, path != nil {
@@ -52,7 +58,6 @@ public final class Cache: Sendable {
             garbageCollection = nil
         }
         memoryPressure = memory.limit == 0 ? nil : MemoryPressureSource()
-        box.identifier = ObjectIdentifier(self)
         // In the background: inside an expiring activity where the platform has them, and never
         // waiting for a folder lock another process holds (no lock across a suspension).
         garbageCollection?.start { [weak self] in
@@ -82,7 +87,9 @@ public final class Cache: Sendable {
     public static var `default`: Cache { named("default") }
 
     var disk: DiskStore? { store.disk }
-    var identity: ObjectIdentifier { ObjectIdentifier(self) }
+    /// Who made a change, so an instance skips its own notifications: its token's identity,
+    /// which lives as long as the instance (and its subscription) do.
+    var identity: ObjectIdentifier { ObjectIdentifier(token) }
     var nowSeconds: Double { configuration.now().timeIntervalSince1970 }
 
     // MARK: Effects
@@ -155,11 +162,10 @@ public final class Cache: Sendable {
     }
 }
 
-/// Holds a cache's identity for a closure made before `self` is fully initialized.
-private final class WeakIdentity: @unchecked Sendable {
-    // Written once in `Cache.init` before any change can be published by that cache.
-    var identifier: ObjectIdentifier?
-}
+/// A cache instance's identity in change notifications: made in `Cache.init` before the
+/// instance subscribes, immutable, and kept by the instance, so the identifier its
+/// subscription compares against is never reused while it is subscribed.
+private final class Token: Sendable {}
 
 /// State shared by every ``Cache`` instance of this process on one folder.
 final class Store: Sendable {
@@ -177,14 +183,19 @@ final class Store: Sendable {
     private static let shared = Locked<[String: WeakStore]>([:])
 
     /// The store for `path`: shared in the process, unless memory-only or on a test file system.
+    ///
+    /// Keyed on the folder's identity, not its spelling (``DiskStore/resolvedPath(of:)``): one
+    /// folder is one cache however its path is spelled. The first instance's spelling is the
+    /// one the shared store's files are named by.
     static func forFolder(_ path: String?, fileSystem: (any FileSystem)?) -> Store {
         guard let path else { return Store(disk: nil) }
         if let fileSystem { return Store(disk: DiskStore(folder: path, fileSystem: fileSystem)) }
+        let identity = DiskStore.resolvedPath(of: path)
         return shared.withLock { stores in
-            if let store = stores[path]?.store { return store }
+            if let store = stores[identity]?.store { return store }
             stores = stores.filter { $0.value.store != nil }
             let store = Store(disk: DiskStore(folder: path))
-            stores[path] = WeakStore(store: store)
+            stores[identity] = WeakStore(store: store)
             return store
         }
     }

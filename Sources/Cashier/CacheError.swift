@@ -1,47 +1,73 @@
 /// What went wrong, to which key, and why.
 ///
 /// Writes throw it; reads never do (what is wrong on disk is a miss and a
-/// ``CacheEvent/discarded(key:reason:)`` event). Match on ``kind``:
+/// ``CacheEvent/discarded(key:reason:)`` event). Match on ``kind``, in a `catch`
+/// clause by the kind alone:
 ///
 /// ```swift
 /// do { try cache.set(user, for: Keys.profile) }
-/// catch let error as CacheError where error.kind == .noSpace { … }
+/// catch CacheError.Kind.noSpace { … }
+/// catch let error as CacheError where error.kind == .permissionDenied { … }
 /// ```
 public struct CacheError: Error, Sendable, Hashable {
     /// The category of a failure: what a caller can act on.
+    ///
+    /// A kind is its token, a stable identifier such as `"noSpace"` (the static member's
+    /// name): rewording what a kind prints never changes which kinds are equal. Match one
+    /// in a `catch` clause, as swift-system's `Errno` does:
+    ///
+    /// ```swift
+    /// do { try cache.set(user, for: Keys.profile) }
+    /// catch CacheError.Kind.noSpace { … }
+    /// ```
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
-        /// The kind's name in words, as printed by ``CacheError/description``.
+        /// The kind's stable token, such as `"noSpace"`: what equality and hashing compare.
         public let rawValue: String
-        /// A kind with this name; the static members are the kinds Cashier reports.
+        /// The kind with this token; the static members are the kinds Cashier reports.
         public init(rawValue: String) { self.rawValue = rawValue }
-        /// The kind's name in words.
-        public var description: String { rawValue }
+        /// The kind's name in words, as printed by ``CacheError/description``
+        /// (for a token Cashier does not define, the token itself).
+        public var description: String { Self.words[rawValue] ?? rawValue }
 
         /// The value could not be encoded with the key's codec.
-        public static let encodingFailed = Kind(rawValue: "encoding failed")
+        public static let encodingFailed = Kind(rawValue: "encodingFailed")
         /// The value is not acceptable for this accessor (for example bytes that are not a PNG).
-        public static let invalidValue = Kind(rawValue: "invalid value")
+        public static let invalidValue = Kind(rawValue: "invalidValue")
         /// The cache folder could not be created or used (a file is in its place, a parent is missing).
-        public static let folderUnavailable = Kind(rawValue: "folder unavailable")
+        public static let folderUnavailable = Kind(rawValue: "folderUnavailable")
         /// The file system refused for lack of permission or because it is read-only.
-        public static let permissionDenied = Kind(rawValue: "permission denied")
+        public static let permissionDenied = Kind(rawValue: "permissionDenied")
         /// The cache folder is owned by another user, or others (or, unless
         /// ``Cache/Configuration-swift.struct/sharing`` is ``Cache/Sharing/group``, its group)
         /// can write it, or it is a symbolic link another user owns: anyone who can write it
         /// could plant entries. Writes throw it, reads miss and report it as a
         /// ``CacheEvent/failure(key:error:)``; the message says who owns the folder and its mode.
-        public static let untrustedFolder = Kind(rawValue: "untrusted folder")
+        public static let untrustedFolder = Kind(rawValue: "untrustedFolder")
         /// The volume is full or a quota is exceeded.
-        public static let noSpace = Kind(rawValue: "no space")
+        public static let noSpace = Kind(rawValue: "noSpace")
         /// Any other input/output failure.
-        public static let ioFailure = Kind(rawValue: "I/O failure")
+        public static let ioFailure = Kind(rawValue: "ioFailure")
         /// A stored payload did not decode as the key's value type, or its migration threw.
         ///
         /// Reported through events only, right after the ``CacheEvent/discarded(key:reason:)``
         /// it explains; the message names the field (its coding path) and what was expected.
-        public static let decodingFailed = Kind(rawValue: "decoding failed")
+        public static let decodingFailed = Kind(rawValue: "decodingFailed")
         /// The fetch closure of ``Cache/value(for:lifespan:fetch:)`` threw (reported through events only).
-        public static let fetchFailed = Kind(rawValue: "fetch failed")
+        public static let fetchFailed = Kind(rawValue: "fetchFailed")
+
+        /// What each of Cashier's kinds prints, by token.
+        private static let words: [String: String] = [
+            "encodingFailed": "encoding failed", "invalidValue": "invalid value",
+            "folderUnavailable": "folder unavailable", "permissionDenied": "permission denied",
+            "untrustedFolder": "untrusted folder", "noSpace": "no space", "ioFailure": "I/O failure",
+            "decodingFailed": "decoding failed", "fetchFailed": "fetch failed",
+        ]
+
+        /// Whether `error` is a ``CacheError`` of this kind: lets `catch CacheError.Kind.noSpace`
+        /// (and `case .noSpace` in a `switch` over any error) match by kind.
+        public static func ~= (kind: Kind, error: any Error) -> Bool {
+            (error as? CacheError)?.kind == kind
+        }
     }
 
     /// The category of the failure.
@@ -64,13 +90,6 @@ public struct CacheError: Error, Sendable, Hashable {
         self.code = code
     }
 
-    /// The same error, about `key`.
-    func about(key: String) -> CacheError {
-        CacheError(kind: kind, key: key, path: path, message: message, code: code)
-    }
-
-    /// Lets `catch CacheError.Kind.noSpace`-style patterns match an error by kind.
-    public static func ~= (kind: Kind, error: CacheError) -> Bool { error.kind == kind }
 }
 
 extension CacheError: CustomStringConvertible {

@@ -1,5 +1,5 @@
 /// What ``Cache/Configuration/onEvent`` receives, synchronously, on the thread that caused it.
-public enum CacheEvent: Sendable {
+public enum CacheEvent: Sendable, Hashable {
     /// A read returned a value.
     case hit(key: String)
     /// A read found nothing usable.
@@ -21,7 +21,7 @@ public enum CacheEvent: Sendable {
 }
 
 /// Why a stored entry was discarded.
-public enum DiscardReason: Sendable, Equatable {
+public enum DiscardReason: Sendable, Hashable {
     /// Stored under another schema version, with no migration from it.
     case schemaMismatch(stored: Int?, expected: Int?)
     /// An unversioned key's entry written by another app version.

@@ -98,7 +98,7 @@ package enum CashierCommands {
         case .stats(let directory, let json):
             return try StatsCommand.run(directory: directory, json: json, console: console, now: now)
         case .verify(let directory, let json):
-            return try VerifyCommand.run(directory: directory, json: json, console: console, now: now)
+            return try VerifyCommand.run(directory: directory, json: json, console: console)
         case .prune(let directory, let options, let json):
             return try PruneCommand.run(directory: directory, options: options, json: json, console: console, now: now)
         case .remove(let directory, let key, let force):

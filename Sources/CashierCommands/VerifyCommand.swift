@@ -5,7 +5,7 @@ import Foundation
 /// A folder with no entries exits 0 (an empty cache is a sound one) but says that it
 /// checked nothing, and when it holds other files, asks whether it is a cache folder.
 enum VerifyCommand {
-    static func run(directory: String, json: Bool, console: Console, now: Date) throws(ToolError) -> ExitStatus {
+    static func run(directory: String, json: Bool, console: Console) throws(ToolError) -> ExitStatus {
         let inventory = try Inventory.load(directory)
         let damaged = inventory.entries.filter(\.isDamaged)
         if json {

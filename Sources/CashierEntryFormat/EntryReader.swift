@@ -31,6 +31,7 @@ package enum EntryReader {
     /// Reads an entry from a file that `fstat` says is `size` bytes long.
     ///
     /// - Parameters:
+    ///   - size: the file's length in bytes, from its `fstat`.
     ///   - wantsPayload: whether to read and verify the payload; `false` reads the header
     ///     only (no checksum: listings and housekeeping).
     ///   - read: fills a buffer from an offset of the file, answering how many bytes it

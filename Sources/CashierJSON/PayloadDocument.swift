@@ -52,7 +52,7 @@ final class PayloadDocument {
 
     // MARK: Errors
 
-    /// Whether any read of the decode threw (see ``PayloadDecoder/decode(_:from:metSpecialType:)``).
+    /// Whether any read of the decode threw (see ``PayloadDecoder/decode(_:from:agreeingWith:metSpecialType:)``).
     /// Every decode-time error is made by ``failure(_:)``, which sets it.
     private(set) var threw = false
     /// Whether a type left to `JSONDecoder` was asked for: `Data`, `URL` or `Decimal`, and

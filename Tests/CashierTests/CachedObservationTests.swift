@@ -87,20 +87,37 @@ import Testing
     }
 
     /// Tracks a read of `model.profile` as SwiftUI does, runs `change`, and returns once
-    /// Observation has reported the change (the suite's time limit fails a change never reported).
-    private func changeIsReported(reading model: ProfileModel, by change: () -> Void) async {
-        let reported = Locked<CheckedContinuation<Void, Never>?>(nil)
-        await withCheckedContinuation { continuation in
+    /// Observation has reported the change. Bounded: a change never reported records an issue
+    /// that says so, instead of hanging until the suite's time limit.
+    private func changeIsReported(
+        reading model: ProfileModel, seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation,
+        by change: () -> Void
+    ) async {
+        let reported = Locked<CheckedContinuation<Bool, Never>?>(nil)
+        let resume: @Sendable (Bool) -> Void = { wasReported in
+            reported.withLock {
+                $0?.resume(returning: wasReported)
+                $0 = nil
+            }
+        }
+        // A bound, not a poll: resumed with false only if Observation never calls `onChange`.
+        let timeout = Task {
+            guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
+            resume(false)
+        }
+        defer { timeout.cancel() }
+        let wasReported = await withCheckedContinuation { continuation in
             reported.withLock { $0 = continuation }
             withObservationTracking {
                 _ = model.profile
             } onChange: {
-                reported.withLock {
-                    $0?.resume()
-                    $0 = nil
-                }
+                resume(true)
             }
             change()
+        }
+        if !wasReported {
+            Issue.record(
+                "Observation did not report the change within \(seconds) seconds", sourceLocation: sourceLocation)
         }
     }
 }

@@ -8,6 +8,32 @@ import Testing
 @Suite struct ConcurrencyTests {
     let folder = TemporaryFolder()
 
+    /// An instance subscribes to the folder's changes before its `init` returns; another
+    /// instance publishing meanwhile must find everything the new one's handler reads already
+    /// set (run under TSan: `swift test --sanitize=thread --filter instancesMadeWhileAnother`).
+    @Test func instancesMadeWhileAnotherPublishesReadNothingTheirInitStillWrites() throws {
+        var timed = makeConfiguration(folder)
+        // A timer to make in `init` after subscribing: the window the old identity was written in.
+        timed.garbageCollectionInterval = 3600
+        let configuration = timed
+        let writer = Cache(configuration)
+        let done = Locked(false)
+        // A thread of its own, publishing until the instances are made (not a task: it spins).
+        let publishing = DispatchGroup()
+        DispatchQueue.global().async(group: publishing) {
+            while !done.withLock({ $0 }) { writer.publish("other", nil) }
+        }
+        for _ in 0..<400 {
+            let cache = Cache(configuration)
+            cache.publish("own", nil)
+        }
+        done.withLock { $0 = true }
+        publishing.wait()
+        let key = CacheKey<Int>("n")
+        try writer.set(1, for: key)
+        #expect(Cache(configuration).value(for: key) == 1)
+    }
+
     @Test func manyTasksHammeringOneCacheSeeOnlyWholeValues() async throws {
         var configuration = makeConfiguration(folder)
         configuration.memoryCountLimit = 8
@@ -125,6 +151,7 @@ import Testing
         let key = CacheKey<Int>("n", lifespan: .seconds(10))
         try cache.set(1, for: key)
         clock.advance(by: 20)
+        events.clear()
         let calls = Locked(0)
         let gate = Gate()
         for _ in 0..<5 {
@@ -136,7 +163,10 @@ import Testing
             #expect(value == 1)
         }
         await gate.open()
-        for _ in 0..<400 where cache.value(for: key) != 2 { try await Task.sleep(for: .milliseconds(5)) }
+        // Resumed by the refresh's own write.
+        await events.wait(for: "the background refresh's write") { event in
+            if case .write(key: "n", _) = event { true } else { false }
+        }
         #expect(cache.value(for: key) == 2)
         #expect(calls.withLock { $0 } == 1)
     }
@@ -150,7 +180,9 @@ import Testing
         try cache.set(1, for: key)
         clock.advance(by: 20)
         #expect(try await cache.value(for: key, policy: .staleWhileRevalidate) { throw Offline() } == 1)
-        for _ in 0..<400 where events.failures.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        await events.wait(for: "the failed refresh's failure event") { event in
+            if case .failure = event { true } else { false }
+        }
         #expect(events.failures.first?.kind == .fetchFailed)
         #expect(cache.entry(for: key)?.value == 1)
     }

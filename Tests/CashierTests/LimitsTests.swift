@@ -145,9 +145,9 @@ import Glibc
         let cache = Cache(configuration)
         try cache.set(1, for: CacheKey<Int>("short"), lifespan: .seconds(1))
         clock.advance(by: 5)
-        // Waits on the scheduled collection itself; bounded so a broken timer fails instead of hanging.
-        for _ in 0..<400 where !events.discards.contains(where: { $0.0 == "short" }) {
-            try await Task.sleep(for: .milliseconds(25))
+        // Resumed by the scheduled collection's own event; bounded so a broken timer fails instead of hanging.
+        await events.wait(for: "the scheduled collection's discard of \"short\"") { event in
+            if case .discarded(key: "short", _) = event { true } else { false }
         }
         #expect(events.discards.contains { $0.0 == "short" && $0.1 == .expired })
     }

@@ -25,7 +25,7 @@ package protocol FileSystem: Sendable {
         -> Int
     func closeFile(_ file: OpenFile)
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String]
-    /// `stat` of `name` inside `directory` (`fstatat`), `nil` if it does not exist.
+    /// `stat` of `directory/name` (following a symbolic link), `nil` if it does not exist.
     func info(_ name: String, in directory: String) -> FileInfo?
     /// Every name in `directory` and, for those `wanted` accepts, its `stat`: one
     /// `readdir` pass and one `fstatat` per wanted name. `nil` info: vanished meanwhile.

@@ -1,3 +1,4 @@
+import CashierPlatform
 import Foundation
 
 /// Serializes work on one key name while leaving every other key free, and lets
@@ -32,6 +33,10 @@ final class KeyLocks: @unchecked Sendable {
     private let stripes: [Stripe] = (0..<32).map { _ in Stripe() }
     /// One barrier at a time (bulk removals of one folder already take turns on its file lock).
     private let barrier = NSLock()
+    private let barrierHeld = Locked(false)
+
+    /// Whether a barrier's body is running: what tests check the file I/O done under it against.
+    var isBarrierHeld: Bool { barrierHeld.withLock { $0 } }
 
     func withLock<R>(_ name: String, _ body: () throws -> R) rethrows -> R {
         // Hashing per process is fine here: stripes are never stored or shared.
@@ -73,6 +78,8 @@ final class KeyLocks: @unchecked Sendable {
                 stripe.condition.unlock()
             }
         }
+        barrierHeld.withLock { $0 = true }
+        defer { barrierHeld.withLock { $0 = false } }
         return try body()
     }
 }

@@ -55,9 +55,6 @@ class MemoryRecord: @unchecked Sendable {
         current.lastUsedAt = lastUse
         return current
     }
-
-    /// The value, type-erased, for change notifications.
-    var anyValue: (any Sendable)? { nil }
 }
 
 final class TypedRecord<Value: Sendable>: MemoryRecord, @unchecked Sendable {
@@ -81,6 +78,4 @@ final class TypedRecord<Value: Sendable>: MemoryRecord, @unchecked Sendable {
     override func replacing(metadata: EntryMetadata) -> MemoryRecord {
         TypedRecord(name: name, metadata: metadata, value: value, cost: cost)
     }
-
-    override var anyValue: (any Sendable)? { value }
 }

@@ -158,7 +158,7 @@ final class MemoryTier: Sendable {
         /// the caller to check against its clock (user code, never called under this lock) and count.
         case expiring(at: Double)
         /// The same for a ``Lifespan/sinceLastUse(_:)`` entry (`infinity` when locked): if the
-        /// read finds it valid, the caller records the use with ``noteUse(_:at:)``.
+        /// read finds it valid, the caller records the use with ``MemoryTier/noteUse(_:at:countingHit:)``.
         case sliding(until: Double)
     }
 

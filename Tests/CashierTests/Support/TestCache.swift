@@ -1,6 +1,7 @@
 import CashierPlatform
 import CashierTestSupport
 import Foundation
+import Testing
 
 @testable import Cashier
 
@@ -15,9 +16,60 @@ final class TestClock: Sendable {
 
 /// Collects every event a cache emits.
 final class EventLog: Sendable {
-    private let events = Locked<[CacheEvent]>([])
-    var all: [CacheEvent] { events.withLock { $0 } }
-    var handler: @Sendable (CacheEvent) -> Void { { event in self.events.withLock { $0.append(event) } } }
+    private struct Waiter {
+        var matches: @Sendable (CacheEvent) -> Bool
+        var continuation: CheckedContinuation<Bool, Never>
+    }
+    private let state = Locked<(events: [CacheEvent], waiters: [Int: Waiter], next: Int, timedOut: Set<Int>)>(
+        ([], [:], 0, []))
+    var all: [CacheEvent] { state.withLock { $0.events } }
+    var handler: @Sendable (CacheEvent) -> Void {
+        { event in
+            let resumed = self.state.withLock { state in
+                state.events.append(event)
+                let matched = state.waiters.filter { $0.value.matches(event) }
+                for id in matched.keys { state.waiters[id] = nil }
+                return matched.values.map(\.continuation)
+            }
+            for continuation in resumed { continuation.resume(returning: true) }
+        }
+    }
+
+    /// Returns once an event `matches` accepts has been logged (at once if one has): resumed
+    /// by the event itself, no polling. Bounded: after `seconds` without one, records an issue
+    /// saying that `what` never happened and returns false.
+    @discardableResult
+    func wait(
+        for what: String, seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation,
+        until matches: @escaping @Sendable (CacheEvent) -> Bool
+    ) async -> Bool {
+        let id = state.withLock { state in
+            state.next += 1
+            return state.next
+        }
+        let timeout = Task {
+            guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
+            let waiter = state.withLock { state in
+                state.timedOut.insert(id)
+                return state.waiters.removeValue(forKey: id)
+            }
+            waiter?.continuation.resume(returning: false)
+        }
+        defer { timeout.cancel() }
+        let happened = await withCheckedContinuation { continuation in
+            let outcome = state.withLock { state -> Bool? in
+                if state.events.contains(where: matches) { return true }
+                if state.timedOut.contains(id) { return false }
+                state.waiters[id] = Waiter(matches: matches, continuation: continuation)
+                return nil
+            }
+            if let outcome { continuation.resume(returning: outcome) }
+        }
+        if !happened {
+            Issue.record("\(what) did not happen within \(seconds) seconds", sourceLocation: sourceLocation)
+        }
+        return happened
+    }
 
     var discards: [(String, DiscardReason)] {
         all.compactMap { if case .discarded(let key, let reason) = $0 { (key, reason) } else { nil } }
@@ -31,7 +83,7 @@ final class EventLog: Sendable {
     var migrations: [(String, Int?, Int?)] {
         all.compactMap { if case .migrated(let key, let from, let to) = $0 { (key, from, to) } else { nil } }
     }
-    func clear() { events.withLock { $0.removeAll() } }
+    func clear() { state.withLock { $0.events.removeAll() } }
 }
 
 /// A configuration on `folder` with a test clock and an event log.
