@@ -52,7 +52,7 @@ int32_t replace(const char *source, const char *destination) { return rename(sou
 /* Sources/CashierPlatform/Platform+Reading.swift: the reading flags (shared with Linux, checked here for Darwin). */
 int32_t open_for_reading(const char *path) { return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY); }
 
-/* Disk/FileSystem+Recency.swift: UTIME_OMIT, through Sources/CCashierPlatform/shim.c (Swift does not import the macro;
+/* Sources/Cashier/DiskTier/FileSystem+Recency.swift: UTIME_OMIT, through Sources/CCashierPlatform/shim.c (Swift does not import the macro;
    .ci/darwin.sh compiles shim.c against these headers too). */
 _Static_assert(UTIME_OMIT == -2, "UTIME_OMIT is -2 on Darwin");
 int32_t touch(const char *path, struct timespec accessed) {
@@ -60,7 +60,7 @@ int32_t touch(const char *path, struct timespec accessed) {
     return utimensat(AT_FDCWD, path, times, 0);
 }
 
-/* Disk/FileSystem.swift tryLockExclusively: flock(fd, LOCK_EX | LOCK_NB), EWOULDBLOCK when held. */
+/* Sources/Cashier/DiskTier/FileSystem.swift tryLockExclusively: flock(fd, LOCK_EX | LOCK_NB), EWOULDBLOCK when held. */
 _Static_assert(EWOULDBLOCK == EAGAIN, "EWOULDBLOCK");
 int32_t try_lock(int32_t fd) { return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : (errno == EWOULDBLOCK ? 1 : -1); }
 
@@ -71,7 +71,7 @@ void with_lock(os_unfair_lock *lock) {
 }
 os_unfair_lock new_lock(void) { return OS_UNFAIR_LOCK_INIT; }
 
-/* Sources/Cashier/Disk/FolderTrust.swift and Disk/FileSystem.swift (shared code; the types the Swift side
+/* Sources/Cashier/DiskTier/FolderTrust.swift and DiskTier/FileSystem.swift (shared code; the types the Swift side
    assumes on Darwin): lstat, then stat through a link; st_uid, st_gid, st_mode (16-bit mode_t)
    & 0o7777 against S_IWOTH / S_IWGRP; st_dev and st_ino widened to UInt64; geteuid, getegid,
    getgroups(count, &groups); chmod after mkdir and fchmod after open with 0o2770 / 0o660. */
