@@ -28,6 +28,7 @@ struct EntryMetadata: Sendable, Hashable {
         self.lastUsedAt = lastUsedAt
     }
 
+    @inline(__always)
     init(_ header: EntryHeader, size: Int, lastUsedAt: Double? = nil) {
         self.init(
             createdAt: header.createdAt, validatedAt: header.validatedAt, lifespan: header.lifespan,

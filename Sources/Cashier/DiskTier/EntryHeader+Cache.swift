@@ -17,7 +17,7 @@ extension EntryHeader {
 
     /// The stored lifespan, as the cache's ``Lifespan``.
     package var lifespan: Lifespan {
-        get { Lifespan(stored: storedLifespan) }
+        @inline(__always) get { Lifespan(stored: storedLifespan) }
         set { storedLifespan = newValue.stored }
     }
 
@@ -73,6 +73,7 @@ extension Lifespan {
     }
 
     /// The lifespan a header stores.
+    @inline(__always)
     init(stored: StoredLifespan) {
         switch stored {
         case .never: self = .never

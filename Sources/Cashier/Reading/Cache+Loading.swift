@@ -25,7 +25,7 @@ struct JudgedEntry {
 }
 
 // The read pipeline, written once. Every read that reaches a file (the typed API, the facade)
-// goes through `withLockedRead` and `readJudged`: read the whole file (header, checksum), refuse
+// goes through `readJudged` under the key's lock, then `publishChanges` and `finishRead`: read the whole file (header, checksum), refuse
 // another user's file, judge it (EntryJudgement.swift), discard what cannot be used; the typed
 // read then decodes or migrates and fills memory (`loadFromDisk`).
 extension Cache {
@@ -34,26 +34,31 @@ extension Cache {
     /// Unusable entries on disk are removed and reported here.
     func load<V>(_ key: CacheKey<V>) -> Found<V>? {
         if let found = memoryEntry(key) { return found }
-        return withLockedRead(key.name) { disk, report in
+        guard let disk, !isFolderRefused(key: key.name) else { return nil }
+        var report = ReadReport()
+        // The lock's closure calls `loadFromDisk` itself: a generic helper around it would copy
+        // and destroy the `Found<V>?` once more, through its value witnesses, on every read.
+        let found: Found<V>? = store.keyLocks.withLock(key.name) {
             if let found = memoryEntry(key) { return found }
-            return loadFromDisk(key, disk, report: &report)
+            let found = loadFromDisk(key, disk, report: &report)
+            publishChanges(of: report, for: key.name)
+            return found
         }
+        finishRead(report)
+        return found
     }
 
-    /// Runs `read` holding `name`'s key lock, with the cache's disk, then reports what it
-    /// found: changes published under the lock, events after it, memory uses recorded (a read
-    /// from disk is disk work). `nil` without reading for a memory-only cache or a refused folder.
-    func withLockedRead<R>(_ name: String, _ read: (DiskStore, inout ReadReport) -> R?) -> R? {
-        guard let disk, !isFolderRefused(key: name) else { return nil }
-        var report = ReadReport()
-        let result: R? = store.keyLocks.withLock(name) {
-            let result = read(disk, &report)
-            for change in report.changes { publish(name, change) }
-            return result
-        }
+    /// Publishes the changes a read under `name`'s lock made: call before the lock is
+    /// released, so observers see memory and disk agree.
+    func publishChanges(of report: ReadReport, for name: String) {
+        for change in report.changes { publish(name, change) }
+    }
+
+    /// Reports what a read found once its key's lock is released: its events, then the memory
+    /// uses (a read from disk is disk work).
+    func finishRead(_ report: ReadReport) {
         for event in report.events { emit(event) }
         recordMemoryUses()
-        return result
     }
 
     /// Reads `name`'s file whole and judges it against `expectation`; the entry when the
@@ -135,23 +140,22 @@ extension Cache {
                 key.name, from: disk, expecting: expectation, canMigrate: { key.migration(from: $0) != nil },
                 report: &report)
         else { return nil }
-        let (header, payload, info, fileName) = (entry.header, entry.payload, entry.info, entry.fileName)
 
-        var metadata = EntryMetadata(header, size: info.size)
+        var metadata = EntryMetadata(entry.header, size: entry.info.size)
         // The read is a use, unless it finds a sliding lifespan over (see `EntryMetadata.use(at:)`).
         let now = nowSeconds
         var usedAt = now
         if metadata.lifespan.slidingSeconds != nil {
-            metadata.lastUsedAt = disk.lastUse(of: fileName, info: info)
+            metadata.lastUsedAt = disk.lastUse(of: entry.fileName, info: entry.info)
             usedAt = metadata.use(at: now)
             metadata.lastUsedAt = usedAt
         }
         let value: V
         if case .migrate(let stored) = entry.verdict, let migration = key.migration(from: stored) {
             do {
-                value = try migration.convert(payload, header.format)
+                value = try migration.convert(entry.payload, entry.header.format)
             } catch {
-                discard(key.name, fileName, from: disk, .migrationFailed, because: error, report: &report)
+                discard(key.name, entry.fileName, from: disk, .migrationFailed, because: error, report: &report)
                 return nil
             }
             metadata.schemaVersion = key.schemaVersion
@@ -163,7 +167,7 @@ extension Cache {
                     key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
                     payloadLength: newPayload.count)
                 metadata.size = try disk.write(
-                    fileName, header: newHeader, payload: newPayload, options: writeOptions(usedAt: usedAt))
+                    entry.fileName, header: newHeader, payload: newPayload, options: writeOptions(usedAt: usedAt))
             } catch let error as SystemError {
                 report.events.append(.failure(key: key.name, error: error.cacheError(key: key.name)))
             } catch {
@@ -171,21 +175,23 @@ extension Cache {
                     .failure(
                         key: key.name, error: CacheError(kind: .encodingFailed, key: key.name, message: "\(error)")))
             }
-            report.events.append(.migrated(key: key.name, from: header.schemaVersion, to: key.schemaVersion))
+            report.events.append(.migrated(key: key.name, from: entry.header.schemaVersion, to: key.schemaVersion))
             report.changes.append(value)
         } else {
             do {
-                value = try ValueCoding.decode(V.self, from: payload, format: header.format)
+                value = try ValueCoding.decode(V.self, from: entry.payload, format: entry.header.format)
             } catch {
-                discard(key.name, fileName, from: disk, .undecodable, because: error, report: &report)
+                discard(key.name, entry.fileName, from: disk, .undecodable, because: error, report: &report)
                 return nil
             }
         }
         let stamp = disk.noteRead(
-            fileName, info: info, isLocked: metadata.isLocked, at: usedAt, foundSlidingLifespanOver: usedAt != now)
+            entry.fileName, info: entry.info, isLocked: metadata.isLocked, at: usedAt,
+            foundSlidingLifespanOver: usedAt != now)
         if memory.limit != 0 {
             memory.insert(
-                TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count, persistedUse: stamp))
+                TypedRecord(
+                    name: key.name, metadata: metadata, value: value, cost: entry.payload.count, persistedUse: stamp))
         }
         return Found(value: value, metadata: metadata, origin: .disk)
     }
@@ -204,13 +210,19 @@ extension Cache {
             return memory.currentMetadata(of: record)
         }
         if let metadata = usableRecord() { return metadata }
-        return withLockedRead(name) { disk, report in
+        guard let disk, !isFolderRefused(key: name) else { return nil }
+        var report = ReadReport()
+        let metadata: EntryMetadata? = store.keyLocks.withLock(name) {
             if let metadata = usableRecord() { return metadata }
             let expectation = EntryExpectation(name: name, schemaVersion: nil, typeName: nil, appVersion: appVersion)
-            guard let entry = readJudged(name, from: disk, expecting: expectation, report: &report) else { return nil }
-            return EntryMetadata(
-                entry.header, size: entry.info.size, lastUsedAt: disk.lastUse(of: entry.fileName, info: entry.info))
+            let entry = readJudged(name, from: disk, expecting: expectation, report: &report)
+            publishChanges(of: report, for: name)
+            return entry.map {
+                EntryMetadata($0.header, size: $0.info.size, lastUsedAt: disk.lastUse(of: $0.fileName, info: $0.info))
+            }
         }
+        finishRead(report)
+        return metadata
     }
 
     /// What is stored for `name` now, judged by nothing (the one read that is not a use and

@@ -49,6 +49,7 @@ package enum EntryVerdict: Sendable, Equatable {
 package enum EntryJudgement {
     /// The verdict on an entry stored with `header`, for a read that expects `expectation`.
     /// `canMigrate` says whether the key has a migration from a stored schema version.
+    @inline(__always)
     package static func judge(
         _ header: EntryHeader, expecting expectation: EntryExpectation, canMigrate: (Int) -> Bool = { _ in false }
     ) -> EntryVerdict {
