@@ -68,7 +68,7 @@ extension Cache {
     /// entry of another key (left alone), and an entry discarded: damaged, or judged unusable
     /// (removed and reported). Call holding `name`'s key lock.
     func readJudged(
-        _ name: String, from disk: DiskStore, expecting expectation: EntryExpectation,
+        _ name: String, from disk: DiskStore, expecting expectation: borrowing EntryExpectation,
         canMigrate: (Int) -> Bool = { _ in false }, report: inout ReadReport
     ) -> JudgedEntry? {
         let fileName = DiskStore.fileName(for: name)

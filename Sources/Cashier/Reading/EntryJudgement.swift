@@ -51,7 +51,8 @@ package enum EntryJudgement {
     /// `canMigrate` says whether the key has a migration from a stored schema version.
     @inline(__always)
     package static func judge(
-        _ header: EntryHeader, expecting expectation: EntryExpectation, canMigrate: (Int) -> Bool = { _ in false }
+        _ header: borrowing EntryHeader, expecting expectation: borrowing EntryExpectation,
+        canMigrate: (Int) -> Bool = { _ in false }
     ) -> EntryVerdict {
         guard header.key == expectation.name else { return .otherKey }
         if header.schemaVersion != expectation.schemaVersion {
