@@ -95,6 +95,11 @@ struct NodeStore<Key: Hashable> {
         queues[q].weight -= node.weight
     }
 
+    /// Clears every node's policy-specific bits (when another policy takes the nodes over).
+    mutating func resetBits() {
+        for index in nodes.indices { nodes[index].bits = 0 }
+    }
+
     mutating func removeAll() {
         nodes.removeAll()
         free.removeAll()

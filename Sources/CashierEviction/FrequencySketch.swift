@@ -1,0 +1,79 @@
+/// An approximate count of recent requests per key (Caffeine's TinyLFU sketch): a
+/// count-min sketch of four rows of 4-bit counters, halved every `sampleSize`
+/// increments so old popularity fades.
+///
+/// Counters saturate at 15, which is all an admission comparison needs; the table
+/// grows with the number of keys the policy holds and starts empty when it does.
+struct FrequencySketch {
+    private var table: [UInt64] = []
+    private var mask = 0
+    private var additions = 0
+    private(set) var sampleSize = 0
+
+    /// The most keys the sketch was sized for.
+    private(set) var capacity = 0
+
+    /// Sizes the sketch for `keys` keys, if it is smaller: the sample grows at once, the
+    /// table (emptied) when it needs another power of two.
+    mutating func ensureCapacity(_ keys: Int) {
+        guard keys > capacity else { return }
+        capacity = keys
+        sampleSize = 10 * max(keys, 16)
+        let width = max(64, (keys - 1).nextPowerOfTwo)
+        guard width > table.count * 4 else { return }
+        // Four rows of `width` counters, sixteen counters a word.
+        table = [UInt64](repeating: 0, count: width / 4)
+        mask = width - 1
+        additions = 0
+    }
+
+    var isEmpty: Bool { table.isEmpty }
+
+    /// The estimated number of recent requests for `hash`, 0 to 15.
+    func frequency(_ hash: Int) -> Int {
+        guard !table.isEmpty else { return 0 }
+        var result = 15
+        for row in 0..<4 {
+            let (word, shift) = position(hash, row: row)
+            result = min(result, Int((table[word] >> shift) & 0xF))
+        }
+        return result
+    }
+
+    /// Counts a request for `hash`.
+    mutating func increment(_ hash: Int) {
+        guard !table.isEmpty else { return }
+        var added = false
+        for row in 0..<4 {
+            let (word, shift) = position(hash, row: row)
+            if (table[word] >> shift) & 0xF < 15 {
+                table[word] += 1 << shift
+                added = true
+            }
+        }
+        if added {
+            additions += 1
+            if additions >= sampleSize { halve() }
+        }
+    }
+
+    private mutating func halve() {
+        for i in table.indices { table[i] = (table[i] >> 1) & 0x7777_7777_7777_7777 }
+        additions /= 2
+    }
+
+    /// Row `row`'s counter for `hash`: the word and the bit offset of its nibble.
+    private func position(_ hash: Int, row: Int) -> (word: Int, shift: UInt64) {
+        var h = UInt64(bitPattern: Int64(hash)) &+ UInt64(row) &* 0x9e37_79b9_7f4a_7c15
+        h = (h ^ (h >> 33)) &* 0xff51_afd7_ed55_8ccd
+        h = (h ^ (h >> 33)) &* 0xc4ce_b9fe_1a85_ec53
+        h ^= h >> 33
+        let counter = row * (mask + 1) + Int(truncatingIfNeeded: h) & mask
+        return (counter >> 4, UInt64(counter & 15) << 2)
+    }
+}
+
+extension Int {
+    /// The smallest power of two at least `self + 1`.
+    fileprivate var nextPowerOfTwo: Int { self <= 0 ? 1 : 1 << (Int.bitWidth - (self).leadingZeroBitCount) }
+}
