@@ -19,7 +19,9 @@ struct FrequencySketch {
         guard keys > capacity else { return }
         capacity = keys
         sampleSize = 10 * max(keys, 16)
-        let width = max(64, (keys - 1).nextPowerOfTwo)
+        // Caffeine's size: sixteen counters a key in all, four a row, so keys read once in a
+        // sample seldom collide enough to look frequent.
+        let width = 4 * max(16, (keys - 1).nextPowerOfTwo)
         guard width > table.count * 4 else { return }
         // Four rows of `width` counters, sixteen counters a word.
         table = [UInt64](repeating: 0, count: width / 4)

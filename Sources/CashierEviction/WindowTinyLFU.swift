@@ -28,7 +28,20 @@ package struct WindowTinyLFU<Key: Hashable>: ReplacementPolicy {
 
     package mutating func insert(_ key: Key, weight: Int) -> Handle {
         if store.count >= sketch.capacity { sketch.ensureCapacity(store.count + 1) }
+        // The window overflows only when the tier is full: until then every key stays in
+        // it, and the first eviction makes them all candidates of probation at once (the
+        // tier's first contents then form main, which is what holds part of a loop).
         return store.allocate(key, weight: weight, hash: key.hashValue, queue: Self.window)
+    }
+
+    /// Moves the window's oldest keys to probation, as candidates, until it is within its target.
+    private mutating func demoteWindowOverflow() {
+        let target = windowTarget
+        while store.queues[0].weight > target, store.queues[0].count > 0 {
+            let index = store.queues[0].tail
+            store.move(index, toHeadOf: Self.probation)
+            store[index].bits = Self.candidate
+        }
     }
 
     package mutating func recordHit(_ handle: Handle) {
@@ -58,12 +71,7 @@ package struct WindowTinyLFU<Key: Hashable>: ReplacementPolicy {
     /// candidate with probation's oldest key: the less frequent leaves (a tie keeps the
     /// incumbent, which is what holds part of a loop).
     package mutating func evict(where isEvictable: (Key) -> Bool) -> Key? {
-        let target = windowTarget
-        while store.queues[0].weight > target, store.queues[0].count > 0 {
-            let index = store.queues[0].tail
-            store.move(index, toHeadOf: Self.probation)
-            store[index].bits = Self.candidate
-        }
+        demoteWindowOverflow()
         var candidate = store.queues[1].head
         if candidate != NodeStore<Key>.none {
             if store[candidate].bits != Self.candidate || !isEvictable(store[candidate].key!) {
