@@ -25,6 +25,14 @@ enum Replay {
         Contender(name: "Adaptive", reference: nil) { hitRatio(FrequencyAware<UInt64>(), $0) },
     ]
 
+    /// How far each policy may be from libCacheSim's: LRU is exact, SIEVE and S3-FIFO
+    /// are the same algorithms. W-TinyLFU is not checked: its sketch differs (Caffeine's
+    /// sizing and aging here), which on a moving working set is worth 0.06 to 0.16.
+    static let agreement = ["LRU": 0.001, "SIEVE": 0.01, "S3-FIFO": 0.01]
+    /// libCacheSim's S3-FIFO puts new keys in main until its first eviction once the small
+    /// queue is full; the keys of a loop that land there stay (0.396 against 0.238).
+    static let knownDifferences: Set<[String]> = [["S3-FIFO", "loop-10%"]]
+
     /// The classical policies the goal compares with (libCacheSim's numbers and ours).
     static let classical = ["LRU", "ARC", "SIEVE", "S3-FIFO", "W-TinyLFU"]
     static let goalMargin = 0.02
@@ -71,15 +79,11 @@ enum Replay {
     static func run(_ options: Options) -> Bool {
         let reference = readReference(options.referencePath)
         if reference.isEmpty { print("no reference numbers at \(options.referencePath): goal not checked") }
-        var traces = Traces.all()
-        if options.smoke { traces = traces.filter { $0.tier == "disk" } }
+        var traces = Traces.all(tiers: options.smoke ? ["disk"] : ["memory", "disk"])
         if let only = options.only { traces = traces.filter { $0.name == only } }
-        let names = contenders.map(\.name)
-        print(
-            (["trace", "cache"] + names.map { "\($0) (ref)" } + [
-                "ARC ref", "Belady", "Adaptive/Belady", "best", "goal",
-            ])
-            .joined(separator: "\t"))
+        let names = contenders.map { $0.reference == nil ? $0.name : "\($0.name) (libCacheSim)" }
+        let columns = ["trace", "cache"] + names + ["ARC (libCacheSim)", "Belady", "Adaptive/Belady", "best", "goal"]
+        print(columns.joined(separator: "\t"))
         var passed = true
         for trace in traces {
             let expected = reference[trace.name] ?? [:]
@@ -90,9 +94,11 @@ enum Replay {
                 ours[contender.name] = ratio
                 let ref = contender.reference.flatMap { expected[$0] }
                 cells.append(format(ratio) + (ref.map { " (\(format($0)))" } ?? ""))
-                // LRU is exact: the same trace must give libCacheSim's number.
-                if contender.name == "LRU", let ref, abs(ref - ratio) > 0.001 {
-                    print("\(trace.name): LRU \(format(ratio)) differs from libCacheSim's \(format(ref))")
+                // The same algorithm on the same trace must give libCacheSim's number.
+                if let ref, let tolerance = agreement[contender.name],
+                    !knownDifferences.contains([contender.name, trace.name]), abs(ref - ratio) > tolerance
+                {
+                    print("\(trace.name): \(contender.name) \(format(ratio)) differs from libCacheSim's \(format(ref))")
                     passed = false
                 }
             }

@@ -13,37 +13,48 @@ struct Trace {
 /// same requests. Ids of different populations never overlap (one-time ids, loops and
 /// phases get ranges of their own), and rank 0 of a Zipf population is its most popular id.
 enum Traces {
-    /// Every trace of the table, in its order.
-    static func all() -> [Trace] {
-        let zipf08 = zipf(objects: 100_000, alpha: 0.8, requests: 1_000_000, seed: 1)
+    /// Every trace of the table for the tiers named, in its order (only those are generated).
+    static func all(tiers: Set<String> = ["memory", "disk"]) -> [Trace] {
+        var zipf08: [UInt64]?
+        func sharedZipf08() -> [UInt64] {
+            if zipf08 == nil { zipf08 = zipf(objects: 100_000, alpha: 0.8, requests: 1_000_000, seed: 1) }
+            return zipf08!
+        }
+        func trace(
+            name: String, tier: String, description: String, capacity: Int, requests: () -> [UInt64]
+        ) -> Trace? {
+            guard tiers.contains(tier) else { return nil }
+            return Trace(name: name, tier: tier, description: description, capacity: capacity, requests: requests())
+        }
         return [
-            Trace(
+            trace(
                 name: "zipf08-1%", tier: "memory", description: "Zipf 0.8 (100k objects, 1M requests)",
-                capacity: 1_000, requests: zipf08),
-            Trace(
+                capacity: 1_000, requests: sharedZipf08),
+            trace(
                 name: "zipf08-10%", tier: "memory", description: "Zipf 0.8 (100k objects, 1M requests)",
-                capacity: 10_000, requests: zipf08),
-            Trace(
+                capacity: 10_000, requests: sharedZipf08),
+            trace(
                 name: "feed-1%", tier: "memory", description: "feed: Zipf 0.9 (100k) + one-time bursts of 500",
                 capacity: 1_000,
-                requests: feed(objects: 100_000, requests: 1_000_000, burstLength: 500, seed: 2)),
-            Trace(
+                requests: { feed(objects: 100_000, requests: 1_000_000, burstLength: 500, seed: 2) }),
+            trace(
                 name: "loop-10%", tier: "memory", description: "Zipf 0.9 (100k) + loops over 20k objects",
-                capacity: 10_000, requests: loops(objects: 100_000, loopObjects: 20_000, requests: 1_000_000, seed: 3)
+                capacity: 10_000,
+                requests: { loops(objects: 100_000, loopObjects: 20_000, requests: 1_000_000, seed: 3) }
             ),
-            Trace(
+            trace(
                 name: "moving-5%", tier: "memory", description: "10 phases of Zipf 0.9 over 20k fresh objects",
-                capacity: 1_000, requests: moving(phases: 10, objects: 20_000, requestsPerPhase: 100_000, seed: 4)),
-            Trace(
+                capacity: 1_000, requests: { moving(phases: 10, objects: 20_000, requestsPerPhase: 100_000, seed: 4) }),
+            trace(
                 name: "disk-zipf-3%", tier: "disk", description: "Zipf 0.9 (10k objects, 60k requests)",
-                capacity: 300, requests: zipf(objects: 10_000, alpha: 0.9, requests: 60_000, seed: 5)),
-            Trace(
+                capacity: 300, requests: { zipf(objects: 10_000, alpha: 0.9, requests: 60_000, seed: 5) }),
+            trace(
                 name: "disk-feed-3%", tier: "disk", description: "feed: Zipf 0.9 (10k) + one-time bursts of 100",
-                capacity: 300, requests: feed(objects: 10_000, requests: 60_000, burstLength: 100, seed: 6)),
-            Trace(
+                capacity: 300, requests: { feed(objects: 10_000, requests: 60_000, burstLength: 100, seed: 6) }),
+            trace(
                 name: "disk-moving-10%", tier: "disk", description: "10 phases of Zipf 0.9 over 2k fresh objects",
-                capacity: 200, requests: moving(phases: 10, objects: 2_000, requestsPerPhase: 6_000, seed: 7)),
-        ]
+                capacity: 200, requests: { moving(phases: 10, objects: 2_000, requestsPerPhase: 6_000, seed: 7) }),
+        ].compactMap { $0 }
     }
 
     /// `requests` draws from Zipf(`alpha`) over `objects` ids starting at `base`.
