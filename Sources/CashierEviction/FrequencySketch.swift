@@ -2,11 +2,15 @@
 /// count-min sketch of four rows of 4-bit counters, halved every `sampleSize`
 /// increments so old popularity fades.
 ///
+/// As in Caffeine since 3.0, a key's four counters sit in one 64-byte block (a word
+/// pair per row), so counting a request touches one cache line, not four.
+///
 /// Counters saturate at 15, which is all an admission comparison needs; the table
 /// grows with the number of keys the policy holds and starts empty when it does.
 struct FrequencySketch {
     private var table: [UInt64] = []
-    private var mask = 0
+    /// Blocks in the table, less one (a power of two, less one).
+    private var blockMask = 0
     private var additions = 0
     private(set) var sampleSize = 0
 
@@ -23,9 +27,9 @@ struct FrequencySketch {
         // sample seldom collide enough to look frequent.
         let width = 4 * max(16, (keys - 1).nextPowerOfTwo)
         guard width > table.count * 4 else { return }
-        // Four rows of `width` counters, sixteen counters a word.
+        // `width` counters a row, four rows, sixteen counters a word, eight words a block.
         table = [UInt64](repeating: 0, count: width / 4)
-        mask = width - 1
+        blockMask = table.count / 8 - 1
         additions = 0
     }
 
@@ -34,9 +38,10 @@ struct FrequencySketch {
     /// The estimated number of recent requests for `hash`, 0 to 15.
     func frequency(_ hash: Int) -> Int {
         guard !table.isEmpty else { return 0 }
+        let (block, bits) = spread(hash)
         var result = 15
         for row in 0..<4 {
-            let (word, shift) = position(hash, row: row)
+            let (word, shift) = position(block, bits, row: row)
             result = min(result, Int((table[word] >> shift) & 0xF))
         }
         return result
@@ -45,9 +50,10 @@ struct FrequencySketch {
     /// Counts a request for `hash`.
     mutating func increment(_ hash: Int) {
         guard !table.isEmpty else { return }
+        let (block, bits) = spread(hash)
         var added = false
         for row in 0..<4 {
-            let (word, shift) = position(hash, row: row)
+            let (word, shift) = position(block, bits, row: row)
             if (table[word] >> shift) & 0xF < 15 {
                 table[word] += 1 << shift
                 added = true
@@ -64,14 +70,23 @@ struct FrequencySketch {
         additions /= 2
     }
 
-    /// Row `row`'s counter for `hash`: the word and the bit offset of its nibble.
-    private func position(_ hash: Int, row: Int) -> (word: Int, shift: UInt64) {
-        var h = UInt64(bitPattern: Int64(hash)) &+ UInt64(row) &* 0x9e37_79b9_7f4a_7c15
+    /// The first word of `hash`'s block, and the bits that pick its counters there.
+    private func spread(_ hash: Int) -> (block: Int, bits: UInt64) {
+        var h = UInt64(bitPattern: Int64(hash))
         h = (h ^ (h >> 33)) &* 0xff51_afd7_ed55_8ccd
         h = (h ^ (h >> 33)) &* 0xc4ce_b9fe_1a85_ec53
         h ^= h >> 33
-        let counter = row * (mask + 1) + Int(truncatingIfNeeded: h) & mask
-        return (counter >> 4, UInt64(counter & 15) << 2)
+        let block = (Int(truncatingIfNeeded: h) & blockMask) << 3
+        var bits = h &* 0x9e37_79b9_7f4a_7c15
+        bits ^= bits >> 29
+        return (block, bits)
+    }
+
+    /// Row `row`'s counter: one word of the row's pair in the block, one nibble of that word.
+    private func position(_ block: Int, _ bits: UInt64, row: Int) -> (word: Int, shift: UInt64) {
+        let word = block + row << 1 + Int((bits >> UInt64(row)) & 1)
+        let nibble = (bits >> UInt64(8 + 4 * row)) & 0xF
+        return (word, nibble << 2)
     }
 }
 

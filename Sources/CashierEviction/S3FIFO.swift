@@ -59,7 +59,7 @@ package struct S3FIFO<Key: Hashable>: ReplacementPolicy {
             steps -= 1
             let index = store.queues[0].tail
             let node = store[index]
-            if node.bits >= promotionThreshold || !isEvictable(node.key!) {
+            if node.bits >= promotionThreshold || !isEvictable(store.key(index)) {
                 if node.bits >= promotionThreshold { store[index].bits = 0 }
                 store.move(index, toHeadOf: node.bits >= promotionThreshold ? Self.main : Self.small)
                 continue
@@ -79,7 +79,7 @@ package struct S3FIFO<Key: Hashable>: ReplacementPolicy {
             steps -= 1
             let index = store.queues[1].tail
             let node = store[index]
-            if node.bits > 0 || !isEvictable(node.key!) {
+            if node.bits > 0 || !isEvictable(store.key(index)) {
                 if node.bits > 0 { store[index].bits -= 1 }
                 store.move(index, toHeadOf: Self.main)
                 continue

@@ -36,7 +36,7 @@ package struct Sieve<Key: Hashable>: ReplacementPolicy {
             let newer = node.prev == NodeStore<Key>.none ? store.queues[0].tail : node.prev
             if node.bits != 0 {
                 store[index].bits = 0
-            } else if isEvictable(node.key!) {
+            } else if isEvictable(store.key(index)) {
                 hand = node.prev
                 return store.release(index)
             }

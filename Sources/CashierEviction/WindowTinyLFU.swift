@@ -74,7 +74,7 @@ package struct WindowTinyLFU<Key: Hashable>: ReplacementPolicy {
         demoteWindowOverflow()
         var candidate = store.queues[1].head
         if candidate != NodeStore<Key>.none {
-            if store[candidate].bits != Self.candidate || !isEvictable(store[candidate].key!) {
+            if store[candidate].bits != Self.candidate || !isEvictable(store.key(candidate)) {
                 candidate = NodeStore<Key>.none
             } else {
                 store[candidate].bits = 0
@@ -93,7 +93,7 @@ package struct WindowTinyLFU<Key: Hashable>: ReplacementPolicy {
         for queue in [Self.probation, Self.protected, Self.window] {
             var index = store.queues[Int(queue)].tail
             while index != NodeStore<Key>.none {
-                if index != excluded && isEvictable(store[index].key!) { return index }
+                if index != excluded && isEvictable(store.key(index)) { return index }
                 index = store[index].prev
             }
         }

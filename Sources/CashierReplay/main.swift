@@ -6,6 +6,8 @@ import Foundation
 //   CashierReplay generate DIR
 //       Writes every trace to DIR/NAME.oracleGeneral (libCacheSim's binary format),
 //       for Benchmarks/Eviction/reference.py.
+//   CashierReplay speed
+//       Prints what each policy adds to a hit and to a miss, in nanoseconds.
 //   CashierReplay [--smoke] [--reference FILE] [--only NAME]
 //       Replays every trace (--smoke: the disk-tier ones, seconds in a debug build)
 //       through each policy and prints hit ratios beside libCacheSim's (FILE, by
@@ -27,6 +29,11 @@ if arguments.first == "generate", arguments.count == 2 {
     exit(0)
 }
 
+if arguments == ["speed"] {
+    Speed.run()
+    exit(0)
+}
+
 var options = Replay.Options()
 while let argument = arguments.first {
     arguments.removeFirst()
@@ -36,7 +43,7 @@ while let argument = arguments.first {
     case "--only": options.only = arguments.removeFirst()
     default:
         FileHandle.standardError.write(
-            Data("usage: CashierReplay generate DIR | [--smoke] [--reference FILE] [--only NAME]\n".utf8))
+            Data("usage: CashierReplay generate DIR | speed | [--smoke] [--reference FILE] [--only NAME]\n".utf8))
         exit(2)
     }
 }
