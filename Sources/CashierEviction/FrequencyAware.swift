@@ -168,3 +168,6 @@ struct MiniatureSimulation {
         return false
     }
 }
+
+// Sendable when its keys are, so a tier can keep it in its locked state.
+extension FrequencyAware: Sendable where Key: Sendable {}

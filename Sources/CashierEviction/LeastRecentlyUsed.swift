@@ -48,3 +48,6 @@ package struct LeastRecentlyUsed<Key: Hashable>: ReplacementPolicy {
         return keys
     }
 }
+
+// Sendable when its keys are, so a tier can keep it in its locked state.
+extension LeastRecentlyUsed: Sendable where Key: Sendable {}

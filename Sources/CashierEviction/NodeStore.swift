@@ -125,3 +125,5 @@ struct Links {
         queues[q].weight -= node.weight
     }
 }
+
+extension NodeStore: Sendable where Key: Sendable {}

@@ -130,3 +130,6 @@ struct GhostQueue {
         liveCount -= 1
     }
 }
+
+// Sendable when its keys are, so a tier can keep it in its locked state.
+extension S3FIFO: Sendable where Key: Sendable {}

@@ -50,3 +50,6 @@ package struct Sieve<Key: Hashable>: ReplacementPolicy {
         hand = NodeStore<Key>.none
     }
 }
+
+// Sendable when its keys are, so a tier can keep it in its locked state.
+extension Sieve: Sendable where Key: Sendable {}

@@ -105,3 +105,6 @@ package struct WindowTinyLFU<Key: Hashable>: ReplacementPolicy {
         sketch = FrequencySketch()
     }
 }
+
+// Sendable when its keys are, so a tier can keep it in its locked state.
+extension WindowTinyLFU: Sendable where Key: Sendable {}
