@@ -36,7 +36,10 @@ let package = Package(
         .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction"]),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
-        .testTarget(name: "CashierTests", dependencies: ["Cashier", "CashierTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "CashierTests", dependencies: ["Cashier", "CashierEviction", "CashierTestSupport"],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier", "CashierTestSupport"]),
         .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
