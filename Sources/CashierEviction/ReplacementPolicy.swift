@@ -31,6 +31,22 @@
 ///
 /// Policies are value types meant to live under the tier's lock; none is thread-safe
 /// on its own, and none calls back into the tier except through `isEvictable`.
+///
+/// A tier uses one like this (its record keeps `handle`; `weight` is the cost when the
+/// tier has a cost limit, else 1):
+///
+/// ```swift
+/// // read, under the lock
+/// if let record = records[name] { policy.recordHit(record.handle) } else { policy.recordMiss(name) }
+/// // store
+/// if let old = records.removeValue(forKey: name) { policy.remove(old.handle) }
+/// while isOverLimits(adding: weight) {
+///     guard let victim = policy.evict(where: { !records[$0]!.isLocked }) ?? policy.evict() else { break }
+///     evicted.append(records.removeValue(forKey: victim)!)
+/// }
+/// record.handle = policy.insert(name, weight: weight)
+/// records[name] = record
+/// ```
 package protocol ReplacementPolicy<Key> {
     associatedtype Key: Hashable
 
