@@ -32,9 +32,14 @@ let package = Package(
         ),
         // The child process of the crash-kill and multi-process tests (no product: dependents never build it).
         .executableTarget(name: "CashierStress", dependencies: ["Cashier", "CashierTestSupport"]),
+        // The trace replay of the eviction policies (no product): Benchmarks/Eviction/README.md.
+        .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction"]),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
-        .testTarget(name: "CashierTests", dependencies: ["Cashier", "CashierTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "CashierTests", dependencies: ["Cashier", "CashierEviction", "CashierTestSupport"],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier", "CashierTestSupport"]),
         .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
