@@ -1,0 +1,216 @@
+import CashierSQLite
+
+/// Reads and writes of entries: each one statement, or one `BEGIN IMMEDIATE` transaction.
+extension EntryStore {
+    private static let columns = "key, location, size, last_use, expiry, locked, frequency"
+
+    /// Writes an entry: its record in the row (`record`, for ``StoreLocation/row``), or its row
+    /// alone (``StoreLocation/file``, `record` ignored). Replaces the row of the same key.
+    ///
+    /// Returns what the write replaced, when that needs the caller: a large entry's file to
+    /// remove, or another key whose hash collided (its entry is gone). Nil for a new key or a
+    /// row replacing a row of the same key.
+    @discardableResult
+    package func upsert(_ entry: StoreEntry, record: [UInt8] = []) throws(StoreError) -> StoreEntry? {
+        let id = StoreSchema.id(of: entry.key)
+        return try withConnection { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
+                let previous = try existing(id: id, connection)
+                let write = try connection.cached(
+                    "INSERT INTO entry(id, \(Self.columns), record) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                        + "ON CONFLICT(id) DO UPDATE SET key = excluded.key, location = excluded.location, "
+                        + "size = excluded.size, last_use = excluded.last_use, expiry = excluded.expiry, "
+                        + "locked = excluded.locked, frequency = excluded.frequency, record = excluded.record")
+                defer { write.reset() }
+                try write.bind(id, at: 1)
+                try write.bind(entry.key, at: 2)
+                try write.bind(entry.location.rawValue, at: 3)
+                try write.bind(Int64(entry.size), at: 4)
+                try write.bind(entry.lastUse, at: 5)
+                try write.bind(entry.expiry, at: 6)
+                try write.bind(entry.isLocked ? 1 : 0, at: 7)
+                try write.bind(Int64(min(entry.frequency, Self.maximumFrequency)), at: 8)
+                // The record is bound without a copy, so the step runs while its bytes are pinned.
+                let stepped = record.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
+                    do throws(SQLiteError) {
+                        if entry.location == .row { try write.bind(blob: bytes, at: 9) } else { try write.bind(nil, at: 9) }
+                        _ = try write.step()
+                        return .success(())
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                try stepped.get()
+                guard let previous, previous.location == .file || previous.key != entry.key else { return nil }
+                return previous
+            }
+        }
+    }
+
+    /// The entry of `key` with its record (empty for a file entry), or nil. Changes nothing, not even recency.
+    package func record(for key: String) throws(StoreError) -> StoredRecord? {
+        let id = StoreSchema.id(of: key)
+        return try withConnection { connection throws(SQLiteError) in
+            let read = try connection.cached("SELECT \(Self.columns), record FROM entry WHERE id = ?")
+            defer { read.reset() }
+            try read.bind(id, at: 1)
+            guard try read.step() else { return nil }
+            let entry = Self.entry(read)
+            guard entry.key == key else { return nil }
+            return StoredRecord(entry: entry, record: entry.location == .row ? read.blob(at: 7) : [])
+        }
+    }
+
+    /// The entry of `key` without its record, or nil.
+    package func entry(for key: String) throws(StoreError) -> StoreEntry? {
+        let id = StoreSchema.id(of: key)
+        return try withConnection { connection throws(SQLiteError) in
+            guard let entry = try existing(id: id, connection), entry.key == key else { return nil }
+            return entry
+        }
+    }
+
+    /// Removes the entry of `key`; returns it (a file entry's file is the caller's to remove), or nil.
+    @discardableResult
+    package func remove(_ key: String) throws(StoreError) -> StoreEntry? {
+        try remove([key]).first
+    }
+
+    /// Removes the entries of `keys` in one transaction; returns those that were there.
+    @discardableResult
+    package func remove(_ keys: [String]) throws(StoreError) -> [StoreEntry] {
+        try withConnection { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
+                var removed: [StoreEntry] = []
+                for key in keys {
+                    let id = StoreSchema.id(of: key)
+                    guard let entry = try existing(id: id, connection), entry.key == key else { continue }
+                    try delete(id: id, connection)
+                    removed.append(entry)
+                }
+                return removed
+            }
+        }
+    }
+
+    /// Removes up to `count` unlocked entries, least recently used first; returns them.
+    @discardableResult
+    package func removeLeastRecentlyUsed(_ count: Int) throws(StoreError) -> [StoreEntry] {
+        try withConnection { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
+                let victims = try evictionOrder(limit: count, connection)
+                for (id, _) in victims { try delete(id: id, connection) }
+                return victims.map(\.1)
+            }
+        }
+    }
+
+    /// Unlocked entries in eviction order (least recently used first, then by key hash), at most `limit`.
+    package func evictionCandidates(limit: Int) throws(StoreError) -> [StoreEntry] {
+        try withConnection { connection throws(SQLiteError) in try evictionOrder(limit: limit, connection).map(\.1) }
+    }
+
+    /// Entries whose expiry is at or before `now`, locked ones included (expiry is the caller's rule).
+    package func expired(at now: Int64) throws(StoreError) -> [StoreEntry] {
+        try withConnection { connection throws(SQLiteError) in
+            let query = try connection.cached(
+                "SELECT \(Self.columns) FROM entry WHERE expiry IS NOT NULL AND expiry <= ?")
+            defer { query.reset() }
+            try query.bind(now, at: 1)
+            var result: [StoreEntry] = []
+            while try query.step() { result.append(Self.entry(query)) }
+            return result
+        }
+    }
+
+    /// Records uses of `keys` at `time` in one transaction: `last_use` moves forward (never back),
+    /// `frequency` counts up to ``maximumFrequency``. Keys not in the store are ignored.
+    ///
+    /// Meant for batches the cache gathers and writes off the caller's thread.
+    package func recordUses(_ keys: [String], at time: Int64) throws(StoreError) {
+        try withConnection { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
+                let touch = try connection.cached(
+                    "UPDATE entry SET last_use = max(last_use, ?), frequency = min(frequency + 1, \(Self.maximumFrequency)) "
+                        + "WHERE id = ? AND key = ?")
+                for key in keys {
+                    defer { touch.reset() }
+                    try touch.bind(time, at: 1)
+                    try touch.bind(StoreSchema.id(of: key), at: 2)
+                    try touch.bind(key, at: 3)
+                    _ = try touch.step()
+                }
+            }
+        }
+    }
+
+    /// Locks or unlocks the entry of `key`; returns false when it is not in the store.
+    @discardableResult
+    package func setLocked(_ isLocked: Bool, for key: String) throws(StoreError) -> Bool {
+        try withConnection { connection throws(SQLiteError) in
+            let update = try connection.cached("UPDATE entry SET locked = ? WHERE id = ? AND key = ?")
+            defer { update.reset() }
+            try update.bind(isLocked ? 1 : 0, at: 1)
+            try update.bind(StoreSchema.id(of: key), at: 2)
+            try update.bind(key, at: 3)
+            _ = try update.step()
+            return connection.changes > 0
+        }
+    }
+
+    // MARK: - Helpers (called with the lock held)
+
+    /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws.
+    func transaction<R>(_ connection: SQLiteConnection, _ body: () throws(SQLiteError) -> R) throws(SQLiteError) -> R {
+        let begin = try connection.cached("BEGIN IMMEDIATE")
+        defer { begin.reset() }
+        _ = try begin.step()
+        do {
+            let result = try body()
+            let commit = try connection.cached("COMMIT")
+            defer { commit.reset() }
+            _ = try commit.step()
+            return result
+        } catch {
+            if let rollback = try? connection.cached("ROLLBACK") {
+                _ = try? rollback.step()
+                rollback.reset()
+            }
+            throw error
+        }
+    }
+
+    private func existing(id: Int64, _ connection: SQLiteConnection) throws(SQLiteError) -> StoreEntry? {
+        let read = try connection.cached("SELECT \(Self.columns) FROM entry WHERE id = ?")
+        defer { read.reset() }
+        try read.bind(id, at: 1)
+        return try read.step() ? Self.entry(read) : nil
+    }
+
+    private func delete(id: Int64, _ connection: SQLiteConnection) throws(SQLiteError) {
+        let delete = try connection.cached("DELETE FROM entry WHERE id = ?")
+        defer { delete.reset() }
+        try delete.bind(id, at: 1)
+        _ = try delete.step()
+    }
+
+    private func evictionOrder(limit: Int, _ connection: SQLiteConnection) throws(SQLiteError) -> [(Int64, StoreEntry)] {
+        let query = try connection.cached(
+            "SELECT \(Self.columns), id FROM entry WHERE locked = 0 ORDER BY last_use, id LIMIT ?")
+        defer { query.reset() }
+        try query.bind(Int64(limit), at: 1)
+        var result: [(Int64, StoreEntry)] = []
+        while try query.step() { result.append((query.int64(at: 7), Self.entry(query))) }
+        return result
+    }
+
+    /// The entry of the current row, from the first seven columns in ``columns`` order.
+    /// A value out of range (a damaged row) reads as the nearest valid one, never a trap.
+    static func entry(_ row: SQLiteStatement) -> StoreEntry {
+        StoreEntry(
+            key: row.text(at: 0), location: StoreLocation(rawValue: row.int64(at: 1)) ?? .file,
+            size: Int(clamping: max(0, row.int64(at: 2))), lastUse: row.int64(at: 3),
+            expiry: row.isNull(at: 4) ? nil : row.int64(at: 4), isLocked: row.int64(at: 5) != 0,
+            frequency: Int(clamping: min(max(0, row.int64(at: 6)), Int64(maximumFrequency))))
+    }
+}

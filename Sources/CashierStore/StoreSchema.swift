@@ -1,0 +1,117 @@
+import CashierSQLite
+
+/// The store's schema, its identity marks and the connection settings, written once.
+///
+/// One table, one row per entry, small or large. `id` is the key's 64-bit FNV-1a hash, so a
+/// point lookup is one rowid search with no second index; the full key is stored and
+/// compared, so a hash collision is a miss (and a write replaces the colliding row, as a
+/// file named by the hash does). The blob comes last: the metadata columns sit at the start
+/// of each cell. `entry_by_use` orders eviction (unlocked first, then least recently used)
+/// and, holding `size`, covers `SUM(size)` and `count(*)` without reading a record.
+enum StoreSchema {
+    /// `PRAGMA application_id`: "CshS". A file without it is not a Cashier store.
+    static let applicationID: Int64 = 0x4373_6853
+    /// `PRAGMA user_version`: the schema's version.
+    static let version: Int64 = 1
+
+    static let table = """
+        CREATE TABLE entry(\
+        id INTEGER PRIMARY KEY, \
+        key TEXT NOT NULL, \
+        location INTEGER NOT NULL, \
+        size INTEGER NOT NULL, \
+        last_use INTEGER NOT NULL, \
+        expiry INTEGER, \
+        locked INTEGER NOT NULL, \
+        frequency INTEGER NOT NULL, \
+        record BLOB)
+        """
+    static let index = "CREATE INDEX entry_by_use ON entry(locked, last_use, size)"
+
+    /// What `sqlite_schema` must hold, exactly: anything else (a trigger, a view) is not ours.
+    static let objects: Set<String> = ["table entry", "index entry_by_use"]
+
+    /// Sets the connection up: defensive mode, corruption checks, no trust in the file's schema,
+    /// WAL, the durability asked for. Runs on every open; none of it takes a lock.
+    static func configure(_ connection: SQLiteConnection, synchronized: Bool, busyTimeout: Int32) throws(SQLiteError) {
+        try connection.enableDefensiveMode()
+        try connection.setBusyTimeout(milliseconds: busyTimeout)
+        try connection.execute("PRAGMA cell_size_check = ON")
+        try connection.execute("PRAGMA trusted_schema = OFF")
+        try connection.execute("PRAGMA mmap_size = 0")
+        // Apple platforms only (a no-op elsewhere): F_FULLFSYNC for commits and checkpoints.
+        try connection.execute("PRAGMA fullfsync = \(synchronized ? "ON" : "OFF")")
+        try connection.execute("PRAGMA checkpoint_fullfsync = \(synchronized ? "ON" : "OFF")")
+        try connection.execute("PRAGMA synchronous = \(synchronized ? "FULL" : "NORMAL")")
+        // After a checkpoint the -wal file is cut back to this, so it bounds the folder too.
+        try connection.execute("PRAGMA journal_size_limit = \(walLimit)")
+    }
+
+    /// Bytes a -wal file keeps after a checkpoint.
+    static let walLimit = 1 << 20
+
+    /// Creates the schema in an empty database, or checks an existing one is exactly ours.
+    ///
+    /// Returns nil when the file is a usable store, or why it is not.
+    static func prepare(_ connection: SQLiteConnection) throws(SQLiteError) -> String? {
+        if try isEmpty(connection) {
+            // auto_vacuum must be chosen before the first table; journal_mode=WAL is kept in the file.
+            try connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            _ = try connection.text("PRAGMA journal_mode = WAL")
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                // Another process may have created it between the check and the lock.
+                if try isEmpty(connection) {
+                    try connection.execute(table)
+                    try connection.execute(index)
+                    try connection.execute("PRAGMA application_id = \(applicationID)")
+                    try connection.execute("PRAGMA user_version = \(version)")
+                }
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+        guard try connection.integer("PRAGMA application_id") == applicationID else {
+            return "not a Cashier store (application_id)"
+        }
+        guard try connection.integer("PRAGMA user_version") == version else {
+            return "store schema version is not \(version)"
+        }
+        let found = Set(try rows(connection, "SELECT type || ' ' || name FROM sqlite_schema"))
+        guard found == objects else {
+            return "unexpected schema: \(found.sorted().joined(separator: ", "))"
+        }
+        guard try connection.text("PRAGMA journal_mode")?.lowercased() == "wal" else {
+            // Another process may have changed it; WAL is what readers beside a writer rely on.
+            _ = try connection.text("PRAGMA journal_mode = WAL")
+            return nil
+        }
+        return nil
+    }
+
+    private static func isEmpty(_ connection: SQLiteConnection) throws(SQLiteError) -> Bool {
+        let objects = try connection.integer("SELECT count(*) FROM sqlite_schema")
+        let application = try connection.integer("PRAGMA application_id")
+        return objects == 0 && application == 0
+    }
+
+    private static func rows(_ connection: SQLiteConnection, _ sql: String) throws(SQLiteError) -> [String] {
+        let statement = try connection.prepare(sql)
+        defer { statement.finalize() }
+        var result: [String] = []
+        while try statement.step() { result.append(statement.text(at: 0)) }
+        return result
+    }
+
+    /// The row id of `key`: 64-bit FNV-1a of its UTF-8 bytes. Stable across processes and versions.
+    static func id(of key: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return Int64(bitPattern: hash)
+    }
+}
