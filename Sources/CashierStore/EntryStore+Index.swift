@@ -24,7 +24,8 @@ extension EntryStore {
     /// Every entry without its record, in no particular order (what `cashier-tool list` shows).
     package func entries() throws(StoreError) -> [StoreEntry] {
         try withConnection { connection throws(SQLiteError) in
-            let query = try connection.cached("SELECT key, location, size, last_use, expiry, locked, frequency FROM entry")
+            let query = try connection.cached(
+                "SELECT key, location, size, last_use, expiry, locked, frequency FROM entry")
             defer { query.reset() }
             var entries: [StoreEntry] = []
             while try query.step() { entries.append(Self.entry(query)) }

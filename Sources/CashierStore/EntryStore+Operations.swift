@@ -33,7 +33,11 @@ extension EntryStore {
                 // The record is bound without a copy, so the step runs while its bytes are pinned.
                 let stepped = record.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
                     do throws(SQLiteError) {
-                        if entry.location == .row { try write.bind(blob: bytes, at: 9) } else { try write.bind(nil, at: 9) }
+                        if entry.location == .row {
+                            try write.bind(blob: bytes, at: 9)
+                        } else {
+                            try write.bind(nil, at: 9)
+                        }
                         _ = try write.step()
                         return .success(())
                     } catch {
@@ -194,7 +198,8 @@ extension EntryStore {
         _ = try delete.step()
     }
 
-    private func evictionOrder(limit: Int, _ connection: SQLiteConnection) throws(SQLiteError) -> [(Int64, StoreEntry)] {
+    private func evictionOrder(limit: Int, _ connection: SQLiteConnection) throws(SQLiteError) -> [(Int64, StoreEntry)]
+    {
         let query = try connection.cached(
             "SELECT \(Self.columns), id FROM entry WHERE locked = 0 ORDER BY last_use, id LIMIT ?")
         defer { query.reset() }

@@ -72,7 +72,7 @@ package final class EntryStore: @unchecked Sendable {
         do {
             connection = try Self.open(path, options)
             setAsideAtOpen = nil
-        } catch let error where error.isCorruption || error.isNotOurs {
+        } catch let error where error.meansUnusableFile {
             let setAside = Self.setAside(path, reason: error.message)
             do { connection = try Self.open(path, options) } catch { throw .failed(error) }
             setAsideAtOpen = setAside
@@ -85,7 +85,7 @@ package final class EntryStore: @unchecked Sendable {
     /// 3.31 (2020): `trusted_schema`, `SQLITE_OPEN_NOFOLLOW`; defensive mode is 3.26.
     static let minimumVersion: Int32 = 3_031_000
 
-    /// Opens, configures and checks the store at `path`; a schema that is not ours throws `isNotOurs`.
+    /// Opens, configures and checks the store at `path`; a schema that is not ours throws `SQLITE_NOTADB`.
     private static func open(_ path: String, _ options: Options) throws(SQLiteError) -> SQLiteConnection {
         try createFile(path, permissions: options.permissions)
         let connection = try SQLiteConnection(
@@ -140,7 +140,7 @@ package final class EntryStore: @unchecked Sendable {
         defer { lock.unlock() }
         do {
             return try body(connection)
-        } catch where error.isCorruption {
+        } catch  where error.isCorruption {
             throw .setAside(recover(reason: error.message))
         } catch {
             throw .failed(error)
@@ -186,6 +186,12 @@ struct FileIdentity: Equatable {
 }
 
 extension SQLiteError {
-    /// The file opened but is not a Cashier store (another schema, a trigger, a view).
-    var isNotOurs: Bool { operation == "schema check" }
+    /// What opening a store file that cannot be used fails with: damage (`SQLITE_CORRUPT`,
+    /// `SQLITE_NOTADB`), a header or schema SQLite refuses (`SQLITE_ERROR` "unsupported file
+    /// format", `SQLITE_SCHEMA`, `SQLITE_FORMAT`, `SQLITE_RANGE`, `SQLITE_MISMATCH`) or the schema
+    /// check's verdict. Not a lock held elsewhere, an I/O error, a full disk or a refused open:
+    /// those leave the file alone.
+    var meansUnusableFile: Bool {
+        isCorruption || [1, 17, 20, 24, 25].contains(primaryCode)
+    }
 }

@@ -28,8 +28,9 @@ enum StoreSchema {
         """
     static let index = "CREATE INDEX entry_by_use ON entry(locked, last_use, size)"
 
-    /// What `sqlite_schema` must hold, exactly: anything else (a trigger, a view) is not ours.
-    static let objects: Set<String> = ["table entry", "index entry_by_use"]
+    /// What `sqlite_schema` must hold, exactly, SQL text included: anything else (a trigger, a
+    /// view, a column renamed by damage) is not ours.
+    static let objects: Set<String> = ["table entry entry \(table)", "index entry_by_use entry \(index)"]
 
     /// Sets the connection up: defensive mode, corruption checks, no trust in the file's schema,
     /// WAL, the durability asked for. Runs on every open; none of it takes a lock.
@@ -79,9 +80,11 @@ enum StoreSchema {
         guard try connection.integer("PRAGMA user_version") == version else {
             return "store schema version is not \(version)"
         }
-        let found = Set(try rows(connection, "SELECT type || ' ' || name FROM sqlite_schema"))
+        let found = Set(
+            try rows(connection, "SELECT type || ' ' || name || ' ' || tbl_name || ' ' || sql FROM sqlite_schema"))
         guard found == objects else {
-            return "unexpected schema: \(found.sorted().joined(separator: ", "))"
+            let names = found.map { $0.split(separator: " ").prefix(2).joined(separator: " ") }
+            return "unexpected schema: \(names.sorted().joined(separator: ", "))"
         }
         guard try connection.text("PRAGMA journal_mode")?.lowercased() == "wal" else {
             // Another process may have changed it; WAL is what readers beside a writer rely on.

@@ -55,7 +55,7 @@ import Testing
         let large = StoreEntry(key: "image", location: .file, size: 5_000_000, lastUse: 1)
         try store.upsert(large, record: [1, 2, 3])
         let read = try #require(try store.record(for: "image"))
-        #expect(read.record == [])  // a file entry's row holds no record
+        #expect(read.record == []) // a file entry's row holds no record
         #expect(try store.totalSize() == 5_000_000)
         let replaced = try store.upsert(entry("image", size: 2), record: [7, 7])
         #expect(replaced == large)
@@ -96,7 +96,7 @@ import Testing
     @Test func usesMoveLastUseForwardAndCountFrequency() throws {
         try store.upsert(entry("k", size: 1, lastUse: 100), record: [1])
         try store.recordUses(["k", "k", "absent"], at: 500)
-        try store.recordUses(["k"], at: 400)  // an older time never moves it back
+        try store.recordUses(["k"], at: 400) // an older time never moves it back
         let read = try #require(try store.entry(for: "k"))
         #expect(read.lastUse == 500)
         #expect(read.frequency == 3)
@@ -113,7 +113,7 @@ import Testing
         let other = try EntryStore(folder: folder.path)
         let start = try store.dataVersion()
         try store.upsert(entry("mine", size: 1), record: [1])
-        #expect(try store.dataVersion() == start)  // its own write
+        #expect(try store.dataVersion() == start) // its own write
         try other.upsert(entry("theirs", size: 1), record: [2])
         let afterOther = try store.dataVersion()
         #expect(afterOther != start)
@@ -147,7 +147,7 @@ import Testing
         let shared = folder.path + "/shared"
         try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
         var options = EntryStore.Options()
-        options.permissions = 0o660  // the usual umask, 022, would take the group's write away
+        options.permissions = 0o660 // the usual umask, 022, would take the group's write away
         let store = try EntryStore(folder: shared, options: options)
         try store.upsert(entry("k", size: 1), record: [1])
         for suffix in ["", "-wal", "-shm"] {
