@@ -49,7 +49,7 @@ enum StoreSchema {
     }
 
     /// Bytes a -wal file keeps after a checkpoint.
-    static let walLimit = 1 << 20
+    static let walLimit = 6 << 20
 
     /// Creates the schema in an empty database, or checks an existing one is exactly ours.
     ///
