@@ -7,71 +7,71 @@ extension EntryStore {
     /// Writes an entry: its record in the row (`record`, for ``StoreLocation/row``), or its row
     /// alone (``StoreLocation/file``, `record` ignored). Replaces the row of the same key.
     ///
-    /// Returns what the write replaced, when that needs the caller: a large entry's file to
-    /// remove, or another key whose hash collided (its entry is gone). Nil for a new key or a
-    /// row replacing a row of the same key.
+    /// Returns what the write replaced when that needs the caller: a large entry, whose file
+    /// is the caller's to remove. Nil for a new key or a row replacing a row.
     @discardableResult
     package func upsert(_ entry: StoreEntry, record: [UInt8] = []) throws(StoreError) -> StoreEntry? {
-        let id = StoreSchema.id(of: entry.key)
-        return try withConnection { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in
-                let previous = try existing(id: id, connection)
-                let write = try connection.cached(
-                    "INSERT INTO entry(id, \(Self.columns), record) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                        + "ON CONFLICT(id) DO UPDATE SET key = excluded.key, location = excluded.location, "
-                        + "size = excluded.size, last_use = excluded.last_use, expiry = excluded.expiry, "
-                        + "locked = excluded.locked, frequency = excluded.frequency, record = excluded.record")
-                defer { write.reset() }
-                try write.bind(id, at: 1)
-                try write.bind(entry.key, at: 2)
-                try write.bind(entry.location.rawValue, at: 3)
-                try write.bind(Int64(entry.size), at: 4)
-                try write.bind(entry.lastUse, at: 5)
-                try write.bind(entry.expiry, at: 6)
-                try write.bind(entry.isLocked ? 1 : 0, at: 7)
-                try write.bind(Int64(min(entry.frequency, Self.maximumFrequency)), at: 8)
-                // The record is bound without a copy, so the step runs while its bytes are pinned.
-                let stepped = record.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
-                    do throws(SQLiteError) {
-                        if entry.location == .row {
-                            try write.bind(blob: bytes, at: 9)
-                        } else {
-                            try write.bind(nil, at: 9)
-                        }
-                        _ = try write.step()
-                        return .success(())
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-                try stepped.get()
-                guard let previous, previous.location == .file || previous.key != entry.key else { return nil }
+        try withConnection { connection throws(SQLiteError) in
+            // One statement when no large entry is replaced: it skips (changes nothing) when the
+            // key's row is a file entry, and only then does the write look at what it replaces.
+            if try write(entry, record: record, overFiles: false, connection) { return nil }
+            return try transaction(connection) { () throws(SQLiteError) in
+                let previous = try existing(entry.key, connection)
+                _ = try write(entry, record: record, overFiles: true, connection)
+                guard let previous, previous.location == .file else { return nil }
                 return previous
             }
         }
     }
 
+    /// Inserts or updates the row of `entry.key`; `overFiles: false` leaves a file entry's row
+    /// alone. Returns whether a row changed.
+    private func write(_ entry: StoreEntry, record: [UInt8], overFiles: Bool, _ connection: SQLiteConnection)
+        throws(SQLiteError) -> Bool
+    {
+        let write = try connection.cached(
+            "INSERT INTO entry(\(Self.columns), record) VALUES(?, ?, ?, ?, ?, ?, ?, ?) "
+                + "ON CONFLICT(key) DO UPDATE SET location = excluded.location, "
+                + "size = excluded.size, last_use = excluded.last_use, expiry = excluded.expiry, "
+                + "locked = excluded.locked, frequency = excluded.frequency, record = excluded.record"
+                + (overFiles ? "" : " WHERE location = 0"))
+        defer { write.reset() }
+        try write.bind(entry.key, at: 1)
+        try write.bind(entry.location.rawValue, at: 2)
+        try write.bind(Int64(entry.size), at: 3)
+        try write.bind(entry.lastUse, at: 4)
+        try write.bind(entry.expiry, at: 5)
+        try write.bind(entry.isLocked ? 1 : 0, at: 6)
+        try write.bind(Int64(min(entry.frequency, Self.maximumFrequency)), at: 7)
+        // The record is bound without a copy, so the step runs while its bytes are pinned.
+        let stepped = record.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
+            do throws(SQLiteError) {
+                if entry.location == .row { try write.bind(blob: bytes, at: 8) } else { try write.bind(nil, at: 8) }
+                _ = try write.step()
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try stepped.get()
+        return connection.changes > 0
+    }
+
     /// The entry of `key` with its record (empty for a file entry), or nil. Changes nothing, not even recency.
     package func record(for key: String) throws(StoreError) -> StoredRecord? {
-        let id = StoreSchema.id(of: key)
-        return try withConnection { connection throws(SQLiteError) in
-            let read = try connection.cached("SELECT \(Self.columns), record FROM entry WHERE id = ?")
+        try withConnection { connection throws(SQLiteError) in
+            let read = try connection.cached("SELECT \(Self.columns), record FROM entry WHERE key = ?")
             defer { read.reset() }
-            try read.bind(id, at: 1)
+            try read.bind(key, at: 1)
             guard try read.step() else { return nil }
             let entry = Self.entry(read)
-            guard entry.key == key else { return nil }
             return StoredRecord(entry: entry, record: entry.location == .row ? read.blob(at: 7) : [])
         }
     }
 
     /// The entry of `key` without its record, or nil.
     package func entry(for key: String) throws(StoreError) -> StoreEntry? {
-        let id = StoreSchema.id(of: key)
-        return try withConnection { connection throws(SQLiteError) in
-            guard let entry = try existing(id: id, connection), entry.key == key else { return nil }
-            return entry
-        }
+        try withConnection { connection throws(SQLiteError) in try existing(key, connection) }
     }
 
     /// Removes the entry of `key`; returns it (a file entry's file is the caller's to remove), or nil.
@@ -87,8 +87,7 @@ extension EntryStore {
             try transaction(connection) { () throws(SQLiteError) in
                 var removed: [StoreEntry] = []
                 for key in keys {
-                    let id = StoreSchema.id(of: key)
-                    guard let entry = try existing(id: id, connection), entry.key == key else { continue }
+                    guard let (id, entry) = try existingWithID(key, connection) else { continue }
                     try delete(id: id, connection)
                     removed.append(entry)
                 }
@@ -136,12 +135,11 @@ extension EntryStore {
             try transaction(connection) { () throws(SQLiteError) in
                 let touch = try connection.cached(
                     "UPDATE entry SET last_use = max(last_use, ?), frequency = min(frequency + 1, \(Self.maximumFrequency)) "
-                        + "WHERE id = ? AND key = ?")
+                        + "WHERE key = ?")
                 for key in keys {
                     defer { touch.reset() }
                     try touch.bind(time, at: 1)
-                    try touch.bind(StoreSchema.id(of: key), at: 2)
-                    try touch.bind(key, at: 3)
+                    try touch.bind(key, at: 2)
                     _ = try touch.step()
                 }
             }
@@ -152,11 +150,10 @@ extension EntryStore {
     @discardableResult
     package func setLocked(_ isLocked: Bool, for key: String) throws(StoreError) -> Bool {
         try withConnection { connection throws(SQLiteError) in
-            let update = try connection.cached("UPDATE entry SET locked = ? WHERE id = ? AND key = ?")
+            let update = try connection.cached("UPDATE entry SET locked = ? WHERE key = ?")
             defer { update.reset() }
             try update.bind(isLocked ? 1 : 0, at: 1)
-            try update.bind(StoreSchema.id(of: key), at: 2)
-            try update.bind(key, at: 3)
+            try update.bind(key, at: 2)
             _ = try update.step()
             return connection.changes > 0
         }
@@ -184,11 +181,17 @@ extension EntryStore {
         }
     }
 
-    private func existing(id: Int64, _ connection: SQLiteConnection) throws(SQLiteError) -> StoreEntry? {
-        let read = try connection.cached("SELECT \(Self.columns) FROM entry WHERE id = ?")
+    private func existing(_ key: String, _ connection: SQLiteConnection) throws(SQLiteError) -> StoreEntry? {
+        try existingWithID(key, connection)?.1
+    }
+
+    private func existingWithID(_ key: String, _ connection: SQLiteConnection) throws(SQLiteError) -> (
+        Int64, StoreEntry
+    )? {
+        let read = try connection.cached("SELECT \(Self.columns), id FROM entry WHERE key = ?")
         defer { read.reset() }
-        try read.bind(id, at: 1)
-        return try read.step() ? Self.entry(read) : nil
+        try read.bind(key, at: 1)
+        return try read.step() ? (read.int64(at: 7), Self.entry(read)) : nil
     }
 
     private func delete(id: Int64, _ connection: SQLiteConnection) throws(SQLiteError) {
