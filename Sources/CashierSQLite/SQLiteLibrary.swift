@@ -10,7 +10,7 @@ import CCashierSQLite
 // is opened with `dlopen` and each function taken with `dlsym` into the typed pointer below.
 // The types are declared here from SQLite's documented C API; nothing is copied from its
 // sources. `.ci/sqlite.sh` compiles these types against the real <sqlite3.h>.
-#if canImport(SQLite3)
+#if canImport(Darwin)
 import Darwin
 import SQLite3
 #elseif canImport(Glibc)
@@ -72,7 +72,7 @@ package struct SQLiteLibrary: Sendable {
     package static let shared: Result<SQLiteLibrary, SQLiteError> = load()
 }
 
-#if canImport(SQLite3)
+#if canImport(Darwin)
 extension SQLiteLibrary {
     // <sqlite3.h> of the SDK: each name below is the SDK's own declaration.
     private static func load() -> Result<SQLiteLibrary, SQLiteError> {
