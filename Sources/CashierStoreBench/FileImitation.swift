@@ -52,6 +52,12 @@ enum Measure {
         return (total, names.count)
     }
 
+    /// A file's length (st_size), 0 when absent.
+    static func fileBytes(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
+    }
+
     static func freshFolder(_ label: String) -> String {
         let path = NSTemporaryDirectory() + "cashier-store-bench-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -197,6 +197,11 @@ func baselines() {
                     }, per: 1000))
             raw["evict", default: []].append(Measure.seconds { table.evict(count / 2) } * 1e3)
             precondition(table.count() == count / 2)
+            table.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+            let bytes = Double(Measure.fileBytes(folder + "/kv.sqlite") + Measure.fileBytes(folder + "/kv.sqlite-wal"))
+            raw["bytes after evict", default: []].append(bytes)
+            raw["reclaim", default: []].append(0)
+            raw["bytes after reclaim", default: []].append(bytes)
         }
         if round % 2 == 0 {
             runEngine()
@@ -212,6 +217,9 @@ func baselines() {
         ("write", "write, distinct keys", "µs/op"), ("overwrite", "overwrite one key", "µs/op"),
         ("read", "point read, warm", "µs/op"), ("fresh read", "open + 1,000 point reads", "µs/read"),
         ("totalSize", "fresh instance: open + totalSize", "ms"), ("evict", "evict half (5,000) by last use", "ms"),
+        ("bytes after evict", "store file after evict + checkpoint", "bytes"),
+        ("reclaim", "incremental_vacuum + checkpoint (raw: none)", "ms"),
+        ("bytes after reclaim", "store file after reclaim", "bytes"),
     ]
     for (key, name, unit) in rows {
         let r = Measure.median(raw[key]!)

@@ -166,3 +166,49 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: elsewhere)) == Data("keep".utf8))
     }
 }
+
+@Suite struct EntryStoreSharingTests {
+    let folder = TemporaryFolder()
+
+    init() throws { try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true) }
+
+    @Test func connectionsWritingAtOnceLoseNothing() async throws {
+        let path = folder.path
+        // Each store is its own SQLite connection, locking as separate processes would.
+        let stores = try (0..<4).map { _ in try EntryStore(folder: path) }
+        await withTaskGroup(of: Void.self) { group in
+            for (writer, store) in stores.enumerated() {
+                group.addTask {
+                    for index in 0..<100 {
+                        let key = "w\(writer)-\(index)"
+                        do {
+                            try store.upsert(
+                                StoreEntry(key: key, location: .row, size: 1, lastUse: Int64(index)), record: [1])
+                        } catch {
+                            Issue.record("a write waiting for another connection failed: \(error)")
+                        }
+                        if index % 10 == 0 { _ = try? store.removeLeastRecentlyUsed(1) }
+                        _ = try? store.record(for: key)
+                    }
+                }
+            }
+        }
+        let removed = 4 * 10
+        #expect(try stores[0].count() == 400 - removed)
+        #expect(try stores[0].keys().count == 400 - removed)
+    }
+
+    @Test func aStoreSetAsideByAnotherProcessIsReopenedAtTheNextVersionCheck() throws {
+        let first = try EntryStore(folder: folder.path)
+        try first.upsert(StoreEntry(key: "old", location: .row, size: 1, lastUse: 1), record: [1])
+        let second = try EntryStore(folder: folder.path)
+        // What another process's set-aside does: the file moves away and a fresh one takes its name.
+        #expect(rename(first.path, first.path + ".damaged") == 0)
+        #expect(rename(first.path + "-wal", first.path + ".damaged-wal") == 0)
+        #expect(unlink(first.path + "-shm") == 0)
+        let fresh = try EntryStore(folder: folder.path)
+        try fresh.upsert(StoreEntry(key: "new", location: .row, size: 1, lastUse: 1), record: [2])
+        _ = try second.dataVersion()
+        #expect(try second.keys() == ["new"])
+    }
+}
