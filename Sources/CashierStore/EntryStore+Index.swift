@@ -48,7 +48,7 @@ extension EntryStore {
         let files = try withConnection { connection throws(SQLiteError) in
             Int(
                 clamping: try connection.integer(
-                    "SELECT total(size) FROM entry WHERE locked IN (0, 1) AND location = 1", cached: true) ?? 0)
+                    "SELECT total(size) FROM entry WHERE location = 1", cached: true) ?? 0)
         }
         return files + fileSize(path) + fileSize(path + "-wal")
     }
@@ -80,6 +80,19 @@ extension EntryStore {
             defer { statement.finalize() }
             guard try statement.step() else { return false }
             return statement.int64(at: 0) == 0
+        }
+    }
+
+    /// SQLite's structural check of the store file (`PRAGMA quick_check`): empty when sound,
+    /// else its findings. Reads the whole file: for `cashier-tool verify`, not for the cache's path.
+    /// Records' checksums are the caller's to check.
+    package func structuralProblems() throws(StoreError) -> [String] {
+        try withConnection { connection throws(SQLiteError) in
+            let check = try connection.prepare("PRAGMA quick_check")
+            defer { check.finalize() }
+            var findings: [String] = []
+            while try check.step() { findings.append(check.text(at: 0)) }
+            return findings == ["ok"] ? [] : findings
         }
     }
 

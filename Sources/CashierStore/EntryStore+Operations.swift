@@ -108,7 +108,8 @@ extension EntryStore {
         }
     }
 
-    /// Unlocked entries in eviction order (least recently used first, then by key hash), at most `limit`.
+    /// Unlocked entries in eviction order, at most `limit`: least recently used first; among
+    /// equal last uses (they are coarse) the smaller, then the older row (the index's own order).
     package func evictionCandidates(limit: Int) throws(StoreError) -> [StoreEntry] {
         try withConnection { connection throws(SQLiteError) in try evictionOrder(limit: limit, connection).map(\.1) }
     }
@@ -204,7 +205,7 @@ extension EntryStore {
     private func evictionOrder(limit: Int, _ connection: SQLiteConnection) throws(SQLiteError) -> [(Int64, StoreEntry)]
     {
         let query = try connection.cached(
-            "SELECT \(Self.columns), id FROM entry WHERE locked = 0 ORDER BY last_use, id LIMIT ?")
+            "SELECT \(Self.columns), id FROM entry WHERE locked = 0 ORDER BY last_use, size, id LIMIT ?")
         defer { query.reset() }
         try query.bind(Int64(limit), at: 1)
         var result: [(Int64, StoreEntry)] = []

@@ -35,6 +35,9 @@ package final class EntryStore: @unchecked Sendable {
         package var synchronized = false
         /// How long a call waits for another process's lock before ``StoreError/failed(_:)``.
         package var busyTimeoutMilliseconds: Int32 = 5000
+        /// Opens for reading only (what `cashier-tool`'s read-only commands need): creates nothing,
+        /// never sets a file aside (damage is ``StoreError/failed(_:)``), and every write fails.
+        package var readOnly = false
 
         package init() {}
     }
@@ -72,7 +75,7 @@ package final class EntryStore: @unchecked Sendable {
         do {
             connection = try Self.open(path, options)
             setAsideAtOpen = nil
-        } catch let error where error.meansUnusableFile {
+        } catch let error where error.meansUnusableFile && !options.readOnly {
             let setAside = Self.setAside(path, reason: error.message)
             do { connection = try Self.open(path, options) } catch { throw .failed(error) }
             setAsideAtOpen = setAside
@@ -87,14 +90,14 @@ package final class EntryStore: @unchecked Sendable {
 
     /// Opens, configures and checks the store at `path`; a schema that is not ours throws `SQLITE_NOTADB`.
     private static func open(_ path: String, _ options: Options) throws(SQLiteError) -> SQLiteConnection {
-        try createFile(path, permissions: options.permissions)
+        if !options.readOnly { try createFile(path, permissions: options.permissions) }
+        let access =
+            options.readOnly ? SQLiteCode.openReadOnly : SQLiteCode.openReadWrite | SQLiteCode.openCreate
         let connection = try SQLiteConnection(
-            path: path,
-            flags: SQLiteCode.openReadWrite | SQLiteCode.openCreate | SQLiteCode.openNoMutex
-                | SQLiteCode.openNoFollow)
+            path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
         try StoreSchema.configure(
             connection, synchronized: options.synchronized, busyTimeout: options.busyTimeoutMilliseconds)
-        if let problem = try StoreSchema.prepare(connection) {
+        if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
             throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
         }
         return connection
@@ -140,7 +143,7 @@ package final class EntryStore: @unchecked Sendable {
         defer { lock.unlock() }
         do {
             return try body(connection)
-        } catch  where error.isCorruption {
+        } catch  where error.isCorruption && !options.readOnly {
             throw .setAside(recover(reason: error.message))
         } catch {
             throw .failed(error)

@@ -8,7 +8,9 @@ import CashierSQLite
 /// `entry_by_key` finds a key (no hash, so no collisions) and lists keys in order. The blob
 /// comes last: the metadata columns sit at the start of each cell. `entry_by_use` orders
 /// eviction (unlocked first, then least recently used) and, holding `size`, covers
-/// `SUM(size)` and `count(*)` without reading a record.
+/// `SUM(size)` and `count(*)` without reading a record. Two partial indexes hold only the
+/// rows they serve: `entry_files` the large entries (their bytes, their sweep) and
+/// `entry_by_expiry` the entries that expire. Query plans checked with EXPLAIN QUERY PLAN.
 enum StoreSchema {
     /// `PRAGMA application_id`: "CshS". A file without it is not a Cashier store.
     static let applicationID: Int64 = 0x4373_6853
@@ -29,11 +31,14 @@ enum StoreSchema {
         """
     static let keyIndex = "CREATE UNIQUE INDEX entry_by_key ON entry(key)"
     static let index = "CREATE INDEX entry_by_use ON entry(locked, last_use, size)"
+    static let filesIndex = "CREATE INDEX entry_files ON entry(location, size) WHERE location = 1"
+    static let expiryIndex = "CREATE INDEX entry_by_expiry ON entry(expiry) WHERE expiry IS NOT NULL"
 
     /// What `sqlite_schema` must hold, exactly, SQL text included: anything else (a trigger, a
     /// view, a column renamed by damage) is not ours.
     static let objects: Set<String> = [
         "table entry entry \(table)", "index entry_by_key entry \(keyIndex)", "index entry_by_use entry \(index)",
+        "index entry_files entry \(filesIndex)", "index entry_by_expiry entry \(expiryIndex)",
     ]
 
     /// Sets the connection up: defensive mode, corruption checks, no trust in the file's schema,
@@ -58,7 +63,10 @@ enum StoreSchema {
     /// Creates the schema in an empty database, or checks an existing one is exactly ours.
     ///
     /// Returns nil when the file is a usable store, or why it is not.
-    static func prepare(_ connection: SQLiteConnection) throws(SQLiteError) -> String? {
+    static func prepare(_ connection: SQLiteConnection, readOnly: Bool) throws(SQLiteError) -> String? {
+        if readOnly, try isEmpty(connection) {
+            throw SQLiteError(code: SQLiteCode.cantOpen, message: "no store yet", operation: "open read-only")
+        }
         if try isEmpty(connection) {
             // auto_vacuum must be chosen before the first table; journal_mode=WAL is kept in the file.
             try connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
@@ -70,6 +78,8 @@ enum StoreSchema {
                     try connection.execute(table)
                     try connection.execute(keyIndex)
                     try connection.execute(index)
+                    try connection.execute(filesIndex)
+                    try connection.execute(expiryIndex)
                     try connection.execute("PRAGMA application_id = \(applicationID)")
                     try connection.execute("PRAGMA user_version = \(version)")
                 }
@@ -91,6 +101,7 @@ enum StoreSchema {
             let names = found.map { $0.split(separator: " ").prefix(2).joined(separator: " ") }
             return "unexpected schema: \(names.sorted().joined(separator: ", "))"
         }
+        if readOnly { return nil }
         guard try connection.text("PRAGMA journal_mode")?.lowercased() == "wal" else {
             // Another process may have changed it; WAL is what readers beside a writer rely on.
             _ = try connection.text("PRAGMA journal_mode = WAL")

@@ -10,7 +10,7 @@ package enum StoreLocation: Int64, Sendable {
 
 /// What the index knows of one entry, small or large: everything but its record.
 package struct StoreEntry: Sendable, Equatable {
-    /// The full key; a row found by the key's hash whose key differs is a miss.
+    /// The full key, exactly as given (any string).
     package var key: String
     package var location: StoreLocation
     /// The record's bytes (a row), or the file's bytes (a large entry), as the caller gave it.

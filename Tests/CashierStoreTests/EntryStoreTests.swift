@@ -212,3 +212,36 @@ import Testing
         #expect(try second.keys() == ["new"])
     }
 }
+
+@Suite struct EntryStoreReadOnlyTests {
+    let folder = TemporaryFolder()
+
+    init() throws { try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true) }
+
+    private var readOnly: EntryStore.Options {
+        var options = EntryStore.Options()
+        options.readOnly = true
+        return options
+    }
+
+    @Test func readOnlyCreatesNothing() throws {
+        #expect(throws: StoreError.self) { _ = try EntryStore(folder: folder.path, options: readOnly) }
+        #expect(folder.fileNames.isEmpty)
+    }
+
+    @Test func readOnlyReadsAndRefusesWrites() throws {
+        let writer = try EntryStore(folder: folder.path)
+        try writer.upsert(StoreEntry(key: "k", location: .row, size: 1, lastUse: 5), record: [1])
+        let reader = try EntryStore(folder: folder.path, options: readOnly)
+        #expect(try reader.record(for: "k")?.record == [1])
+        #expect(try reader.structuralProblems() == [])
+        #expect(throws: StoreError.self) { try reader.recordUses(["k"], at: 10) }
+        #expect(try writer.entry(for: "k")?.lastUse == 5)
+    }
+
+    @Test func readOnlyNeverSetsADamagedFileAside() throws {
+        try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: folder.path + "/store.sqlite"))
+        #expect(throws: StoreError.self) { _ = try EntryStore(folder: folder.path, options: readOnly) }
+        #expect(folder.fileNames == ["store.sqlite"])
+    }
+}
