@@ -5,14 +5,14 @@ import Foundation
 extension EntryStore {
     /// Entries, small and large.
     package func count() throws(StoreError) -> Int {
-        try withConnection { connection throws(SQLiteError) in
+        try withReader { connection throws(SQLiteError) in
             Int(try connection.integer("SELECT count(*) FROM entry", cached: true) ?? 0)
         }
     }
 
     /// Every key, sorted (by UTF-8 bytes).
     package func keys() throws(StoreError) -> [String] {
-        try withConnection { connection throws(SQLiteError) in
+        try withReader { connection throws(SQLiteError) in
             let query = try connection.cached("SELECT key FROM entry ORDER BY key")
             defer { query.reset() }
             var keys: [String] = []
@@ -23,7 +23,7 @@ extension EntryStore {
 
     /// Every entry without its record, in no particular order (what `cashier-tool list` shows).
     package func entries() throws(StoreError) -> [StoreEntry] {
-        try withConnection { connection throws(SQLiteError) in
+        try withReader { connection throws(SQLiteError) in
             let query = try connection.cached(
                 "SELECT key, location, size, last_use, expiry, locked, frequency FROM entry")
             defer { query.reset() }
@@ -37,7 +37,7 @@ extension EntryStore {
     ///
     /// Read from the `entry_by_use` index alone (it holds `size`), never the records.
     package func totalSize() throws(StoreError) -> Int {
-        try withConnection { connection throws(SQLiteError) in
+        try withReader { connection throws(SQLiteError) in
             Int(clamping: try connection.integer("SELECT total(size) FROM entry", cached: true).map { $0 } ?? 0)
         }
     }
@@ -87,7 +87,7 @@ extension EntryStore {
     /// else its findings. Reads the whole file: for `cashier-tool verify`, not for the cache's path.
     /// Records' checksums are the caller's to check.
     package func structuralProblems() throws(StoreError) -> [String] {
-        try withConnection { connection throws(SQLiteError) in
+        try withReader { connection throws(SQLiteError) in
             let check = try connection.prepare("PRAGMA quick_check")
             defer { check.finalize() }
             var findings: [String] = []

@@ -34,7 +34,9 @@ extension EntryStore {
                 + "ON CONFLICT(key) DO UPDATE SET location = excluded.location, "
                 + "size = excluded.size, last_use = excluded.last_use, expiry = excluded.expiry, "
                 + "locked = excluded.locked, frequency = excluded.frequency, record = excluded.record"
-                + (overFiles ? "" : " WHERE location = 0"))
+                // A row found by the key index whose key differs means a damaged index: no update,
+                // and the slow path's read reports the damage.
+                + (overFiles ? " WHERE key = excluded.key" : " WHERE location = 0 AND key = excluded.key"))
         defer { write.reset() }
         try write.bind(entry.key, at: 1)
         try write.bind(entry.location.rawValue, at: 2)
@@ -59,19 +61,20 @@ extension EntryStore {
 
     /// The entry of `key` with its record (empty for a file entry), or nil. Changes nothing, not even recency.
     package func record(for key: String) throws(StoreError) -> StoredRecord? {
-        try withConnection { connection throws(SQLiteError) in
+        try withReader { connection throws(SQLiteError) in
             let read = try connection.cached("SELECT \(Self.columns), record FROM entry WHERE key = ?")
             defer { read.reset() }
             try read.bind(key, at: 1)
             guard try read.step() else { return nil }
             let entry = Self.entry(read)
+            try Self.check(entry, foundFor: key)
             return StoredRecord(entry: entry, record: entry.location == .row ? read.blob(at: 7) : [])
         }
     }
 
     /// The entry of `key` without its record, or nil.
     package func entry(for key: String) throws(StoreError) -> StoreEntry? {
-        try withConnection { connection throws(SQLiteError) in try existing(key, connection) }
+        try withReader { connection throws(SQLiteError) in try existing(key, connection) }
     }
 
     /// Removes the entry of `key`; returns it (a file entry's file is the caller's to remove), or nil.
@@ -111,12 +114,12 @@ extension EntryStore {
     /// Unlocked entries in eviction order, at most `limit`: least recently used first; among
     /// equal last uses (they are coarse) the smaller, then the older row (the index's own order).
     package func evictionCandidates(limit: Int) throws(StoreError) -> [StoreEntry] {
-        try withConnection { connection throws(SQLiteError) in try evictionOrder(limit: limit, connection).map(\.1) }
+        try withReader { connection throws(SQLiteError) in try evictionOrder(limit: limit, connection).map(\.1) }
     }
 
     /// Entries whose expiry is at or before `now`, locked ones included (expiry is the caller's rule).
     package func expired(at now: Int64) throws(StoreError) -> [StoreEntry] {
-        try withConnection { connection throws(SQLiteError) in
+        try withReader { connection throws(SQLiteError) in
             let query = try connection.cached(
                 "SELECT \(Self.columns) FROM entry WHERE expiry IS NOT NULL AND expiry <= ?")
             defer { query.reset() }
@@ -192,7 +195,10 @@ extension EntryStore {
         let read = try connection.cached("SELECT \(Self.columns), id FROM entry WHERE key = ?")
         defer { read.reset() }
         try read.bind(key, at: 1)
-        return try read.step() ? (read.int64(at: 7), Self.entry(read)) : nil
+        guard try read.step() else { return nil }
+        let entry = Self.entry(read)
+        try Self.check(entry, foundFor: key)
+        return (read.int64(at: 7), entry)
     }
 
     private func delete(id: Int64, _ connection: SQLiteConnection) throws(SQLiteError) {
@@ -211,6 +217,15 @@ extension EntryStore {
         var result: [(Int64, StoreEntry)] = []
         while try query.step() { result.append((query.int64(at: 7), Self.entry(query))) }
         return result
+    }
+
+    /// Throws `SQLITE_CORRUPT` when the key index led to another key's row: SQLite trusts an
+    /// index it searched, so only this comparison sees that the index is damaged.
+    static func check(_ entry: StoreEntry, foundFor key: String) throws(SQLiteError) {
+        guard entry.key != key else { return }
+        throw SQLiteError(
+            code: SQLiteCode.corrupt, message: "the key index leads to another key's row",
+            operation: "read \(key.debugDescription)")
     }
 
     /// The entry of the current row, from the first seven columns in ``columns`` order.

@@ -21,8 +21,14 @@ import Foundation
 /// mode, `cell_size_check` and `trusted_schema=OFF` keep a hostile file from doing more than
 /// failing a call.
 ///
+/// Connections: one writer, behind `writeLock`, for every write and for `data_version`; and
+/// up to ``maximumIdleReaders`` readers (`PRAGMA query_only`), taken from a pool for reads, so
+/// reads run beside each other and beside a write (WAL), and no lock is held across a read's I/O.
+///
 /// Invariant for `@unchecked Sendable`: `connection` and `identity` are read and written only
-/// while `lock` is held; the `let`s never change.
+/// while `writeLock` is held; `readers` only while `poolLock` is held; `generation` is written
+/// with both held (recovery, reopening) and read with either. A reader is used by one call at a
+/// time: it is out of the pool while in use. The `let`s never change.
 package final class EntryStore: @unchecked Sendable {
     /// How the store is opened.
     package struct Options: Sendable {
@@ -48,10 +54,18 @@ package final class EntryStore: @unchecked Sendable {
     /// Set when opening found a file it could not use and moved it aside.
     package let setAsideAtOpen: StoreSetAside?
 
-    private let lock = NSLock()
+    private let writeLock = NSLock()
     private var connection: SQLiteConnection
     /// Device and inode of the file `connection` has open: another process may set it aside.
     private var identity: FileIdentity?
+    private let poolLock = NSLock()
+    /// Idle readers of the current file.
+    private var readers: [SQLiteConnection] = []
+    /// Counts the times the file was replaced (set aside, reopened): older readers are dropped.
+    private var generation = 0
+
+    /// Readers kept open between reads; more run at once when more threads read, then close.
+    package static let maximumIdleReaders = 4
 
     /// The highest ``StoreEntry/frequency`` recorded.
     package static let maximumFrequency = 255
@@ -139,8 +153,8 @@ package final class EntryStore: @unchecked Sendable {
     /// Runs `body` with the connection under the lock, turning SQLite's errors into ``StoreError``:
     /// damage sets the store aside and reopens a fresh one before the call throws.
     func withConnection<R>(_ body: (SQLiteConnection) throws(SQLiteError) -> R) throws(StoreError) -> R {
-        lock.lock()
-        defer { lock.unlock() }
+        writeLock.lock()
+        defer { writeLock.unlock() }
         do {
             return try body(connection)
         } catch  where error.isCorruption && !options.readOnly {
@@ -150,8 +164,57 @@ package final class EntryStore: @unchecked Sendable {
         }
     }
 
-    /// Sets the damaged store aside and opens a fresh one. Called with the lock held.
+    /// Runs a read-only `body` on a reader from the pool, holding no lock while it runs; errors
+    /// as ``withConnection(_:)``. A read-only store reads through its one connection.
+    func withReader<R>(_ body: (SQLiteConnection) throws(SQLiteError) -> R) throws(StoreError) -> R {
+        if options.readOnly { return try withConnection(body) }
+        poolLock.lock()
+        let pooled = readers.popLast()
+        let readerGeneration = generation
+        poolLock.unlock()
+        do throws(SQLiteError) {
+            let reader: SQLiteConnection
+            if let pooled { reader = pooled } else { reader = try Self.openReader(path, options) }
+            let result = try body(reader)
+            poolLock.lock()
+            if generation == readerGeneration, readers.count < Self.maximumIdleReaders { readers.append(reader) }
+            poolLock.unlock()
+            return result
+        } catch  where error.isCorruption {
+            writeLock.lock()
+            defer { writeLock.unlock() }
+            // Another call may have set this file aside already: then this one only failed.
+            guard generation == readerGeneration else { throw .failed(error) }
+            throw .setAside(recover(reason: error.message))
+        } catch {
+            throw .failed(error)
+        }
+    }
+
+    /// A connection for reads of the store at `path`, which the writer has created and checked.
+    private static func openReader(_ path: String, _ options: Options) throws(SQLiteError) -> SQLiteConnection {
+        let reader = try SQLiteConnection(
+            path: path, flags: SQLiteCode.openReadWrite | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
+        try StoreSchema.configure(
+            reader, synchronized: options.synchronized, busyTimeout: options.busyTimeoutMilliseconds)
+        try reader.execute("PRAGMA query_only = ON")
+        // 1 MiB of page cache each (SQLite's default is 2 MiB): readers are several.
+        try reader.execute("PRAGMA cache_size = -1024")
+        return reader
+    }
+
+    /// Drops the pooled readers: the file they have open is no longer the store. Called with
+    /// `writeLock` held.
+    private func replaceFile() {
+        poolLock.lock()
+        generation += 1
+        readers.removeAll()
+        poolLock.unlock()
+    }
+
+    /// Sets the damaged store aside and opens a fresh one. Called with `writeLock` held.
     private func recover(reason: String) -> StoreSetAside {
+        replaceFile()
         // Close the damaged file before it moves: a placeholder connection to memory takes its place.
         if let placeholder = try? SQLiteConnection(path: ":memory:", flags: SQLiteCode.openReadWrite) {
             connection = placeholder
@@ -165,10 +228,11 @@ package final class EntryStore: @unchecked Sendable {
     }
 
     /// Reopens the store when its file is no longer the one open (another process set it aside).
-    /// Called with the lock held; returns true when it reopened.
+    /// Called with `writeLock` held; returns true when it reopened.
     func reopenIfReplaced() throws(SQLiteError) -> Bool {
         let current = FileIdentity(path: path)
         guard current != identity else { return false }
+        replaceFile()
         connection = try Self.open(path, options)
         identity = FileIdentity(path: path)
         return true
