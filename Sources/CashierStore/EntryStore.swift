@@ -67,6 +67,13 @@ package final class EntryStore: @unchecked Sendable {
     /// Readers kept open between reads; more run at once when more threads read, then close.
     package static let maximumIdleReaders = 4
 
+    /// The largest record kept in a row; a larger entry is a file with a row of its own.
+    ///
+    /// Chosen by measurement (`swift run -c release CashierStoreBench threshold`): up to 8 KiB
+    /// a row reads as fast as a file or faster and writes faster; from 12 KiB a file reads
+    /// faster, and a row's overflow pages cost more disk than a file's blocks.
+    package static let recordSizeLimit = 8192
+
     /// The highest ``StoreEntry/frequency`` recorded.
     package static let maximumFrequency = 255
 
