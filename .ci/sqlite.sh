@@ -46,5 +46,9 @@ bash "$tool" bash -c '
     swift build --build-tests --scratch-path .build-nosqlite 2>&1 | tee "$1/build.log"
     if grep -q "warning:" "$1/build.log"; then echo "sqlite: warnings in the build" >&2; exit 1; fi
     swift test --skip-build --scratch-path .build-nosqlite --filter "SQLiteConnectionTests|EntryStore"
+    # A smoke pass of the store benchmark (debug build: timings printed, never checked), so it
+    # does not rot; the tables come from: swift run -c release CashierStoreBench threshold|baselines|footprint
+    ROUNDS=1 SIZES=256,16384 .build-nosqlite/debug/CashierStoreBench threshold
+    ROUNDS=1 .build-nosqlite/debug/CashierStoreBench baselines
 ' bash "$out"
 echo "== sqlite: passed"
