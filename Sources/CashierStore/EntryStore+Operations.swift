@@ -2,7 +2,6 @@ import CashierSQLite
 
 /// Reads and writes of entries: each one statement, or one `BEGIN IMMEDIATE` transaction.
 extension EntryStore {
-    private static let columns = "key, location, size, last_use, expiry, locked, frequency"
 
     /// Writes an entry: its record in the row (`record`, for ``StoreLocation/row``), or its row
     /// alone (``StoreLocation/file``, `record` ignored). Replaces the row of the same key.
@@ -29,14 +28,7 @@ extension EntryStore {
     private func write(_ entry: StoreEntry, record: [UInt8], overFiles: Bool, _ connection: SQLiteConnection)
         throws(SQLiteError) -> Bool
     {
-        let write = try connection.cached(
-            "INSERT INTO entry(\(Self.columns), record) VALUES(?, ?, ?, ?, ?, ?, ?, ?) "
-                + "ON CONFLICT(key) DO UPDATE SET location = excluded.location, "
-                + "size = excluded.size, last_use = excluded.last_use, expiry = excluded.expiry, "
-                + "locked = excluded.locked, frequency = excluded.frequency, record = excluded.record"
-                // A row found by the key index whose key differs means a damaged index: no update,
-                // and the slow path's read reports the damage.
-                + (overFiles ? " WHERE key = excluded.key" : " WHERE location = 0 AND key = excluded.key"))
+        let write = try connection.cached(overFiles ? SQL.upsert : SQL.upsertOverRows)
         defer { write.reset() }
         try write.bind(entry.key, at: 1)
         try write.bind(entry.location.rawValue, at: 2)
@@ -62,7 +54,7 @@ extension EntryStore {
     /// The entry of `key` with its record (empty for a file entry), or nil. Changes nothing, not even recency.
     package func record(for key: String) throws(StoreError) -> StoredRecord? {
         try withReader { connection throws(SQLiteError) in
-            let read = try connection.cached("SELECT \(Self.columns), record FROM entry WHERE key = ?")
+            let read = try connection.cached(SQL.record)
             defer { read.reset() }
             try read.bind(key, at: 1)
             guard try read.step() else { return nil }
@@ -120,8 +112,7 @@ extension EntryStore {
     /// Entries whose expiry is at or before `now`, locked ones included (expiry is the caller's rule).
     package func expired(at now: Int64) throws(StoreError) -> [StoreEntry] {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.cached(
-                "SELECT \(Self.columns) FROM entry WHERE expiry IS NOT NULL AND expiry <= ?")
+            let query = try connection.cached(SQL.expired)
             defer { query.reset() }
             try query.bind(now, at: 1)
             var result: [StoreEntry] = []
@@ -137,9 +128,7 @@ extension EntryStore {
     package func recordUses(_ keys: [String], at time: Int64) throws(StoreError) {
         try withConnection { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
-                let touch = try connection.cached(
-                    "UPDATE entry SET last_use = max(last_use, ?), frequency = min(frequency + 1, \(Self.maximumFrequency)) "
-                        + "WHERE key = ?")
+                let touch = try connection.cached(SQL.touch)
                 for key in keys {
                     defer { touch.reset() }
                     try touch.bind(time, at: 1)
@@ -192,7 +181,7 @@ extension EntryStore {
     private func existingWithID(_ key: String, _ connection: SQLiteConnection) throws(SQLiteError) -> (
         Int64, StoreEntry
     )? {
-        let read = try connection.cached("SELECT \(Self.columns), id FROM entry WHERE key = ?")
+        let read = try connection.cached(SQL.entry)
         defer { read.reset() }
         try read.bind(key, at: 1)
         guard try read.step() else { return nil }
@@ -210,8 +199,7 @@ extension EntryStore {
 
     private func evictionOrder(limit: Int, _ connection: SQLiteConnection) throws(SQLiteError) -> [(Int64, StoreEntry)]
     {
-        let query = try connection.cached(
-            "SELECT \(Self.columns), id FROM entry WHERE locked = 0 ORDER BY last_use, size, id LIMIT ?")
+        let query = try connection.cached(SQL.evictionOrder)
         defer { query.reset() }
         try query.bind(Int64(limit), at: 1)
         var result: [(Int64, StoreEntry)] = []
@@ -228,7 +216,7 @@ extension EntryStore {
             operation: "read \(key.debugDescription)")
     }
 
-    /// The entry of the current row, from the first seven columns in ``columns`` order.
+    /// The entry of the current row, from the first seven columns in `SQL.columns` order.
     /// A value out of range (a damaged row) reads as the nearest valid one, never a trap.
     static func entry(_ row: SQLiteStatement) -> StoreEntry {
         StoreEntry(
@@ -237,4 +225,28 @@ extension EntryStore {
             expiry: row.isNull(at: 4) ? nil : row.int64(at: 4), isLocked: row.int64(at: 5) != 0,
             frequency: Int(clamping: min(max(0, row.int64(at: 6)), Int64(maximumFrequency))))
     }
+}
+
+/// The statements of the hot paths, built once: a statement is found in the connection's cache
+/// by its text, so it must not be rebuilt (interpolated) on every call.
+enum SQL {
+    /// The columns ``EntryStore/entry(_:)`` reads, in its order.
+    static let columns = "key, location, size, last_use, expiry, locked, frequency"
+    private static let insert =
+        "INSERT INTO entry(\(columns), record) VALUES(?, ?, ?, ?, ?, ?, ?, ?) "
+        + "ON CONFLICT(key) DO UPDATE SET location = excluded.location, "
+        + "size = excluded.size, last_use = excluded.last_use, expiry = excluded.expiry, "
+        + "locked = excluded.locked, frequency = excluded.frequency, record = excluded.record"
+    // A row found by the key index whose key differs means a damaged index: no update, and the
+    // slow path's read reports the damage.
+    static let upsert = insert + " WHERE key = excluded.key"
+    /// Leaves a file entry's row alone (changes nothing): the write then looks at what it replaces.
+    static let upsertOverRows = insert + " WHERE location = 0 AND key = excluded.key"
+    static let record = "SELECT \(columns), record FROM entry WHERE key = ?"
+    static let entry = "SELECT \(columns), id FROM entry WHERE key = ?"
+    static let expired = "SELECT \(columns) FROM entry WHERE expiry IS NOT NULL AND expiry <= ?"
+    static let touch =
+        "UPDATE entry SET last_use = max(last_use, ?), "
+        + "frequency = min(frequency + 1, \(EntryStore.maximumFrequency)) WHERE key = ?"
+    static let evictionOrder = "SELECT \(columns), id FROM entry WHERE locked = 0 ORDER BY last_use, size, id LIMIT ?"
 }

@@ -204,9 +204,8 @@ package final class EntryStore: @unchecked Sendable {
             path: path, flags: SQLiteCode.openReadWrite | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
         try StoreSchema.configure(
             reader, synchronized: options.synchronized, busyTimeout: options.busyTimeoutMilliseconds)
+        // SQLite's default page cache (2 MiB) each: 1 MiB read 10% slower at 10,000 small entries.
         try reader.execute("PRAGMA query_only = ON")
-        // 1 MiB of page cache each (SQLite's default is 2 MiB): readers are several.
-        try reader.execute("PRAGMA cache_size = -1024")
         return reader
     }
 
