@@ -41,7 +41,11 @@ let package = Package(
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
         .testTarget(name: "CashierTests", dependencies: ["Cashier", "CashierTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier", "CashierTestSupport"]),
-        .testTarget(name: "CashierStoreTests", dependencies: ["CashierStore", "CashierSQLite", "CashierTestSupport"]),
+        // Depends on CashierStoreBench so that it is built: the kill test runs it as a child.
+        .testTarget(
+            name: "CashierStoreTests",
+            dependencies: ["CashierStore", "CashierSQLite", "CashierStoreBench", "CashierTestSupport"]
+        ),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
         .testTarget(name: "CashierProcessTests", dependencies: ["Cashier", "CashierStress", "CashierTestSupport"]),
     ],

@@ -330,11 +330,25 @@ func freshProcess(engine: Bool, folder: String) {
     print(format(totalSizeSeconds * 1e3, 3), format(listSeconds * 1e3, 3), format(growth, 2))
 }
 
+/// The child of the store's kill test: writes `key-0`, `key-1`, … (each record names its key
+/// and index), printing each index once its write returned, until it is killed.
+func killWriter(folder: String) {
+    let store = try! EntryStore(folder: folder)
+    for index in 0..<1_000_000 {
+        let key = "key-\(index)"
+        let record = Array("\(key):\(index):".utf8) + bytes(100 + index % 3000, seed: index)
+        try! store.upsert(
+            StoreEntry(key: key, location: .row, size: record.count, lastUse: Int64(index)), record: record)
+        FileHandle.standardOutput.write(Data("\(index)\n".utf8)) // unbuffered: printed means returned
+    }
+}
+
 switch arguments.dropFirst().first {
 case "threshold": threshold()
 case "baselines": baselines()
 case "footprint": footprint()
 case "fresh-engine": freshProcess(engine: true, folder: arguments[2])
 case "fresh-raw": freshProcess(engine: false, folder: arguments[2])
+case "kill-writer": killWriter(folder: arguments[2])
 default: print("usage: CashierStoreBench threshold | baselines | footprint")
 }
