@@ -16,6 +16,14 @@ let package = Package(
         // Replacement policies (LRU, SIEVE, S3-FIFO, W-TinyLFU, adaptive) behind one protocol:
         // internal to the package, depending on nothing, so the trace replay can link them alone.
         .target(name: "CashierEviction"),
+        // SQLite through its C API, found at run time: builds without sqlite3.h or libsqlite3.so.
+        // The one C call Swift cannot make (variadic sqlite3_db_config) is the shim's.
+        .target(name: "CCashierSQLite"),
+        .target(name: "CashierSQLite", dependencies: ["CCashierSQLite"]),
+        // The store of small entries: one SQLite file per cache folder, an index of every entry.
+        .target(name: "CashierStore", dependencies: ["CashierSQLite"]),
+        // Measures the store against files and the raw C API (no product: nothing depends on it).
+        .executableTarget(name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite"]),
         // The tool's commands live in a library so tests can drive them in-process.
         .target(name: "CashierCommands", dependencies: ["Cashier"]),
         // Named like its product so the command plugin can depend on it (Swift 6.3 rule), and unlike
@@ -42,6 +50,11 @@ let package = Package(
         ),
         .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier", "CashierTestSupport"]),
         .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
+        // Depends on CashierStoreBench so that it is built: the kill test runs it as a child.
+        .testTarget(
+            name: "CashierStoreTests",
+            dependencies: ["CashierStore", "CashierSQLite", "CashierStoreBench", "CashierTestSupport"]
+        ),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
         .testTarget(name: "CashierProcessTests", dependencies: ["Cashier", "CashierStress", "CashierTestSupport"]),
     ],
