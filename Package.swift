@@ -32,6 +32,14 @@ let package = Package(
             dependencies: [
                 "CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON", "CashierEviction",
             ]),
+        // SQLite through its C API, found at run time: builds without sqlite3.h or libsqlite3.so.
+        // The one C call Swift cannot make (variadic sqlite3_db_config) is the shim's.
+        .target(name: "CCashierSQLite"),
+        .target(name: "CashierSQLite", dependencies: ["CCashierSQLite"]),
+        // The store of small entries: one SQLite file per cache folder, an index of every entry.
+        .target(name: "CashierStore", dependencies: ["CashierSQLite"]),
+        // Measures the store against files and the raw C API (no product: nothing depends on it).
+        .executableTarget(name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite"]),
         // The tool's commands live in a library so tests can drive them in-process.
         .target(name: "CashierCommands", dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat"]),
         // Named like its product so the command plugin can depend on it (Swift 6.3 rule), and unlike
@@ -50,16 +58,26 @@ let package = Package(
         .executableTarget(
             name: "CashierStress",
             dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
+        // The trace replay of the eviction policies (no product): Benchmarks/Eviction/README.md.
+        .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction"]),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
         .testTarget(
             name: "CashierTests",
-            dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierJSON", "CashierTestSupport"],
+            dependencies: [
+                "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierJSON", "CashierEviction",
+                "CashierTestSupport",
+            ],
             exclude: ["Fixtures"]),
         .testTarget(
             name: "CashierCommandsTests",
             dependencies: ["CashierCommands", "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
         .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
+        // Depends on CashierStoreBench so that it is built: the kill test runs it as a child.
+        .testTarget(
+            name: "CashierStoreTests",
+            dependencies: ["CashierStore", "CashierSQLite", "CashierStoreBench", "CashierTestSupport"]
+        ),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
         .testTarget(
             name: "CashierProcessTests",

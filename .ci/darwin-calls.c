@@ -10,6 +10,7 @@
  * branch uses a C-level name this file does not mention. Each function names the Swift
  * file it stands for.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <os/lock.h>
@@ -91,3 +92,20 @@ int32_t folder_trust(const char *path, int32_t fd) {
     int trusted = (st.st_uid == geteuid() || st.st_gid == getegid() || link_owner == 0) && (mode & (S_IWOTH | S_IWGRP)) == 0;
     return trusted && count >= 0 && identity != 0 && chmod(path, (mode_t)02770) == 0 ? fchmod(fd, (mode_t)0660) : -1;
 }
+
+/* CashierSQLite/SQLiteLibrary.swift: the address of variadic sqlite3_db_config, which Swift cannot
+   name, from the libsqlite3.dylib `import SQLite3` links: dlopen(path, RTLD_NOW), dlsym(handle, name),
+   both returning an optional raw pointer. */
+void *sqlite_db_config_address(void) {
+    void *handle = dlopen("/usr/lib/libsqlite3.dylib", RTLD_NOW);
+    return handle ? dlsym(handle, "sqlite3_db_config") : (void *)0;
+}
+
+/* CashierSQLite/SQLiteLibrary.swift also takes these from the SDK's <sqlite3.h> (module SQLite3):
+   sqlite3_libversion_number sqlite3_open_v2 sqlite3_close_v2 sqlite3_errmsg sqlite3_errstr
+   sqlite3_extended_errcode sqlite3_busy_timeout sqlite3_changes sqlite3_prepare_v3 sqlite3_step
+   sqlite3_reset sqlite3_clear_bindings sqlite3_finalize sqlite3_bind_int64 sqlite3_bind_null
+   sqlite3_bind_blob64 sqlite3_bind_text sqlite3_column_type sqlite3_column_int64
+   sqlite3_column_blob sqlite3_column_text sqlite3_column_bytes.
+   Zig's macOS headers carry no sqlite3.h, so their types are checked by .ci/sqlite-declarations.c
+   against SQLite's own header (the same C API the SDK ships) in .ci/sqlite.sh. */

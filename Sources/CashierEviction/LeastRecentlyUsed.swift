@@ -29,7 +29,7 @@ package struct LeastRecentlyUsed<Key: Hashable>: ReplacementPolicy {
     package mutating func evict(where isEvictable: (Key) -> Bool) -> Key? {
         var index = store.queues[0].tail
         while index != NodeStore<Key>.none {
-            if isEvictable(store[index].key!) { return store.release(index) }
+            if isEvictable(store.key(index)) { return store.release(index) }
             index = store[index].prev
         }
         return nil
@@ -42,9 +42,12 @@ package struct LeastRecentlyUsed<Key: Hashable>: ReplacementPolicy {
         var keys: [Key] = []
         var index = store.queues[0].head
         while index != NodeStore<Key>.none {
-            keys.append(store[index].key!)
+            keys.append(store.key(index))
             index = store[index].next
         }
         return keys
     }
 }
+
+// Sendable when its keys are, so a tier can keep it in its locked state.
+extension LeastRecentlyUsed: Sendable where Key: Sendable {}

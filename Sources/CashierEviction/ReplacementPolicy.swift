@@ -11,10 +11,14 @@
 ///   ``insert(_:weight:)`` is not a request: a tier that stores what it fetched after a
 ///   miss calls ``recordMiss(_:)`` and then ``insert(_:weight:)``.
 /// - The tier decides *when* to evict (its count and cost limits); the policy decides
-///   *which* key. While the tier is over a limit it calls ``evict(where:)``, which
-///   forgets the victim and returns its key (the tier then drops that key from its
-///   table, with no ``remove(_:)``). The victim may be the key inserted last: a policy
-///   with admission (W-TinyLFU) turns a newcomer away that way.
+///   *which* key. Before storing a key of weight `w`, the tier calls ``evict(where:)``
+///   while it is over `limit - w` (room first, as libCacheSim and the papers do), then
+///   ``insert(_:weight:)``. Each call forgets the victim and returns its key; the tier
+///   drops that key from its table, with no ``remove(_:)``. Inserting first and then
+///   evicting while over the limit also works (the victim may then be the newcomer),
+///   but SIEVE then sometimes turns the newcomer away at once.
+/// - Admission is the policy's: W-TinyLFU's victim is either the key leaving its window
+///   or main's oldest, whichever its sketch finds less frequent.
 /// - ``evict(where:)`` never returns a key its predicate refuses (a locked entry);
 ///   it returns `nil` when every key is refused. A tier that must still shed weight
 ///   then calls it again with a predicate that accepts everything.
@@ -27,6 +31,22 @@
 ///
 /// Policies are value types meant to live under the tier's lock; none is thread-safe
 /// on its own, and none calls back into the tier except through `isEvictable`.
+///
+/// A tier uses one like this (its record keeps `handle`; `weight` is the cost when the
+/// tier has a cost limit, else 1):
+///
+/// ```swift
+/// // read, under the lock
+/// if let record = records[name] { policy.recordHit(record.handle) } else { policy.recordMiss(name) }
+/// // store
+/// if let old = records.removeValue(forKey: name) { policy.remove(old.handle) }
+/// while isOverLimits(adding: weight) {
+///     guard let victim = policy.evict(where: { !records[$0]!.isLocked }) ?? policy.evict() else { break }
+///     evicted.append(records.removeValue(forKey: victim)!)
+/// }
+/// record.handle = policy.insert(name, weight: weight)
+/// records[name] = record
+/// ```
 package protocol ReplacementPolicy<Key> {
     associatedtype Key: Hashable
 

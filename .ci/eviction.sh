@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Keeps the eviction policies honest (issue 26): replays the disk-tier traces (seconds
+# in a debug build) through every policy of CashierEviction and fails if LRU, SIEVE or
+# S3-FIFO stops agreeing with libCacheSim's committed numbers, or the adaptive policy
+# misses its goal (within 0.02 of the best classical policy, never below LRU). No pip:
+# the reference table is Benchmarks/Eviction/reference.tsv. The full run, all traces:
+#   swift run -c release CashierReplay
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== eviction: build CashierReplay"
+swift build --product CashierReplay
+
+echo "== eviction: CashierReplay --smoke"
+# Fixed hashing so the sampled keys and sketch collisions are the same on every run.
+SWIFT_DETERMINISTIC_HASHING=1 "$(swift build --show-bin-path)/CashierReplay" --smoke \
+    --reference Benchmarks/Eviction/reference.tsv
+echo "== eviction: passed"

@@ -1,0 +1,72 @@
+/// A failed SQLite call: its result code, SQLite's message and the operation that failed.
+///
+/// `code` is the extended result code (`SQLITE_CORRUPT_INDEX`, 779, not only `SQLITE_CORRUPT`,
+/// 11); ``primaryCode`` is its low byte. A library that cannot be loaded is ``isUnavailable``.
+package struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The extended result code; 0 when the library itself is unavailable.
+    package let code: Int32
+    /// SQLite's message (`sqlite3_errmsg`), or why the library could not be loaded.
+    package let message: String
+    /// What was being done: `open`, `prepare`, `step`, a statement's SQL.
+    package let operation: String
+    /// True when SQLite itself could not be loaded (no library, a missing function, too old).
+    package let isUnavailable: Bool
+
+    package init(code: Int32, message: String, operation: String) {
+        self.code = code
+        self.message = message
+        self.operation = operation
+        isUnavailable = false
+    }
+
+    package init(unavailable reason: String) {
+        code = 0
+        message = reason
+        operation = "load SQLite"
+        isUnavailable = true
+    }
+
+    /// The primary result code, the low 8 bits of ``code``.
+    package var primaryCode: Int32 { code & 0xff }
+
+    /// The file is damaged or is not a database: what sets a store aside.
+    package var isCorruption: Bool {
+        primaryCode == SQLiteCode.corrupt || primaryCode == SQLiteCode.notADatabase
+    }
+
+    /// Another connection held a lock past the busy timeout.
+    package var isBusy: Bool { primaryCode == SQLiteCode.busy || primaryCode == SQLiteCode.locked }
+
+    package var description: String {
+        isUnavailable ? "SQLite unavailable: \(message)" : "SQLite error \(code) in \(operation): \(message)"
+    }
+}
+
+/// The SQLite result codes and constants the binding uses, as documented at sqlite.org/rescode.html.
+package enum SQLiteCode {
+    package static let ok: Int32 = 0
+    package static let error: Int32 = 1
+    package static let busy: Int32 = 5
+    package static let locked: Int32 = 6
+    package static let readOnly: Int32 = 8
+    package static let ioError: Int32 = 10
+    package static let corrupt: Int32 = 11
+    package static let full: Int32 = 13
+    package static let cantOpen: Int32 = 14
+    package static let notADatabase: Int32 = 26
+    package static let row: Int32 = 100
+    package static let done: Int32 = 101
+
+    package static let openReadOnly: Int32 = 0x0000_0001
+    package static let openReadWrite: Int32 = 0x0000_0002
+    package static let openCreate: Int32 = 0x0000_0004
+    package static let openNoMutex: Int32 = 0x0000_8000
+    package static let openPrivateCache: Int32 = 0x0004_0000
+    package static let openNoFollow: Int32 = 0x0100_0000
+
+    package static let preparePersistent: UInt32 = 0x01
+
+    package static let dbConfigDefensive: Int32 = 1010
+
+    package static let typeNull: Int32 = 5
+}

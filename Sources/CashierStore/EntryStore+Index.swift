@@ -1,0 +1,120 @@
+import CashierSQLite
+import Foundation
+
+/// What the index answers without reading a record, and the store's upkeep.
+extension EntryStore {
+    /// Entries, small and large.
+    package func count() throws(StoreError) -> Int {
+        try withReader { connection throws(SQLiteError) in
+            Int(try connection.integer("SELECT count(*) FROM entry", cached: true) ?? 0)
+        }
+    }
+
+    /// Every key, sorted (by UTF-8 bytes).
+    package func keys() throws(StoreError) -> [String] {
+        try withReader { connection throws(SQLiteError) in
+            let query = try connection.cached("SELECT key FROM entry ORDER BY key")
+            defer { query.reset() }
+            var keys: [String] = []
+            while try query.step() { keys.append(query.text(at: 0)) }
+            return keys
+        }
+    }
+
+    /// Every entry without its record, in no particular order (what `cashier-tool list` shows).
+    package func entries() throws(StoreError) -> [StoreEntry] {
+        try withReader { connection throws(SQLiteError) in
+            let query = try connection.cached(
+                "SELECT key, location, size, last_use, expiry, locked, frequency FROM entry")
+            defer { query.reset() }
+            var entries: [StoreEntry] = []
+            while try query.step() { entries.append(Self.entry(query)) }
+            return entries
+        }
+    }
+
+    /// The sum of the entries' sizes: records in rows and large entries' files, as written.
+    ///
+    /// Read from the `entry_by_use` index alone (it holds `size`), never the records.
+    package func totalSize() throws(StoreError) -> Int {
+        try withReader { connection throws(SQLiteError) in
+            Int(clamping: try connection.integer("SELECT total(size) FROM entry", cached: true).map { $0 } ?? 0)
+        }
+    }
+
+    /// The bytes the folder's entries occupy: the store file and its `-wal` as they are on disk
+    /// (pages, free pages and all) plus the large entries' files. What a disk size limit bounds.
+    package func occupiedBytes() throws(StoreError) -> Int {
+        let files = try withConnection { connection throws(SQLiteError) in
+            Int(
+                clamping: try connection.integer(
+                    "SELECT total(size) FROM entry WHERE location = 1", cached: true) ?? 0)
+        }
+        return files + fileSize(path) + fileSize(path + "-wal")
+    }
+
+    /// Bytes the store's own files hold (store and `-wal`; `-shm` is memory-mapped and not counted).
+    package func storeFileBytes() -> Int { fileSize(path) + fileSize(path + "-wal") }
+
+    private func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
+    }
+
+    /// SQLite's `data_version`: changes when another connection (another process, or another store
+    /// instance) commits, not on this store's own writes. Compare two values to know whether
+    /// what a memory tier holds may be stale. Reopens the file when another process set it aside.
+    package func dataVersion() throws(StoreError) -> Int64 {
+        try withConnection { connection throws(SQLiteError) in
+            if try reopenIfReplaced() { return Int64.min }
+            return try connection.integer("PRAGMA data_version", cached: true) ?? 0
+        }
+    }
+
+    /// Copies the `-wal` into the store and truncates it (to ``StoreSchema/walLimit`` at most).
+    /// Waits for readers up to the busy timeout; returns false when some of the log stayed.
+    @discardableResult
+    package func checkpoint() throws(StoreError) -> Bool {
+        try withConnection { connection throws(SQLiteError) in
+            let statement = try connection.prepare("PRAGMA wal_checkpoint(TRUNCATE)")
+            defer { statement.finalize() }
+            guard try statement.step() else { return false }
+            return statement.int64(at: 0) == 0
+        }
+    }
+
+    /// SQLite's structural check of the store file (`PRAGMA quick_check`): empty when sound,
+    /// else its findings. Reads the whole file: for `cashier-tool verify`, not for the cache's path.
+    /// Records' checksums are the caller's to check.
+    package func structuralProblems() throws(StoreError) -> [String] {
+        try withReader { connection throws(SQLiteError) in
+            let check = try connection.prepare("PRAGMA quick_check")
+            defer { check.finalize() }
+            var findings: [String] = []
+            while try check.step() { findings.append(check.text(at: 0)) }
+            return findings == ["ok"] ? [] : findings
+        }
+    }
+
+    /// Pages freed by removals and not yet returned to the file system.
+    package func freePages() throws(StoreError) -> Int {
+        try withConnection { connection throws(SQLiteError) in
+            Int(try connection.integer("PRAGMA freelist_count") ?? 0)
+        }
+    }
+
+    /// Returns up to `pages` free pages to the file system (`incremental_vacuum`), then checkpoints
+    /// so the store file itself shrinks. Slow work: call it off the caller's thread, after removals.
+    /// Returns the bytes the store's files gave back.
+    @discardableResult
+    package func reclaimSpace(pages: Int = 1 << 20) throws(StoreError) -> Int {
+        let before = storeFileBytes()
+        try withConnection { connection throws(SQLiteError) in
+            let vacuum = try connection.prepare("PRAGMA incremental_vacuum(\(max(0, pages)))")
+            defer { vacuum.finalize() }
+            while try vacuum.step() {}
+        }
+        try checkpoint()
+        return max(0, before - storeFileBytes())
+    }
+}

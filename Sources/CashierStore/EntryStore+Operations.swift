@@ -1,0 +1,252 @@
+import CashierSQLite
+
+/// Reads and writes of entries: each one statement, or one `BEGIN IMMEDIATE` transaction.
+extension EntryStore {
+
+    /// Writes an entry: its record in the row (`record`, for ``StoreLocation/row``), or its row
+    /// alone (``StoreLocation/file``, `record` ignored). Replaces the row of the same key.
+    ///
+    /// Returns what the write replaced when that needs the caller: a large entry, whose file
+    /// is the caller's to remove. Nil for a new key or a row replacing a row.
+    @discardableResult
+    package func upsert(_ entry: StoreEntry, record: [UInt8] = []) throws(StoreError) -> StoreEntry? {
+        try withConnection { connection throws(SQLiteError) in
+            // One statement when no large entry is replaced: it skips (changes nothing) when the
+            // key's row is a file entry, and only then does the write look at what it replaces.
+            if try write(entry, record: record, overFiles: false, connection) { return nil }
+            return try transaction(connection) { () throws(SQLiteError) in
+                let previous = try existing(entry.key, connection)
+                _ = try write(entry, record: record, overFiles: true, connection)
+                guard let previous, previous.location == .file else { return nil }
+                return previous
+            }
+        }
+    }
+
+    /// Inserts or updates the row of `entry.key`; `overFiles: false` leaves a file entry's row
+    /// alone. Returns whether a row changed.
+    private func write(_ entry: StoreEntry, record: [UInt8], overFiles: Bool, _ connection: SQLiteConnection)
+        throws(SQLiteError) -> Bool
+    {
+        let write = try connection.cached(overFiles ? SQL.upsert : SQL.upsertOverRows)
+        defer { write.reset() }
+        try write.bind(entry.key, at: 1)
+        try write.bind(entry.location.rawValue, at: 2)
+        try write.bind(Int64(entry.size), at: 3)
+        try write.bind(entry.lastUse, at: 4)
+        try write.bind(entry.expiry, at: 5)
+        try write.bind(entry.isLocked ? 1 : 0, at: 6)
+        try write.bind(Int64(min(entry.frequency, Self.maximumFrequency)), at: 7)
+        // The record is bound without a copy, so the step runs while its bytes are pinned.
+        let stepped = record.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
+            do throws(SQLiteError) {
+                if entry.location == .row { try write.bind(blob: bytes, at: 8) } else { try write.bind(nil, at: 8) }
+                _ = try write.step()
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try stepped.get()
+        return connection.changes > 0
+    }
+
+    /// The entry of `key` with its record (empty for a file entry), or nil. Changes nothing, not even recency.
+    package func record(for key: String) throws(StoreError) -> StoredRecord? {
+        try withReader { connection throws(SQLiteError) in
+            let read = try connection.cached(SQL.record)
+            defer { read.reset() }
+            try read.bind(key, at: 1)
+            guard try read.step() else { return nil }
+            let entry = Self.entry(read)
+            try Self.check(entry, foundFor: key)
+            return StoredRecord(entry: entry, record: entry.location == .row ? read.blob(at: 7) : [])
+        }
+    }
+
+    /// The entry of `key` without its record, or nil.
+    package func entry(for key: String) throws(StoreError) -> StoreEntry? {
+        try withReader { connection throws(SQLiteError) in try existing(key, connection) }
+    }
+
+    /// Removes the entry of `key`; returns it (a file entry's file is the caller's to remove), or nil.
+    @discardableResult
+    package func remove(_ key: String) throws(StoreError) -> StoreEntry? {
+        try remove([key]).first
+    }
+
+    /// Removes the entries of `keys` in one transaction; returns those that were there.
+    @discardableResult
+    package func remove(_ keys: [String]) throws(StoreError) -> [StoreEntry] {
+        try withConnection { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
+                var removed: [StoreEntry] = []
+                for key in keys {
+                    guard let (id, entry) = try existingWithID(key, connection) else { continue }
+                    try delete(id: id, connection)
+                    removed.append(entry)
+                }
+                return removed
+            }
+        }
+    }
+
+    /// Removes up to `count` unlocked entries, least recently used first; returns them.
+    @discardableResult
+    package func removeLeastRecentlyUsed(_ count: Int) throws(StoreError) -> [StoreEntry] {
+        try withConnection { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
+                let victims = try evictionOrder(limit: count, connection)
+                for (id, _) in victims { try delete(id: id, connection) }
+                return victims.map(\.1)
+            }
+        }
+    }
+
+    /// Unlocked entries in eviction order, at most `limit`: least recently used first; among
+    /// equal last uses (they are coarse) the smaller, then the older row (the index's own order).
+    package func evictionCandidates(limit: Int) throws(StoreError) -> [StoreEntry] {
+        try withReader { connection throws(SQLiteError) in try evictionOrder(limit: limit, connection).map(\.1) }
+    }
+
+    /// Entries whose expiry is at or before `now`, locked ones included (expiry is the caller's rule).
+    package func expired(at now: Int64) throws(StoreError) -> [StoreEntry] {
+        try withReader { connection throws(SQLiteError) in
+            let query = try connection.cached(SQL.expired)
+            defer { query.reset() }
+            try query.bind(now, at: 1)
+            var result: [StoreEntry] = []
+            while try query.step() { result.append(Self.entry(query)) }
+            return result
+        }
+    }
+
+    /// Records uses of `keys` at `time` in one transaction: `last_use` moves forward (never back),
+    /// `frequency` counts up to ``maximumFrequency``. Keys not in the store are ignored.
+    ///
+    /// Meant for batches the cache gathers and writes off the caller's thread.
+    package func recordUses(_ keys: [String], at time: Int64) throws(StoreError) {
+        try withConnection { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
+                let touch = try connection.cached(SQL.touch)
+                for key in keys {
+                    defer { touch.reset() }
+                    try touch.bind(time, at: 1)
+                    try touch.bind(key, at: 2)
+                    _ = try touch.step()
+                }
+            }
+        }
+    }
+
+    /// Locks or unlocks the entry of `key`; returns false when it is not in the store.
+    @discardableResult
+    package func setLocked(_ isLocked: Bool, for key: String) throws(StoreError) -> Bool {
+        try withConnection { connection throws(SQLiteError) in
+            let update = try connection.cached("UPDATE entry SET locked = ? WHERE key = ?")
+            defer { update.reset() }
+            try update.bind(isLocked ? 1 : 0, at: 1)
+            try update.bind(key, at: 2)
+            _ = try update.step()
+            return connection.changes > 0
+        }
+    }
+
+    // MARK: - Helpers (called with the lock held)
+
+    /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws.
+    func transaction<R>(_ connection: SQLiteConnection, _ body: () throws(SQLiteError) -> R) throws(SQLiteError) -> R {
+        let begin = try connection.cached("BEGIN IMMEDIATE")
+        defer { begin.reset() }
+        _ = try begin.step()
+        do {
+            let result = try body()
+            let commit = try connection.cached("COMMIT")
+            defer { commit.reset() }
+            _ = try commit.step()
+            return result
+        } catch {
+            if let rollback = try? connection.cached("ROLLBACK") {
+                _ = try? rollback.step()
+                rollback.reset()
+            }
+            throw error
+        }
+    }
+
+    private func existing(_ key: String, _ connection: SQLiteConnection) throws(SQLiteError) -> StoreEntry? {
+        try existingWithID(key, connection)?.1
+    }
+
+    private func existingWithID(_ key: String, _ connection: SQLiteConnection) throws(SQLiteError) -> (
+        Int64, StoreEntry
+    )? {
+        let read = try connection.cached(SQL.entry)
+        defer { read.reset() }
+        try read.bind(key, at: 1)
+        guard try read.step() else { return nil }
+        let entry = Self.entry(read)
+        try Self.check(entry, foundFor: key)
+        return (read.int64(at: 7), entry)
+    }
+
+    private func delete(id: Int64, _ connection: SQLiteConnection) throws(SQLiteError) {
+        let delete = try connection.cached("DELETE FROM entry WHERE id = ?")
+        defer { delete.reset() }
+        try delete.bind(id, at: 1)
+        _ = try delete.step()
+    }
+
+    private func evictionOrder(limit: Int, _ connection: SQLiteConnection) throws(SQLiteError) -> [(Int64, StoreEntry)]
+    {
+        let query = try connection.cached(SQL.evictionOrder)
+        defer { query.reset() }
+        try query.bind(Int64(limit), at: 1)
+        var result: [(Int64, StoreEntry)] = []
+        while try query.step() { result.append((query.int64(at: 7), Self.entry(query))) }
+        return result
+    }
+
+    /// Throws `SQLITE_CORRUPT` when the key index led to another key's row: SQLite trusts an
+    /// index it searched, so only this comparison sees that the index is damaged.
+    static func check(_ entry: StoreEntry, foundFor key: String) throws(SQLiteError) {
+        guard entry.key != key else { return }
+        throw SQLiteError(
+            code: SQLiteCode.corrupt, message: "the key index leads to another key's row",
+            operation: "read \(key.debugDescription)")
+    }
+
+    /// The entry of the current row, from the first seven columns in `SQL.columns` order.
+    /// A value out of range (a damaged row) reads as the nearest valid one, never a trap.
+    static func entry(_ row: SQLiteStatement) -> StoreEntry {
+        StoreEntry(
+            key: row.text(at: 0), location: StoreLocation(rawValue: row.int64(at: 1)) ?? .file,
+            size: Int(clamping: max(0, row.int64(at: 2))), lastUse: row.int64(at: 3),
+            expiry: row.isNull(at: 4) ? nil : row.int64(at: 4), isLocked: row.int64(at: 5) != 0,
+            frequency: Int(clamping: min(max(0, row.int64(at: 6)), Int64(maximumFrequency))))
+    }
+}
+
+/// The statements of the hot paths, built once: a statement is found in the connection's cache
+/// by its text, so it must not be rebuilt (interpolated) on every call.
+enum SQL {
+    /// The columns ``EntryStore/entry(_:)`` reads, in its order.
+    static let columns = "key, location, size, last_use, expiry, locked, frequency"
+    private static let insert =
+        "INSERT INTO entry(\(columns), record) VALUES(?, ?, ?, ?, ?, ?, ?, ?) "
+        + "ON CONFLICT(key) DO UPDATE SET location = excluded.location, "
+        + "size = excluded.size, last_use = excluded.last_use, expiry = excluded.expiry, "
+        + "locked = excluded.locked, frequency = excluded.frequency, record = excluded.record"
+    // A row found by the key index whose key differs means a damaged index: no update, and the
+    // slow path's read reports the damage.
+    static let upsert = insert + " WHERE key = excluded.key"
+    /// Leaves a file entry's row alone (changes nothing): the write then looks at what it replaces.
+    static let upsertOverRows = insert + " WHERE location = 0 AND key = excluded.key"
+    static let record = "SELECT \(columns), record FROM entry WHERE key = ?"
+    static let entry = "SELECT \(columns), id FROM entry WHERE key = ?"
+    static let expired = "SELECT \(columns) FROM entry WHERE expiry IS NOT NULL AND expiry <= ?"
+    static let touch =
+        "UPDATE entry SET last_use = max(last_use, ?), "
+        + "frequency = min(frequency + 1, \(EntryStore.maximumFrequency)) WHERE key = ?"
+    static let evictionOrder = "SELECT \(columns), id FROM entry WHERE locked = 0 ORDER BY last_use, size, id LIMIT ?"
+}

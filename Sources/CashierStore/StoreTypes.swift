@@ -1,0 +1,78 @@
+import CashierSQLite
+
+/// Where an entry's record lives: in its row, or in a file of the folder (a large entry).
+package enum StoreLocation: Int64, Sendable {
+    /// The record is the row's `record` blob.
+    case row = 0
+    /// The record is a file in the cache folder; the row carries no blob, only what the index needs.
+    case file = 1
+}
+
+/// What the index knows of one entry, small or large: everything but its record.
+package struct StoreEntry: Sendable, Equatable {
+    /// The full key, exactly as given (any string).
+    package var key: String
+    package var location: StoreLocation
+    /// The record's bytes (a row), or the file's bytes (a large entry), as the caller gave it.
+    package var size: Int
+    /// The last use, seconds since 1970, as coarse as the caller records it.
+    package var lastUse: Int64
+    /// When the entry expires, seconds since 1970; nil for never.
+    package var expiry: Int64?
+    /// A locked entry is never an eviction candidate.
+    package var isLocked: Bool
+    /// Uses recorded by ``EntryStore/recordUses(_:at:)``, saturating at ``EntryStore/maximumFrequency``.
+    package var frequency: Int
+
+    package init(
+        key: String, location: StoreLocation, size: Int, lastUse: Int64, expiry: Int64? = nil,
+        isLocked: Bool = false, frequency: Int = 0
+    ) {
+        self.key = key
+        self.location = location
+        self.size = size
+        self.lastUse = lastUse
+        self.expiry = expiry
+        self.isLocked = isLocked
+        self.frequency = frequency
+    }
+}
+
+/// One entry and its record: the bytes a file of the same entry would hold (empty for a file entry).
+package struct StoredRecord: Sendable, Equatable {
+    package var entry: StoreEntry
+    /// The checksummed header and payload exactly as written; the caller checks them.
+    package var record: [UInt8]
+}
+
+/// A store file that could not be used, moved aside so a fresh store could start.
+package struct StoreSetAside: Sendable, Equatable, CustomStringConvertible {
+    /// The store's path, where a fresh store now is.
+    package var path: String
+    /// Where the damaged file went (replacing an earlier one set aside); nil if it had to be deleted.
+    package var movedTo: String?
+    /// Why: SQLite's error, or what the schema check found.
+    package var reason: String
+
+    package var description: String { "store \(path) set aside to \(movedTo ?? "nowhere (deleted)"): \(reason)" }
+}
+
+/// Why a store call did nothing. Every case leaves the store usable (or reports why it is not).
+package enum StoreError: Error, Sendable, CustomStringConvertible {
+    /// SQLite cannot be loaded or is too old: keep every entry as a file.
+    case unavailable(SQLiteError)
+    /// The store was damaged, not SQLite or not Cashier's: it was set aside and a fresh, empty
+    /// store replaced it. The call did nothing; the cache starts empty and says why in an event.
+    case setAside(StoreSetAside)
+    /// SQLite failed (an I/O error, a full disk, another process's lock past the busy timeout):
+    /// the call did nothing and the store is as it was.
+    case failed(SQLiteError)
+
+    package var description: String {
+        switch self {
+        case .unavailable(let error): "\(error)"
+        case .setAside(let setAside): "\(setAside)"
+        case .failed(let error): "\(error)"
+        }
+    }
+}

@@ -1,0 +1,247 @@
+import CashierSQLite
+import CashierStore
+import CashierTestSupport
+import Foundation
+import Testing
+
+@Suite struct EntryStoreTests {
+    let folder = TemporaryFolder()
+    let store: EntryStore
+
+    init() throws {
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        store = try EntryStore(folder: folder.path)
+    }
+
+    private func entry(_ key: String, size: Int, lastUse: Int64 = 100, locked: Bool = false) -> StoreEntry {
+        StoreEntry(key: key, location: .row, size: size, lastUse: lastUse, isLocked: locked)
+    }
+
+    @Test func aWrittenRecordReadsBackVerbatim() throws {
+        let record: [UInt8] = Array(0..<200).map { UInt8($0 & 0xff) }
+        try store.upsert(entry("user/1", size: record.count), record: record)
+        let read = try #require(try store.record(for: "user/1"))
+        #expect(read.record == record)
+        #expect(read.entry == entry("user/1", size: record.count))
+        #expect(try store.record(for: "user/2") == nil)
+    }
+
+    @Test(arguments: ["", "\u{0}", "a\u{0}b", "ключ", String(repeating: "k", count: 10_000), "🙂/../x"])
+    func anyStringIsAKey(_ key: String) throws {
+        try store.upsert(entry(key, size: 3), record: [1, 2, 3])
+        #expect(try store.record(for: key)?.record == [1, 2, 3])
+        #expect(try store.keys() == [key])
+    }
+
+    @Test func anEmptyRecordIsStoredAsEmpty() throws {
+        try store.upsert(entry("empty", size: 0), record: [])
+        #expect(try store.record(for: "empty")?.record == [])
+    }
+
+    @Test func overwriteReplacesRecordAndMetadata() throws {
+        try store.upsert(entry("k", size: 3, lastUse: 1), record: [1, 2, 3])
+        let replaced = try store.upsert(
+            StoreEntry(key: "k", location: .row, size: 1, lastUse: 2, expiry: 50, isLocked: true), record: [9])
+        #expect(replaced == nil)
+        let read = try #require(try store.record(for: "k"))
+        #expect(read.record == [9])
+        #expect(read.entry.expiry == 50)
+        #expect(read.entry.isLocked)
+        #expect(try store.count() == 1)
+        #expect(try store.totalSize() == 1)
+    }
+
+    @Test func aRowReplacingAFileEntryReturnsTheFileToRemove() throws {
+        let large = StoreEntry(key: "image", location: .file, size: 5_000_000, lastUse: 1)
+        try store.upsert(large, record: [1, 2, 3])
+        let read = try #require(try store.record(for: "image"))
+        #expect(read.record == []) // a file entry's row holds no record
+        #expect(try store.totalSize() == 5_000_000)
+        let replaced = try store.upsert(entry("image", size: 2), record: [7, 7])
+        #expect(replaced == large)
+    }
+
+    @Test func removeReturnsWhatItRemoved() throws {
+        for index in 0..<5 { try store.upsert(entry("k\(index)", size: 1), record: [UInt8(index)]) }
+        #expect(try store.remove("k0")?.key == "k0")
+        #expect(try store.remove("k0") == nil)
+        let removed = try store.remove(["k1", "k2", "absent"])
+        #expect(removed.map(\.key) == ["k1", "k2"])
+        #expect(try store.keys() == ["k3", "k4"])
+        #expect(try store.count() == 2)
+    }
+
+    @Test func countKeysAndTotalSizeReadTheIndex() throws {
+        try store.upsert(entry("b", size: 10), record: Array(repeating: 1, count: 10))
+        try store.upsert(entry("a", size: 20), record: Array(repeating: 2, count: 20))
+        try store.upsert(StoreEntry(key: "c", location: .file, size: 1000, lastUse: 1))
+        #expect(try store.count() == 3)
+        #expect(try store.keys() == ["a", "b", "c"])
+        #expect(try store.totalSize() == 1030)
+        #expect(Set(try store.entries().map(\.key)) == ["a", "b", "c"])
+    }
+
+    @Test func evictionOrderIsLeastRecentlyUsedFirstAndSkipsLocked() throws {
+        try store.upsert(entry("new", size: 1, lastUse: 300), record: [1])
+        try store.upsert(entry("old", size: 1, lastUse: 100), record: [1])
+        try store.upsert(entry("oldest-locked", size: 1, lastUse: 50, locked: true), record: [1])
+        try store.upsert(entry("middle", size: 1, lastUse: 200), record: [1])
+        #expect(try store.evictionCandidates(limit: 10).map(\.key) == ["old", "middle", "new"])
+        #expect(try store.removeLeastRecentlyUsed(2).map(\.key) == ["old", "middle"])
+        #expect(try store.keys() == ["new", "oldest-locked"])
+        try store.setLocked(false, for: "oldest-locked")
+        #expect(try store.evictionCandidates(limit: 1).map(\.key) == ["oldest-locked"])
+    }
+
+    @Test func usesMoveLastUseForwardAndCountFrequency() throws {
+        try store.upsert(entry("k", size: 1, lastUse: 100), record: [1])
+        try store.recordUses(["k", "k", "absent"], at: 500)
+        try store.recordUses(["k"], at: 400) // an older time never moves it back
+        let read = try #require(try store.entry(for: "k"))
+        #expect(read.lastUse == 500)
+        #expect(read.frequency == 3)
+    }
+
+    @Test func expiredListsEntriesAtOrBeforeNow() throws {
+        try store.upsert(StoreEntry(key: "a", location: .row, size: 1, lastUse: 1, expiry: 10), record: [1])
+        try store.upsert(StoreEntry(key: "b", location: .row, size: 1, lastUse: 1, expiry: 20), record: [1])
+        try store.upsert(entry("never", size: 1), record: [1])
+        #expect(try store.expired(at: 10).map(\.key) == ["a"])
+    }
+
+    @Test func dataVersionChangesForAnotherConnectionsWriteOnly() throws {
+        let other = try EntryStore(folder: folder.path)
+        let start = try store.dataVersion()
+        try store.upsert(entry("mine", size: 1), record: [1])
+        #expect(try store.dataVersion() == start) // its own write
+        try other.upsert(entry("theirs", size: 1), record: [2])
+        let afterOther = try store.dataVersion()
+        #expect(afterOther != start)
+        #expect(try store.record(for: "theirs")?.record == [2])
+        #expect(try store.dataVersion() == afterOther)
+    }
+
+    @Test func removalsGiveSpaceBackAfterReclaim() throws {
+        let record = [UInt8](repeating: 7, count: 4000)
+        for index in 0..<500 { try store.upsert(entry("k\(index)", size: record.count), record: record) }
+        try store.checkpoint()
+        let full = store.storeFileBytes()
+        try store.removeLeastRecentlyUsed(250)
+        #expect(try store.freePages() > 0)
+        let freed = try store.reclaimSpace()
+        #expect(freed > 0)
+        #expect(store.storeFileBytes() < full * 3 / 4)
+        #expect(try store.freePages() == 0)
+        #expect(try store.count() == 250)
+    }
+
+    @Test func filesAreOwnerOnlyByDefault() throws {
+        try store.upsert(entry("k", size: 1), record: [1])
+        for suffix in ["", "-wal", "-shm"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: store.path + suffix)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(suffix)")
+        }
+    }
+
+    @Test func aGivenModeIsKeptWhateverTheUmask() throws {
+        let shared = folder.path + "/shared"
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
+        var options = EntryStore.Options()
+        options.permissions = 0o660 // the usual umask, 022, would take the group's write away
+        let store = try EntryStore(folder: shared, options: options)
+        try store.upsert(entry("k", size: 1), record: [1])
+        for suffix in ["", "-wal", "-shm"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: store.path + suffix)
+            #expect((attributes[.posixPermissions] as? Int) == 0o660, "\(suffix)")
+        }
+    }
+
+    @Test func aSymbolicLinkInPlaceOfTheStoreIsNotFollowed() throws {
+        let elsewhere = folder.path + "/elsewhere.sqlite"
+        try Data("keep".utf8).write(to: URL(fileURLWithPath: elsewhere))
+        let linked = folder.path + "/linked"
+        try FileManager.default.createDirectory(atPath: linked, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: linked + "/store.sqlite", withDestinationPath: elsewhere)
+        #expect(throws: StoreError.self) { _ = try EntryStore(folder: linked) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: elsewhere)) == Data("keep".utf8))
+    }
+}
+
+@Suite struct EntryStoreSharingTests {
+    let folder = TemporaryFolder()
+
+    init() throws { try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true) }
+
+    @Test func connectionsWritingAtOnceLoseNothing() async throws {
+        let path = folder.path
+        // Each store is its own SQLite connection, locking as separate processes would.
+        let stores = try (0..<4).map { _ in try EntryStore(folder: path) }
+        await withTaskGroup(of: Void.self) { group in
+            for (writer, store) in stores.enumerated() {
+                group.addTask {
+                    for index in 0..<100 {
+                        let key = "w\(writer)-\(index)"
+                        do {
+                            try store.upsert(
+                                StoreEntry(key: key, location: .row, size: 1, lastUse: Int64(index)), record: [1])
+                        } catch {
+                            Issue.record("a write waiting for another connection failed: \(error)")
+                        }
+                        if index % 10 == 0 { _ = try? store.removeLeastRecentlyUsed(1) }
+                        _ = try? store.record(for: key)
+                    }
+                }
+            }
+        }
+        let removed = 4 * 10
+        #expect(try stores[0].count() == 400 - removed)
+        #expect(try stores[0].keys().count == 400 - removed)
+    }
+
+    @Test func aStoreSetAsideByAnotherProcessIsReopenedAtTheNextVersionCheck() throws {
+        let first = try EntryStore(folder: folder.path)
+        try first.upsert(StoreEntry(key: "old", location: .row, size: 1, lastUse: 1), record: [1])
+        let second = try EntryStore(folder: folder.path)
+        // What another process's set-aside does: the file moves away and a fresh one takes its name.
+        #expect(rename(first.path, first.path + ".damaged") == 0)
+        #expect(rename(first.path + "-wal", first.path + ".damaged-wal") == 0)
+        #expect(unlink(first.path + "-shm") == 0)
+        let fresh = try EntryStore(folder: folder.path)
+        try fresh.upsert(StoreEntry(key: "new", location: .row, size: 1, lastUse: 1), record: [2])
+        _ = try second.dataVersion()
+        #expect(try second.keys() == ["new"])
+    }
+}
+
+@Suite struct EntryStoreReadOnlyTests {
+    let folder = TemporaryFolder()
+
+    init() throws { try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true) }
+
+    private var readOnly: EntryStore.Options {
+        var options = EntryStore.Options()
+        options.readOnly = true
+        return options
+    }
+
+    @Test func readOnlyCreatesNothing() throws {
+        #expect(throws: StoreError.self) { _ = try EntryStore(folder: folder.path, options: readOnly) }
+        #expect(folder.fileNames.isEmpty)
+    }
+
+    @Test func readOnlyReadsAndRefusesWrites() throws {
+        let writer = try EntryStore(folder: folder.path)
+        try writer.upsert(StoreEntry(key: "k", location: .row, size: 1, lastUse: 5), record: [1])
+        let reader = try EntryStore(folder: folder.path, options: readOnly)
+        #expect(try reader.record(for: "k")?.record == [1])
+        #expect(try reader.structuralProblems() == [])
+        #expect(throws: StoreError.self) { try reader.recordUses(["k"], at: 10) }
+        #expect(try writer.entry(for: "k")?.lastUse == 5)
+    }
+
+    @Test func readOnlyNeverSetsADamagedFileAside() throws {
+        try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: folder.path + "/store.sqlite"))
+        #expect(throws: StoreError.self) { _ = try EntryStore(folder: folder.path, options: readOnly) }
+        #expect(folder.fileNames == ["store.sqlite"])
+    }
+}
