@@ -12,10 +12,26 @@ let package = Package(
         .plugin(name: "CashierPlugin", targets: ["CashierPlugin"]),
     ],
     targets: [
-        .target(name: "Cashier", dependencies: ["CashierEviction"]),
+        // The layers under the cache, each a module that knows nothing of the ones above it
+        // (swift-collections' InternalCollectionsUtilities is the model; no product names them).
+        // What Swift cannot spell of the C library (`_GNU_SOURCE` names), as swift-nio's CNIOLinux.
+        .target(name: "CCashierPlatform"),
+        // Every platform branch of the package: the C library, locks, file calls, system signals.
+        .target(name: "CashierPlatform", dependencies: ["CCashierPlatform"]),
+        // Byte helpers the modules below share.
+        .target(name: "CashierInternals"),
+        // The entry file format: header, reader, checksums (fuzzed and benchmarked on its own).
+        .target(name: "CashierEntryFormat", dependencies: ["CashierInternals"]),
+        // The JSON fast path: decodes what JSONEncoder wrote, or gives up for JSONDecoder to decide.
+        .target(name: "CashierJSON", dependencies: ["CashierInternals"]),
         // Replacement policies (LRU, SIEVE, S3-FIFO, W-TinyLFU, adaptive) behind one protocol:
         // internal to the package, depending on nothing, so the trace replay can link them alone.
         .target(name: "CashierEviction"),
+        .target(
+            name: "Cashier",
+            dependencies: [
+                "CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON", "CashierEviction",
+            ]),
         // SQLite through its C API, found at run time: builds without sqlite3.h or libsqlite3.so.
         // The one C call Swift cannot make (variadic sqlite3_db_config) is the shim's.
         .target(name: "CCashierSQLite"),
@@ -25,7 +41,7 @@ let package = Package(
         // Measures the store against files and the raw C API (no product: nothing depends on it).
         .executableTarget(name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite"]),
         // The tool's commands live in a library so tests can drive them in-process.
-        .target(name: "CashierCommands", dependencies: ["Cashier"]),
+        .target(name: "CashierCommands", dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat"]),
         // Named like its product so the command plugin can depend on it (Swift 6.3 rule), and unlike
         // `Cashier` by more than case: on a case-insensitive volume (macOS's default) `Cashier.build`
         // and `cashier.build` would be one folder (SwiftPM issue 4746). The plugin verb stays `cashier`.
@@ -39,16 +55,23 @@ let package = Package(
             dependencies: ["cashier-tool"]
         ),
         // The child process of the crash-kill and multi-process tests (no product: dependents never build it).
-        .executableTarget(name: "CashierStress", dependencies: ["Cashier", "CashierTestSupport"]),
+        .executableTarget(
+            name: "CashierStress",
+            dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
         // The trace replay of the eviction policies (no product): Benchmarks/Eviction/README.md.
         .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction"]),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
         .testTarget(
-            name: "CashierTests", dependencies: ["Cashier", "CashierEviction", "CashierTestSupport"],
-            exclude: ["Fixtures"]
-        ),
-        .testTarget(name: "CashierCommandsTests", dependencies: ["CashierCommands", "Cashier", "CashierTestSupport"]),
+            name: "CashierTests",
+            dependencies: [
+                "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierJSON", "CashierEviction",
+                "CashierTestSupport",
+            ],
+            exclude: ["Fixtures"]),
+        .testTarget(
+            name: "CashierCommandsTests",
+            dependencies: ["CashierCommands", "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
         .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
         // Depends on CashierStoreBench so that it is built: the kill test runs it as a child.
         .testTarget(
@@ -56,7 +79,9 @@ let package = Package(
             dependencies: ["CashierStore", "CashierSQLite", "CashierStoreBench", "CashierTestSupport"]
         ),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
-        .testTarget(name: "CashierProcessTests", dependencies: ["Cashier", "CashierStress", "CashierTestSupport"]),
+        .testTarget(
+            name: "CashierProcessTests",
+            dependencies: ["Cashier", "CashierPlatform", "CashierStress", "CashierTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -23,11 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Disk/Platform/Platform+FullSync.swift: fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd), as Int32. */
+/* Sources/CashierPlatform/Platform+FullSync.swift: fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd), as Int32. */
 _Static_assert(F_FULLFSYNC == 51, "F_FULLFSYNC");
 int32_t full_sync(int32_t fd) { return fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd); }
 
-/* Disk/Platform/Platform+FreeSpace.swift: statfs(path, &fs); UInt64(fs.f_bavail) * UInt64(fs.f_bsize). */
+/* Sources/CashierPlatform/Platform+FreeSpace.swift: statfs(path, &fs); UInt64(fs.f_bavail) * UInt64(fs.f_bsize). */
 _Static_assert(sizeof(((struct statfs *)0)->f_bavail) == 8, "statfs.f_bavail is 64 bits");
 _Static_assert(sizeof(((struct statfs *)0)->f_bsize) == 4, "statfs.f_bsize is 32 bits");
 _Static_assert((__typeof__(((struct statfs *)0)->f_bavail))-1 > 0, "statfs.f_bavail is unsigned");
@@ -37,7 +37,7 @@ uint64_t free_bytes(const char *path) {
     return (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize;
 }
 
-/* Disk/Platform/Platform+StatTimes.swift and CashierCommands/Inventory.swift:
+/* Sources/CashierPlatform/Platform+StatTimes.swift (Platform.times, which FileInfo and the tool use):
    st.st_atimespec / st.st_mtimespec (struct timespec), st_size (off_t) clamped to Int. */
 _Static_assert(sizeof(((struct stat *)0)->st_size) == 8, "st_size is 64 bits");
 _Static_assert(sizeof(((struct timespec *)0)->tv_sec) == 8, "tv_sec is 64 bits on 64-bit macOS");
@@ -47,31 +47,32 @@ double stat_times(const struct stat *st) {
     return (double)access.tv_sec + (double)access.tv_nsec / 1e9 + (double)modification.tv_sec + (double)modification.tv_nsec / 1e9;
 }
 
-/* Disk/Platform/Platform+RenameExchange.swift: Darwin.rename(source, destination) as Int32. */
+/* Sources/CashierPlatform/Platform+RenameExchange.swift: Darwin.rename(source, destination) as Int32. */
 int32_t replace(const char *source, const char *destination) { return rename(source, destination); }
 
-/* Disk/Platform/Platform+Reading.swift: the reading flags (shared with Linux, checked here for Darwin). */
+/* Sources/CashierPlatform/Platform+Reading.swift: the reading flags (shared with Linux, checked here for Darwin). */
 int32_t open_for_reading(const char *path) { return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY); }
 
-/* Disk/FileSystem+Recency.swift: UTIME_OMIT, written there as the literal -2 (Swift does not import the macro). */
+/* Sources/Cashier/DiskTier/FileSystem+Recency.swift: UTIME_OMIT, through Sources/CCashierPlatform/shim.c (Swift does not import the macro;
+   .ci/darwin.sh compiles shim.c against these headers too). */
 _Static_assert(UTIME_OMIT == -2, "UTIME_OMIT is -2 on Darwin");
 int32_t touch(const char *path, struct timespec accessed) {
     struct timespec times[2] = { accessed, { 0, UTIME_OMIT } };
     return utimensat(AT_FDCWD, path, times, 0);
 }
 
-/* Disk/FileSystem.swift tryLockExclusively: flock(fd, LOCK_EX | LOCK_NB), EWOULDBLOCK when held. */
+/* Sources/Cashier/DiskTier/FileSystem.swift tryLockExclusively: flock(fd, LOCK_EX | LOCK_NB), EWOULDBLOCK when held. */
 _Static_assert(EWOULDBLOCK == EAGAIN, "EWOULDBLOCK");
 int32_t try_lock(int32_t fd) { return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : (errno == EWOULDBLOCK ? 1 : -1); }
 
-/* Internal/Lock.swift: os_unfair_lock, os_unfair_lock_lock, os_unfair_lock_unlock. */
+/* Sources/CashierPlatform/Lock.swift: os_unfair_lock, os_unfair_lock_lock, os_unfair_lock_unlock. */
 void with_lock(os_unfair_lock *lock) {
     os_unfair_lock_lock(lock);
     os_unfair_lock_unlock(lock);
 }
 os_unfair_lock new_lock(void) { return OS_UNFAIR_LOCK_INIT; }
 
-/* Disk/FolderTrust.swift and Disk/FileSystem.swift (shared code; the types the Swift side
+/* Sources/Cashier/DiskTier/FolderTrust.swift and DiskTier/FileSystem.swift (shared code; the types the Swift side
    assumes on Darwin): lstat, then stat through a link; st_uid, st_gid, st_mode (16-bit mode_t)
    & 0o7777 against S_IWOTH / S_IWGRP; st_dev and st_ino widened to UInt64; geteuid, getegid,
    getgroups(count, &groups); chmod after mkdir and fchmod after open with 0o2770 / 0o660. */

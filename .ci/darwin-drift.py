@@ -18,7 +18,7 @@ SWIFT_NAMES = {"init", "relieve", "max", "min", "abs", "guard", "return", "if", 
                "extension", "case", "switch", "default", "self", "true", "false", "nil", "weak",
                "stop", "start", "source", "url", "values", "event", "block", "body", "reason", "base",
                "directory", "caches", "path", "error", "access", "modification", "bytes", "overflow", "fs",
-               "fd", "lock", "key", "data"}
+               "fd", "lock", "key", "data", "seconds"}
 DARWIN = re.compile(r'#(?:if|elseif)\s+(!?)\s*.*?(canImport\(Darwin\)|os\((?:iOS|macOS|tvOS|watchOS|visionOS)\)|canImport\(UIKit\)|canImport\(AppKit\))')
 
 def darwin_lines():

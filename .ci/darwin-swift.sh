@@ -10,11 +10,11 @@ cd "$(dirname "$0")/.."
 work="$(mktemp -d "${TMPDIR:-/tmp}/cashier-darwin-swift.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-sed 's/^\( *\)#if canImport(Darwin)$/\1#if true/' Sources/Cashier/Memory/MemoryPressure.swift > "$work/MemoryPressure.swift"
+sed 's/^\( *\)#if canImport(Darwin)$/\1#if true/' Sources/CashierPlatform/MemoryPressureSource.swift > "$work/MemoryPressure.swift"
 sed 's/^\( *\)#if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)$/\1#if true/' \
-    Sources/Cashier/Internal/BackgroundActivity.swift > "$work/BackgroundActivity.swift"
-for file in MemoryPressure BackgroundActivity; do
-    if cmp -s "$work/$file.swift" "$(find Sources/Cashier -name "$file.swift")"; then
+    Sources/CashierPlatform/BackgroundActivity.swift > "$work/BackgroundActivity.swift"
+for file in MemoryPressureSource:MemoryPressure BackgroundActivity:BackgroundActivity; do
+    if cmp -s "$work/${file#*:}.swift" "Sources/CashierPlatform/${file%%:*}.swift"; then
         echo "darwin-swift: no Darwin branch found to enable in $file.swift" >&2
         exit 1
     fi

@@ -3,7 +3,8 @@
 #   1. .ci/darwin-calls.c, every Darwin-only libc name the sources use with the types they
 #      assume, compiled against Apple's own macOS headers (../shared/tools/darwin-headers.sh
 #      installs Zig's toolchain from PyPI into a private virtual environment on first use);
-#   2. the drift check: no Darwin branch uses a C-level name darwin-calls.c leaves out.
+#   2. the drift check: no Darwin branch uses a C-level name darwin-calls.c leaves out;
+#   3. the C target CCashierPlatform (shim.c), which SwiftPM builds on every platform.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tool=../shared/tools/darwin-headers.sh
@@ -15,4 +16,6 @@ if [ ! -f "$tool" ]; then
     exit 1
 fi
 bash "$tool" .ci/darwin-calls.c
+echo "== darwin: the C shim (Sources/CCashierPlatform) against Apple's macOS headers"
+bash "$tool" Sources/CCashierPlatform/shim.c
 echo "== darwin: passed"

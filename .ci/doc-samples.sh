@@ -68,6 +68,12 @@ echo "using $modules"
 rm -rf "$work"
 mkdir -p "$work/program" "$work/stubs" "$work/ModuleCache"
 swiftc_common=(-swift-version 6 -module-cache-path "$work/ModuleCache" -I "$modules")
+# The C modules under Cashier (CCashierPlatform, ...), as SwiftPM hands them to every dependent.
+# (Not the plugin tools' copies, `*-tool.build`: a second map of one module is an error.)
+for map in "$(dirname "$modules")"/C*.build/module.modulemap; do
+    case "$map" in *-tool.build/*) continue ;; esac
+    [ -f "$map" ] && swiftc_common+=(-Xcc "-fmodule-map-file=$map")
+done
 
 if [ "$(uname -s)" != "Darwin" ]; then
     echo "== doc-samples: SwiftUI stand-in (.ci/doc-samples/SwiftUI.swift), for type-checking only"

@@ -9,8 +9,9 @@
 # payload: Tests/Fuzz/PayloadFuzzer.swift over PayloadDecoder, the fast JSON path,
 #          checked against JSONDecoder; seeded with Tests/Fixtures/PayloadCorpus.
 #
-# Each is built with the library sources it covers into .build-fuzz/<name>-fuzzer
-# (-sanitize=fuzzer,address). New inputs the fuzzer finds stay in
+# Each links the package targets it covers, compiled whole from their folders by
+# .ci/build-module.sh (entry: CashierInternals, CashierEntryFormat; payload:
+# CashierInternals, CashierJSON), into .build-fuzz/<name>-fuzzer (-sanitize=fuzzer,address). New inputs the fuzzer finds stay in
 # .build-fuzz/<name>-corpus, so repeated local runs build on each other. Exits
 # non-zero on a crash, a trap, a leak or a timeout; the input that caused it is
 # left in .build-fuzz/ (<name>-crash-*, -leak-*, -timeout-*).
@@ -23,26 +24,26 @@ fuzzers=("$@")
 out=.build-fuzz
 mkdir -p "$out/module-cache"
 
-sources_entry=(Sources/Cashier/Disk/EntryHeader.swift Sources/Cashier/Disk/EntryReader.swift Sources/Cashier/Disk/XXHash64.swift Sources/Cashier/Disk/XXH3.swift Sources/Cashier/Lifespan.swift Sources/Cashier/CacheError.swift
-               Sources/Cashier/Internal/ASCII.swift
-               Tests/Fuzz/EntryFuzzer.swift)
-sources_payload=(Sources/Cashier/Internal/PayloadDecoder.swift Sources/Cashier/Internal/ASCII.swift Tests/Fuzz/PayloadFuzzer.swift)
 
 for name in "${fuzzers[@]}"; do
     case "$name" in
-        entry) sources=("${sources_entry[@]}"); seeds=Tests/Fixtures/EntryCorpus ;;
-        payload) sources=("${sources_payload[@]}"); seeds=Tests/Fixtures/PayloadCorpus ;;
+        entry) targets=(CashierInternals CashierEntryFormat); harness=Tests/Fuzz/EntryFuzzer.swift; seeds=Tests/Fixtures/EntryCorpus ;;
+        payload) targets=(CashierInternals CashierJSON); harness=Tests/Fuzz/PayloadFuzzer.swift; seeds=Tests/Fixtures/PayloadCorpus ;;
         *) echo "fuzz: unknown fuzzer '$name' (entry, payload)" >&2; exit 2 ;;
     esac
     binary="$out/$name-fuzzer"
     corpus="$out/$name-corpus"
     mkdir -p "$corpus"
     echo "== fuzz: building $binary"
+    modules="$out/$name-modules"
+    bash .ci/build-module.sh "$modules" "${targets[@]}" -- -sanitize=fuzzer,address -O -g
+    libraries=()
+    for target in "${targets[@]}"; do libraries+=("-l$target"); done
     # lld: the default gold linker warns about every local AddressSanitizer symbol.
     swiftc -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld \
         -module-name CashierFuzz -package-name Cashier -swift-version 6 \
-        -module-cache-path "$out/module-cache" \
-        "${sources[@]}" -o "$binary"
+        -module-cache-path "$out/module-cache" -I "$modules" -L "$modules" "${libraries[@]}" \
+        "$harness" -o "$binary"
     cp -n "$seeds"/* "$corpus/" 2>/dev/null || true
     rm -f "$corpus/README.md"
     echo "== fuzz: $name, $seconds s over $(ls "$corpus" | wc -l) inputs"

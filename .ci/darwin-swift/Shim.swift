@@ -1,6 +1,6 @@
 // Apple's declarations that Linux's Dispatch and Foundation lack, spelled as Apple's
 // documentation gives them, so .ci/darwin-swift.sh can type-check the Darwin branches of
-// Sources/Cashier/Memory/MemoryPressure.swift and Sources/Cashier/Internal/BackgroundActivity.swift
+// Sources/CashierPlatform/MemoryPressureSource.swift and Sources/CashierPlatform/BackgroundActivity.swift
 // in Swift 6 mode. A check against the documented signatures, not against the SDK.
 import Dispatch
 import Foundation
@@ -37,11 +37,10 @@ extension ProcessInfo {
     }
 }
 
-// What the two files use from the rest of the module.
+// What the two files use from the rest of the module (Lock.swift).
 final class Locked<State>: @unchecked Sendable {
     private var state: State
     init(_ state: State) { self.state = state }
     func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R { try body(&state) }
 }
 
-package enum MemoryPressure: Sendable, Hashable { case warning, critical }

@@ -1,8 +1,10 @@
 // Throughput of the two entry checksums, XXH64 (format version 1) and XXH3-64 (version 2),
 // over payload-sized buffers in the page cache's place: warm, in memory. Interleaved rounds,
-// median GB/s per size, and the median of the ratios of adjacent pairs. Compiled on its own with the two sources (they are `package`):
+// median GB/s per size, and the median of the ratios of adjacent pairs. Links the CashierEntryFormat
+// target (the hashes are `package`), built by run.sh:
 //
 //   bash Benchmarks/ChecksumThroughput/run.sh [rounds]
+import CashierEntryFormat
 import Foundation
 
 let rounds = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 9 : 9

@@ -1,3 +1,4 @@
+import CashierEntryFormat
 import Foundation
 
 extension Cache {
@@ -252,150 +253,7 @@ extension Cache {
 // MARK: - The read path
 
 /// A value found for a key, with its metadata and the tier it was found in.
-struct Found<Value> {
-    var value: Value
-    var metadata: EntryMetadata
-    var origin: Origin
-}
-
 extension Cache {
-    /// The usable entry for `key`, expired or not, from memory or disk; no counters.
-    ///
-    /// Unusable entries on disk are removed and reported here.
-    func load<V>(_ key: CacheKey<V>) -> Found<V>? {
-        if let found = memoryEntry(key) { return found }
-        guard let disk, !isFolderRefused(key: key.name) else { return nil }
-        var events: [CacheEvent] = []
-        var changes: [(any Sendable)?] = []
-        let found: Found<V>? = store.keyLocks.withLock(key.name) {
-            if let found = memoryEntry(key) { return found }
-            let found = loadFromDisk(key, disk, events: &events, changes: &changes)
-            for change in changes { publish(key.name, change) }
-            return found
-        }
-        for event in events { emit(event) }
-        recordMemoryUses()
-        return found
-    }
-
-    /// The memory record for `key` if it holds a `V` usable for it, counted as used.
-    private func memoryEntry<V>(_ key: CacheKey<V>) -> Found<V>? {
-        guard
-            let found = memory.peekUsable(
-                key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion,
-                appVersion: configuration.appVersion)
-        else { return nil }
-        var metadata = found.metadata
-        countSlidingUse(of: key.name, &metadata)
-        return Found(value: found.record.value(as: V.self), metadata: metadata, origin: .memory)
-    }
-
-    /// Reads, checks and decodes `key`'s file. Call holding `key`'s lock.
-    ///
-    /// The checks run in the order DESIGN.md fixes: header and checksum, schema
-    /// version (migrate or discard), type name, app version for unversioned keys,
-    /// decoding.
-    private func loadFromDisk<V>(
-        _ key: CacheKey<V>, _ disk: DiskStore, events: inout [CacheEvent],
-        changes: inout [(any Sendable)?]
-    ) -> Found<V>? {
-        let fileName = DiskStore.fileName(for: key.name)
-        func discard(_ reason: DiscardReason, because error: (any Error)? = nil) -> Found<V>? {
-            try? disk.remove(fileName)
-            memory.remove(key.name)
-            events.append(.discarded(key: key.name, reason: reason))
-            if let error {
-                let message = DecodingDescription.describe(error)
-                events.append(
-                    .failure(key: key.name, error: CacheError(kind: .decodingFailed, key: key.name, message: message)))
-            }
-            changes.append(nil)
-            return nil
-        }
-        let header: EntryHeader
-        let payload: Data
-        let info: FileInfo
-        switch disk.read(fileName) {
-        case .absent:
-            return nil
-        case .failed(let error):
-            events.append(.failure(key: key.name, error: error.cacheError(key: key.name)))
-            return nil
-        case .damaged:
-            return discard(.corrupt)
-        case .entry(let h, let p, let i):
-            (header, payload, info) = (h, p, i)
-        }
-        if let untrusted = disk.untrustedEntry(fileName, info: info, sharing: configuration.sharing) {
-            events.append(.failure(key: key.name, error: untrusted.cacheError(key: key.name)))
-            return nil
-        }
-        // Another key whose name hashes alike: not ours to judge or remove.
-        guard header.key == key.name else { return nil }
-
-        var metadata = EntryMetadata(header, size: info.size)
-        // The read is a use, unless it finds a sliding lifespan over (see `EntryMetadata.use(at:)`).
-        let now = nowSeconds
-        var usedAt = now
-        if metadata.lifespan.slidingSeconds != nil {
-            metadata.lastUsedAt = disk.lastUse(of: fileName, info: info)
-            usedAt = metadata.use(at: now)
-            metadata.lastUsedAt = usedAt
-        }
-        let value: V
-        if header.schemaVersion != key.schemaVersion {
-            guard let migration = key.migration(from: header.schemaVersion) else {
-                return discard(.schemaMismatch(stored: header.schemaVersion, expected: key.schemaVersion))
-            }
-            do {
-                value = try migration.convert(payload, header.format)
-            } catch {
-                return discard(.migrationFailed, because: error)
-            }
-            metadata.schemaVersion = key.schemaVersion
-            metadata.appVersion = configuration.appVersion
-            do {
-                let format = ValueCoding.format(for: V.self, codec: key.codec)
-                let newPayload = try ValueCoding.encode(value, format: format)
-                let newHeader = EntryHeader(
-                    key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
-                    payloadLength: newPayload.count)
-                metadata.size = try disk.write(
-                    fileName, header: newHeader, payload: newPayload, options: writeOptions(usedAt: usedAt))
-            } catch let error as SystemError {
-                events.append(.failure(key: key.name, error: error.cacheError(key: key.name)))
-            } catch {
-                events.append(
-                    .failure(
-                        key: key.name, error: CacheError(kind: .encodingFailed, key: key.name, message: "\(error)")))
-            }
-            events.append(.migrated(key: key.name, from: header.schemaVersion, to: key.schemaVersion))
-            changes.append(value)
-        } else {
-            let expectedType = ValueCoding.typeName(of: V.self)
-            // Written by this platform's spelling, the names are equal; normalize only when not.
-            guard header.typeName == expectedType || ValueCoding.normalizedTypeName(header.typeName) == expectedType
-            else {
-                return discard(.typeMismatch(stored: header.typeName, expected: expectedType))
-            }
-            if key.schemaVersion == nil, header.appVersion != configuration.appVersion {
-                return discard(.appVersionMismatch(stored: header.appVersion, current: configuration.appVersion))
-            }
-            do {
-                value = try ValueCoding.decode(V.self, from: payload, format: header.format)
-            } catch {
-                return discard(.undecodable, because: error)
-            }
-        }
-        let stamp = disk.noteRead(
-            fileName, info: info, isLocked: metadata.isLocked, at: usedAt, foundSlidingLifespanOver: usedAt != now)
-        if memory.limit != 0 {
-            memory.insert(
-                TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count, persistedUse: stamp))
-        }
-        return Found(value: value, metadata: metadata, origin: .disk)
-    }
-
     /// Counts a miss for an expired entry and tells observers it is gone for them.
     ///
     /// The announcement is made under the key's lock, and only if the entry stored now is
@@ -406,18 +264,6 @@ extension Cache {
             if let metadata = storedMetadata(named: name), !metadata.isExpired(at: nowSeconds) { return }
             publish(name, nil)
         }
-    }
-
-    /// What is stored for `name` now, judged by nothing: the memory record, else the file's
-    /// header (checksum unverified). Call holding `name`'s key lock; it takes no lock itself.
-    func storedMetadata(named name: String) -> EntryMetadata? {
-        if let record = memory.peek(name) { return memory.currentMetadata(of: record) }
-        let fileName = DiskStore.fileName(for: name)
-        guard let disk, disk.refusal(for: configuration.sharing) == nil,
-            case .success(let (header, info)) = disk.readHeader(fileName),
-            header.key == name
-        else { return nil }
-        return EntryMetadata(header, size: info.size, lastUsedAt: disk.lastUse(of: fileName, info: info))
     }
 
     /// Whether `name`'s current entry is locked, so a new write keeps the lock. Call holding its key lock.

@@ -98,62 +98,6 @@ extension Cache {
         updateMetadata(named: key) { $0.validatedAt = now }
     }
 
-    /// The metadata of `name`'s entry when ``value(for:)`` of an unversioned key of the
-    /// right type could use it; memory first, then a full read of its file.
-    ///
-    /// Applies the checks of the read path that need no type: header and checksum, schema
-    /// version (none), app version. A failing entry is removed and reported as
-    /// ``CacheEvent/discarded(key:reason:)``; expiry is left to the caller.
-    func metadata(named name: String) -> EntryMetadata? {
-        let appVersion = configuration.appVersion
-        func usableRecord() -> EntryMetadata? {
-            guard let record = memory.peek(name), record.metadata.matches(schemaVersion: nil, appVersion: appVersion)
-            else { return nil }
-            return memory.currentMetadata(of: record)
-        }
-        if let metadata = usableRecord() { return metadata }
-        guard let disk, !isFolderRefused(key: name) else { return nil }
-        var events: [CacheEvent] = []
-        var isDiscarded = false
-        let metadata: EntryMetadata? = store.keyLocks.withLock(name) {
-            if let metadata = usableRecord() { return metadata }
-            let fileName = DiskStore.fileName(for: name)
-            func discard(_ reason: DiscardReason) -> EntryMetadata? {
-                try? disk.remove(fileName)
-                memory.remove(name)
-                events.append(.discarded(key: name, reason: reason))
-                isDiscarded = true
-                return nil
-            }
-            switch disk.read(fileName) {
-            case .absent:
-                return nil
-            case .failed(let error):
-                events.append(.failure(key: name, error: error.cacheError(key: name)))
-                return nil
-            case .damaged:
-                return discard(.corrupt)
-            case .entry(let header, _, let info):
-                if let untrusted = disk.untrustedEntry(fileName, info: info, sharing: configuration.sharing) {
-                    events.append(.failure(key: name, error: untrusted.cacheError(key: name)))
-                    return nil
-                }
-                // Another key whose name hashes alike: not ours to judge or remove.
-                guard header.key == name else { return nil }
-                if header.schemaVersion != nil {
-                    return discard(.schemaMismatch(stored: header.schemaVersion, expected: nil))
-                }
-                if header.appVersion != appVersion {
-                    return discard(.appVersionMismatch(stored: header.appVersion, current: appVersion))
-                }
-                return EntryMetadata(header, size: info.size, lastUsedAt: disk.lastUse(of: fileName, info: info))
-            }
-        }
-        for event in events { emit(event) }
-        if isDiscarded { publish(name, nil) }
-        return metadata
-    }
-
     /// Whether `data` starts with the 8-byte PNG signature.
     static func isPNG(_ data: Data) -> Bool {
         data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])

@@ -1,3 +1,4 @@
+import CashierPlatform
 import Foundation
 
 /// How ``Cache/entry(for:policy:fetch:)`` and ``Cache/value(for:lifespan:policy:fetch:)``

@@ -1,3 +1,4 @@
+import CashierPlatform
 import Foundation
 
 extension Cache {
@@ -33,12 +34,4 @@ extension Cache {
             publish(record.name, nil)
         }
     }
-}
-
-/// How urgently the system asks processes to give memory back.
-package enum MemoryPressure: Sendable, Hashable {
-    /// Memory is getting short: drop what is cheapest to get back.
-    case warning
-    /// Memory is short: drop everything that can be rebuilt.
-    case critical
 }

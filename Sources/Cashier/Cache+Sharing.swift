@@ -1,10 +1,4 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CashierPlatform
 
 extension Cache {
     /// Who besides the cache's own user may read its entries and write its folder.

@@ -1,3 +1,5 @@
+import CashierPlatform
+
 extension Cache {
     /// The current value of `key`, then its value after every change made through any
     /// ``Cache`` of this process on the same folder: writes, removals, discards,

@@ -1,3 +1,4 @@
+import CashierPlatform
 import Dispatch
 import Observation
 
@@ -13,7 +14,7 @@ import Observation
 /// property there would wait for itself.
 ///
 /// `Sendable`: the registrar is `Sendable` and immutable, the subscription lives behind
-/// a ``Locked``.
+/// a `Locked`.
 final class CachedObservation: Sendable {
     /// An `ObservationRegistrar` where Observation is available (always on Linux), else `nil`.
     private let registrar: (any Sendable)?

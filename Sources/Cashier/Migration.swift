@@ -1,3 +1,4 @@
+import CashierEntryFormat
 import Foundation
 
 /// A conversion from a value stored under an older schema version.

@@ -1,4 +1,5 @@
 import Cashier
+import CashierPlatform
 import Foundation
 
 /// `cashier-tool demo [DIR]`: the library's main job, shown to a newcomer in one run.

@@ -1,13 +1,6 @@
 import Cashier
+import CashierPlatform
 import Foundation
-
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 extension Invocation {
     /// The cache folder the command inspects or changes (`demo` makes its own through a cache).

@@ -1,18 +1,11 @@
 import Cashier
+import CashierEntryFormat
+import CashierPlatform
 import Foundation
 
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
-/// Whether an entry can be used, as `list` and `--json` name it.
-enum EntryStatus: String {
-    case valid, expired, damaged
-}
+/// Whether an entry can be used, as `list` and `--json` name it: the library's judgement
+/// of an entry without a key (EntryJudgement.swift).
+typealias EntryStatus = EntryStanding
 
 /// One entry file, read without changing anything: not its bytes, and on Linux not
 /// even its access time, which the cache uses as "last used" for eviction.
@@ -31,8 +24,7 @@ struct EntryFile {
     var isDamaged: Bool { problem != nil }
 
     func status(at now: Double) -> EntryStatus {
-        guard problem == nil, let header else { return .damaged }
-        return header.isExpired(at: now, lastUsedAt: lastUse) ? .expired : .valid
+        EntryJudgement.standing(of: header, isDamaged: problem != nil, at: now, lastUsedAt: lastUse)
     }
 
     /// The key, or the file name in brackets when the header does not read.

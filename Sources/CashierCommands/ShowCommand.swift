@@ -1,4 +1,5 @@
 import Cashier
+import CashierEntryFormat
 import Foundation
 
 /// `cashier show DIR KEY [--json]`.

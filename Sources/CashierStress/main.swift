@@ -1,4 +1,5 @@
 import Cashier
+import CashierPlatform
 import CashierTestSupport
 import Foundation
 

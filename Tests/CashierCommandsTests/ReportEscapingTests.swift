@@ -1,4 +1,5 @@
 import Cashier
+import CashierEntryFormat
 import CashierTestSupport
 import Foundation
 import Testing

@@ -1,3 +1,5 @@
+import CashierEntryFormat
+import CashierPlatform
 import CashierTestSupport
 import Foundation
 import Testing

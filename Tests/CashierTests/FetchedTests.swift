@@ -1,3 +1,4 @@
+import CashierPlatform
 import CashierTestSupport
 import Foundation
 import Testing

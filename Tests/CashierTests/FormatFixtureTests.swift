@@ -1,3 +1,4 @@
+import CashierEntryFormat
 import CashierTestSupport
 import Foundation
 import Testing

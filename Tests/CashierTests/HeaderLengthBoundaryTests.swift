@@ -1,3 +1,4 @@
+import CashierEntryFormat
 import Foundation
 import Testing
 

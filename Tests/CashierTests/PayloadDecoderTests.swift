@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Cashier
+@testable import CashierJSON
 
 // MARK: - Models
 

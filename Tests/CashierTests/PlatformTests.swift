@@ -1,3 +1,5 @@
+import CashierJSON
+import CashierPlatform
 import CashierTestSupport
 import Foundation
 import Testing
@@ -70,6 +72,39 @@ import Testing
         }
     }
     #endif
+}
+
+/// CCashierPlatform gives the C library's `_GNU_SOURCE` names, which replaced copies of their values.
+@Suite struct CPlatformShimTests {
+    #if os(Linux)
+    @Test func linuxNamesHaveTheCLibrarysValues() {
+        #expect(CCashierPlatform_O_NOATIME == 0o1000000) // <bits/fcntl-linux.h>, x86 and ARM
+        #expect(CCashierPlatform_UTIME_OMIT == (1 << 30) - 2) // <bits/stat.h>
+        #expect(CCashierPlatform_RENAME_EXCHANGE == 1 << 1) // <linux/fs.h>
+    }
+
+    @Test func renameat2ExchangesTwoFiles() throws {
+        let folder = TemporaryFolder()
+        try FileManager.default.createDirectory(atPath: folder.path, withIntermediateDirectories: true)
+        let first = folder.path + "/a"
+        let second = folder.path + "/b"
+        try Data("a".utf8).write(to: URL(fileURLWithPath: first))
+        try Data("b".utf8).write(to: URL(fileURLWithPath: second))
+        let result = CCashierPlatform_renameat2(AT_FDCWD, first, AT_FDCWD, second, CCashierPlatform_RENAME_EXCHANGE)
+        // EINVAL: a file system that cannot exchange (the library then renames).
+        try #require(result == 0 || errno == EINVAL)
+        if result == 0 {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: first)) == Data("b".utf8))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: second)) == Data("a".utf8))
+        }
+    }
+    #endif
+
+    @Test func renameat2FailsWithErrnoWhenTheSourceIsMissing() {
+        let result = CCashierPlatform_renameat2(AT_FDCWD, "/nonexistent/a", AT_FDCWD, "/nonexistent/b", 0)
+        #expect(result == -1)
+        #expect(errno == ENOENT || errno == ENOSYS)
+    }
 }
 
 private struct Reading: Codable, Equatable {

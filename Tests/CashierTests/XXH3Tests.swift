@@ -1,3 +1,4 @@
+import CashierEntryFormat
 import Testing
 
 @testable import Cashier

@@ -1,7 +1,7 @@
 // libFuzzer entry point over the entry-file parser (EntryHeader.decode and
 // decodePrefix) and the one reader the cache and the tool share (EntryReader.read).
-// Compiled by .ci/fuzz.sh together with the library's format sources into one
-// module, so nothing here is part of the package's targets.
+// Built by .ci/fuzz.sh against the CashierEntryFormat target (compiled whole, with the
+// fuzzer's instrumentation); nothing here is part of the package's targets.
 //
 // Each input is tried twice: as it is, and with its checksum field recomputed,
 // so that mutations get past the checksum and reach every field check.
@@ -16,6 +16,7 @@
 //   allow, never reads more than a 4 KiB prefix of a file that is not a sound length,
 //   accepts exactly what decode(file:) accepts, and hands out the same payload.
 //   Oversized allocations are caught by libFuzzer's -malloc_limit_mb.
+import CashierEntryFormat
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,6 +1,6 @@
 // libFuzzer entry point over PayloadDecoder, the fast path of JSON payload decoding,
-// checked against JSONDecoder. Compiled by .ci/fuzz.sh with PayloadDecoder.swift and
-// ASCII.swift into one module, so nothing here is part of the package's targets.
+// checked against JSONDecoder. Built by .ci/fuzz.sh against the CashierJSON target (compiled
+// whole, with the fuzzer's instrumentation); nothing here is part of the package's targets.
 //
 // It traps (and libFuzzer reports the input) when the fast path breaks a promise:
 // - PayloadDecoder never traps, whatever the bytes (the sanitizer and libFuzzer catch
@@ -8,6 +8,7 @@
 // - whatever it accepts, JSONDecoder accepts too and decodes to an equal value, for
 //   each of a few shapes of value (so Cashier's fallback to JSONDecoder is the only
 //   behaviour a user can see).
+import CashierJSON
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

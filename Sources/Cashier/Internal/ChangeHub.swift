@@ -1,3 +1,5 @@
+import CashierPlatform
+
 /// A change to one key (or to all, when `name` is nil) made through a ``Cache`` of this process.
 struct Change: Sendable {
     /// The key's name; `nil` for a change to every key (``Cache/removeAll()``).

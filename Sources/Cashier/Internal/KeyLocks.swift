@@ -1,3 +1,4 @@
+import CashierPlatform
 import Foundation
 
 /// Serializes work on one key name while leaving every other key free, and lets

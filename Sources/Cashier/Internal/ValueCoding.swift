@@ -1,3 +1,6 @@
+import CashierEntryFormat
+import CashierJSON
+import CashierPlatform
 import Foundation
 
 /// Turns values into payload bytes and back, by codec; `Data` passes through raw.
@@ -110,7 +113,7 @@ enum ValueCoding {
     /// up: `JSONDecoder` stays the authority, and a payload only one of them reads is read by it.
     /// Types that hold `Data`, `URL` or `Decimal` (which `JSONDecoder` treats specially) go to
     /// `JSONDecoder` directly once seen; so do those holding `Float` or `Double` where this
-    /// system's `JSONDecoder` is the older one (``JSONDecoderGeneration/serialization``).
+    /// system's `JSONDecoder` is the older one (`JSONDecoderGeneration.serialization`).
     static func decodeJSON<V: Decodable>(
         _ type: V.Type, from payload: Data,
         agreeingWith decoder: JSONDecoderGeneration = .current

@@ -1,3 +1,4 @@
+import CashierPlatform
 import Foundation
 
 @testable import Cashier

@@ -1,0 +1,222 @@
+import CashierEntryFormat
+import CashierPlatform
+import Foundation
+
+/// One cache folder: entry files, their index, and the housekeeping on them.
+///
+/// This file holds the store and its reads and writes of one entry; its other jobs have
+/// files of their own: names (`DiskStore+Names.swift`), the index (`+Index`), recency
+/// (`+Recency`), housekeeping plans and their application (`+Housekeeping`), size sweeps
+/// (`+Sweeps`).
+///
+/// Reads and writes of one entry go straight to its file; the index (sizes and
+/// last uses, for ``Cache/totalSize`` and eviction) is loaded by one folder scan
+/// the first time it is needed, never on the read path. Decisions that must be
+/// made by one process at a time (eviction, garbage collection) hold an
+/// advisory `flock` on the folder's `.lock` file; plain reads take no lock.
+package final class DiskStore: Sendable {
+    package let folder: String
+    package let fileSystem: any FileSystem
+    /// The index, and the store's other in-process state (DiskStore+Index.swift).
+    let state = Locked(IndexState())
+    /// The folder's owner and mode as last judged (see `FolderTrust.swift`).
+    let folderCheck = Locked(FolderCheck())
+    /// Per-key locks of every cache on this folder in this process, and the barrier bulk removals take.
+    let keyLocks = KeyLocks()
+    let sweepQueue = DispatchQueue(label: "Cashier.DiskStore.sweep", qos: .utility)
+    /// Every sweep scheduled and not yet finished, retries included: what ``waitForSweeps()`` waits for.
+    let pendingSweeps = DispatchGroup()
+    /// Serializes folder scans in this process so concurrent first questions share one scan.
+    let scanLock = NSLock()
+
+    package init(folder: String, fileSystem: any FileSystem = POSIXFileSystem()) {
+        self.folder = folder
+        self.fileSystem = fileSystem
+    }
+
+    // MARK: Reading
+
+    package enum ReadResult: Sendable {
+        case absent
+        case entry(EntryHeader, payload: Data, info: FileInfo)
+        /// Damage: why, the file's size, and its header when that decoded (a checksum mismatch).
+        case damaged(EntryFormatError, info: FileInfo, header: EntryHeader? = nil)
+        case failed(SystemError)
+    }
+
+    /// Reads and verifies one entry file (FileSystem+Entries.swift): open, fstat, pread,
+    /// close; no write (recency is recorded by the caller, through ``noteRead(_:info:isLocked:at:foundSlidingLifespanOver:)``).
+    /// The payload is the buffer the kernel filled, indices from 0; nothing is allocated
+    /// before the header's lengths are checked against the file and the maximum entry size.
+    package func read(_ fileName: String) -> ReadResult {
+        fileSystem.readEntry(path(fileName))
+    }
+
+    /// Reads just the header of an entry file (checksum not verified).
+    package func readHeader(_ fileName: String) -> Result<(EntryHeader, FileInfo), HeaderFailure> {
+        fileSystem.readEntryHeader(path(fileName))
+    }
+
+    package enum HeaderFailure: Error, Sendable {
+        case absent
+        case damaged(EntryFormatError, size: Int)
+        case failed(SystemError)
+    }
+
+    // MARK: Writing
+
+    package struct WriteOptions: Sendable {
+        package var filePermissions: mode_t
+        package var folderPermissions: mode_t
+        package var synchronize: Bool
+        package var completeProtection: Bool
+        /// Who else may write the folder: a folder this refuses is never written to.
+        package var sharing: Cache.Sharing = .owner
+        /// Whether a folder made for the cache is excluded from iCloud and device backups (`.persistent`).
+        package var excludesFromBackup = false
+        /// The moment of the write by the cache's clock, recorded as the entry's last use; `nil`: the real clock.
+        package var usedAt: Double?
+        package init(filePermissions: mode_t, folderPermissions: mode_t, synchronize: Bool, completeProtection: Bool) {
+            self.filePermissions = filePermissions
+            self.folderPermissions = folderPermissions
+            self.synchronize = synchronize
+            self.completeProtection = completeProtection
+        }
+    }
+
+    /// Writes an entry: a temporary file in the folder, renamed over `fileName`.
+    ///
+    /// Either the new entry is in place when this returns, or it throws and the
+    /// old entry (if any) is untouched and no temporary file is left. Returns the
+    /// entry's size in bytes.
+    package func write(_ fileName: String, header: EntryHeader, payload: Data, options: WriteOptions)
+        throws(SystemError) -> Int
+    {
+        // One lstat: a folder whose owner or mode changed, or that was replaced, is judged anew.
+        if let refusal = refusal(for: options.sharing, fresh: true) { throw refusal }
+        let temporary = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
+        let size = header.length + payload.count
+        // Never an entry no read accepts (``EntryHeader/checkWritable()``; `set` says why first).
+        guard (try? header.checkWritable()) != nil else {
+            throw SystemError(code: EFBIG, operation: "write", path: path(fileName))
+        }
+        do {
+            try writeTemporary(temporary, header: header, payload: payload, options: options)
+        } catch  where error.code == ENOENT {
+            // The folder is missing (first write, or deleted under us): make it and try once more.
+            state.withLock { $0.folderReady = false }
+            try writeTemporary(temporary, header: header, payload: payload, options: options)
+        }
+        stampWrite(temporary, at: options.usedAt)
+        do {
+            try fileSystem.rename(temporary, to: path(fileName))
+        } catch {
+            try? fileSystem.removeFile(temporary)
+            throw error
+        }
+        noteWritten(fileName, size: size, isLocked: header.isLocked, at: options.usedAt ?? Date().timeIntervalSince1970)
+        // The new entry is in place (and in the index); a failing folder sync only
+        // leaves its durability unknown, which the caller is told by the error.
+        if options.synchronize { try fileSystem.synchronizeDirectory(folder) }
+        return size
+    }
+
+    private func writeTemporary(_ temporary: String, header: EntryHeader, payload: Data, options: WriteOptions)
+        throws(SystemError)
+    {
+        if !state.withLock({ $0.folderReady }) {
+            try createFolder(options)
+            // Another user may have made it first, between the check and the mkdir.
+            if let refusal = refusal(for: options.sharing, fresh: true) { throw refusal }
+            state.withLock { $0.folderReady = true }
+        }
+        let written = payload.withUnsafeBytes { payloadBytes in
+            let headerBytes = header.encode(payload: payloadBytes)
+            return headerBytes.withUnsafeBytes { headerBytes in
+                Result { () throws(SystemError) in
+                    try fileSystem.writeNewFile(
+                        temporary, permissions: options.filePermissions, completeProtection: options.completeProtection,
+                        header: headerBytes,
+                        payload: payloadBytes, synchronize: options.synchronize)
+                }
+            }
+        }
+        if case .failure(let error) = written {
+            try? fileSystem.removeFile(temporary)
+            throw error
+        }
+    }
+
+    /// Makes the folder (and any missing parent). A folder made here gets complete data
+    /// protection before any file is created in it (when asked), is excluded from backups
+    /// (when asked), and with `synchronize` each new folder's entry in its parent is synced:
+    /// otherwise a power loss could lose the folder, and with it a returned `.synchronized` set.
+    private func createFolder(_ options: WriteOptions) throws(SystemError) {
+        var missing: [String] = []
+        var current = folder
+        while true {
+            let parent = (current as NSString).deletingLastPathComponent
+            guard !parent.isEmpty, parent != current,
+                fileSystem.info((current as NSString).lastPathComponent, in: parent) == nil
+            else { break }
+            missing.append(current)
+            current = parent
+        }
+        try fileSystem.createDirectory(folder, permissions: options.folderPermissions)
+        guard missing.first == folder else { return }
+        if options.completeProtection, let code = Platform.protectCompletely(folder) {
+            throw SystemError(code: code, operation: "set complete data protection", path: folder)
+        }
+        if options.excludesFromBackup { Platform.excludeFromBackup(folder) }
+        if options.synchronize {
+            for created in missing {
+                try fileSystem.synchronizeDirectory((created as NSString).deletingLastPathComponent)
+            }
+        }
+    }
+
+    /// Rewrites an entry's header, keeping its payload (refresh, lock, unlock).
+    ///
+    /// Returns the new header, or `nil` when there is no sound entry for `key`.
+    package func rewriteHeader(
+        _ fileName: String, key: String, options: WriteOptions,
+        _ change: (inout EntryHeader) -> Void
+    ) throws(SystemError) -> (EntryHeader, Int)? {
+        // A file another user planted is not rewritten as this user's: taken as absent.
+        guard case .entry(var header, let payload, let info) = read(fileName), header.key == key,
+            untrustedEntry(fileName, info: info, sharing: options.sharing) == nil
+        else { return nil }
+        change(&header)
+        let size = try write(fileName, header: header, payload: payload, options: options)
+        return (header, size)
+    }
+
+    /// Removes an entry file.
+    package func remove(_ fileName: String) throws(SystemError) {
+        try fileSystem.removeFile(path(fileName))
+        state.withLock { $0.note(fileName, nil) }
+    }
+
+    /// Runs `body` holding the folder's advisory lock, shared with other processes.
+    /// Without a folder (nothing written yet) there is nothing to protect: `body` runs unlocked.
+    func withFolderLock<R>(_ body: () -> R) -> R {
+        guard let token = try? fileSystem.lockExclusively(path(Self.lockFileName)) else { return body() }
+        defer { fileSystem.unlock(token) }
+        return body()
+    }
+
+    /// The same, but `nil` at once, without running `body`, when another process holds the
+    /// lock and `waiting` is false: background work never blocks on the lock.
+    func withFolderLock<R>(waiting: Bool, _ body: () -> R) -> R? {
+        if waiting { return withFolderLock(body) }
+        let token: Int32?
+        do throws(SystemError) {
+            token = try fileSystem.tryLockExclusively(path(Self.lockFileName))
+        } catch {
+            return body()
+        }
+        guard let token else { return nil }
+        defer { fileSystem.unlock(token) }
+        return body()
+    }
+}

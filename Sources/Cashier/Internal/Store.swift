@@ -1,0 +1,40 @@
+import CashierPlatform
+import Foundation
+
+/// State shared by every ``Cache`` instance of this process on one folder.
+final class Store: Sendable {
+    let disk: DiskStore?
+    let keyLocks: KeyLocks
+    let hub = ChangeHub()
+    let fetches = Locked<[String: FetchCall]>([:])
+    let revalidating = Locked<Set<String>>([])
+
+    private init(disk: DiskStore?) {
+        self.disk = disk
+        keyLocks = disk?.keyLocks ?? KeyLocks()
+    }
+
+    private static let shared = Locked<[String: WeakStore]>([:])
+
+    /// The store for `path`: shared in the process, unless memory-only or on a test file system.
+    ///
+    /// Keyed on the folder's identity, not its spelling (``DiskStore/resolvedPath(of:)``): one
+    /// folder is one cache however its path is spelled. The first instance's spelling is the
+    /// one the shared store's files are named by.
+    static func forFolder(_ path: String?, fileSystem: (any FileSystem)?) -> Store {
+        guard let path else { return Store(disk: nil) }
+        if let fileSystem { return Store(disk: DiskStore(folder: path, fileSystem: fileSystem)) }
+        let identity = DiskStore.resolvedPath(of: path)
+        return shared.withLock { stores in
+            if let store = stores[identity]?.store { return store }
+            stores = stores.filter { $0.value.store != nil }
+            let store = Store(disk: DiskStore(folder: path))
+            stores[identity] = WeakStore(store: store)
+            return store
+        }
+    }
+
+    private struct WeakStore {
+        weak var store: Store?
+    }
+}

@@ -1,0 +1,250 @@
+import CashierPlatform
+import Foundation
+
+/// The decoded-value tier: its bookkeeping (a dictionary of records, their total cost, the
+/// statistics), bounded by a count and by that cost, over a replacement order kept apart
+/// (``RecencyList``: least recently used, unlocked first), which picks every victim.
+///
+/// The statistics counters live under the same lock so a hit takes one lock. Costs are
+/// added and taken away only where records come and go, never on a hit.
+final class MemoryTier: Sendable {
+    private let state: Locked<State>
+    let limit: Int?
+    /// The bound on the records' total ``MemoryRecord/cost``; `nil` for none.
+    let costLimit: Int?
+
+    init(limit: Int?, costLimit: Int? = nil) {
+        self.limit = limit.map { max(0, $0) }
+        self.costLimit = costLimit.map { max(0, $0) }
+        state = Locked(State())
+    }
+
+    deinit { state.withLock { $0.unlinkAll() } }
+
+    /// The record for `name` without changing its recency.
+    func peek(_ name: String) -> MemoryRecord? {
+        withRecords(orIfNone: nil) { $0.records[name] }
+    }
+
+    /// Stores `record`, replacing any under its name; returns what the count and cost limits pushed out.
+    @discardableResult
+    func insert(_ record: MemoryRecord) -> [MemoryRecord] {
+        withRecords(orIfNone: []) { state in
+            state.insert(record)
+            var evicted: [MemoryRecord] = []
+            if let limit {
+                while state.records.count > limit, let victim = state.victim() {
+                    state.remove(victim.name)
+                    evicted.append(victim)
+                }
+            }
+            if let costLimit {
+                state.evict(downToCost: costLimit, into: &evicted)
+            }
+            return evicted
+        }
+    }
+
+    /// Removes least recently used records (unlocked first) until their total cost is at most
+    /// `budget(totalCost)`, all in one critical section; returns them.
+    func trim(toCost budget: (Int) -> Int) -> [MemoryRecord] {
+        withRecords(orIfNone: []) { state in
+            var evicted: [MemoryRecord] = []
+            state.evict(downToCost: max(0, budget(state.totalCost)), into: &evicted)
+            return evicted
+        }
+    }
+
+    /// The total ``MemoryRecord/cost`` of the records held.
+    var totalCost: Int { state.withLock { $0.totalCost } }
+
+    @discardableResult
+    func remove(_ name: String) -> MemoryRecord? {
+        withRecords(orIfNone: nil) { $0.remove(name) }
+    }
+
+    func removeAll() -> [MemoryRecord] {
+        state.withLock { state in
+            let all = Array(state.records.values)
+            state.unlinkAll()
+            return all
+        }
+    }
+
+    var allRecords: [MemoryRecord] { state.withLock { Array($0.records.values) } }
+    var count: Int { state.withLock { $0.records.count } }
+
+    /// Applies `change` to the counters.
+    func count(_ change: (inout CacheStatistics) -> Void) {
+        state.withLock { change(&$0.statistics) }
+    }
+
+    var statistics: CacheStatistics { state.withLock { $0.statistics } }
+
+    /// The names of the records used (hit or stored) since the last call, most recent first,
+    /// each with the moment of its last use for a ``Lifespan/sinceLastUse(_:)`` entry
+    /// (`nil` for others: they were used "by now").
+    ///
+    /// What lets memory hits count for the disk's least-recently-used order at no cost
+    /// to a hit: a hit already moves its record to the front of the recency list, and a
+    /// marker record in that list stands where the last call left the front. This walks
+    /// from the front to the marker, then moves the marker to the front. Empty, without
+    /// allocating, when nothing was used.
+    ///
+    /// A sliding entry's use is its own time, not the caller's "now": a hit on it that found
+    /// it expired is no use, and must not bring it back in the next launch.
+    func takeUsedNames() -> [(name: String, usedAt: Double?)] {
+        withRecords(orIfNone: []) { $0.takeUsed() }
+    }
+
+    /// Records a use at `now` of `name`'s ``Lifespan/sinceLastUse(_:)`` record (a read that found
+    /// it valid). Returns whether its file's access time is ``DiskStore/recencyGranularity`` or
+    /// more behind, in which case the caller writes it (and the record now counts it as written).
+    /// `countingHit`: also counts a hit in ``statistics``, under the same lock.
+    func noteUse(_ name: String, at now: Double, countingHit: Bool = false) -> Bool {
+        withRecords(orIfNone: false) { state in
+            if countingHit { state.statistics.hits += 1 }
+            guard let record = state.records[name], record.metadata.lifespan.slidingSeconds != nil else { return false }
+            record.lastUse = max(record.lastUse, now)
+            guard now - record.persistedUse >= DiskStore.recencyGranularity else { return false }
+            record.persistedUse = now
+            return true
+        }
+    }
+
+    /// `record`'s metadata with the last use the tier knows of it (see ``EntryMetadata/lastUsedAt``).
+    func currentMetadata(of record: MemoryRecord) -> EntryMetadata {
+        state.withLock { _ in record.currentMetadata }
+    }
+
+    /// Looks up `name` for a read of a `valueType` value stored under `schemaVersion`
+    /// (and, unversioned, `appVersion`): on a match, makes the record the most recently
+    /// used and hands `copy` the value's address, all in one critical section.
+    ///
+    /// Not generic, no allocation, no dynamic cast, no reference counting of the record.
+    func hit(
+        _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?,
+        copy: (UnsafeMutableRawPointer) -> Void
+    ) -> Hit {
+        withRecords(orIfNone: .none) { state in
+            guard let record = state.usable(name, valueType, schemaVersion, appVersion), let storage = record.storage
+            else { return .none }
+            state.moveToFront(record)
+            copy(storage)
+            if record.metadata.lifespan.slidingSeconds != nil {
+                // The deadline by the one definition of expiry, with the last use this tier knows.
+                let deadline =
+                    record.metadata.isLocked
+                    ? nil
+                    : record.metadata.lifespan.expiration(
+                        validatedAt: record.metadata.validatedAt, lastUsedAt: record.lastUse)
+                return .sliding(until: deadline ?? .infinity)
+            }
+            guard let deadline = record.metadata.expiryDeadline else {
+                state.statistics.hits += 1
+                return .counted
+            }
+            return .expiring(at: deadline)
+        }
+    }
+
+    /// What ``hit(_:valueType:schemaVersion:appVersion:copy:)`` found.
+    enum Hit {
+        /// Nothing usable: the read goes on to the disk.
+        case none
+        /// A value that cannot expire, copied out and counted as a hit under the same lock.
+        case counted
+        /// A value copied out whose entry expires at this moment (seconds since 1970), left for
+        /// the caller to check against its clock (user code, never called under this lock) and count.
+        case expiring(at: Double)
+        /// The same for a ``Lifespan/sinceLastUse(_:)`` entry (`infinity` when locked): if the
+        /// read finds it valid, the caller records the use with ``MemoryTier/noteUse(_:at:countingHit:)``.
+        case sliding(until: Double)
+    }
+
+    /// The record for `name` if it holds a value usable for a read of `valueType` under
+    /// `schemaVersion` (and, unversioned, `appVersion`), made the most recently used, with
+    /// its current metadata: every read counts, for this tier's order and, through
+    /// ``takeUsedNames()``, the disk's (a sliding lifespan's use is the caller's to note).
+    func peekUsable(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?)
+        -> (record: MemoryRecord, metadata: EntryMetadata)?
+    {
+        withRecords(orIfNone: nil) { state in
+            guard let record = state.usable(name, valueType, schemaVersion, appVersion) else { return nil }
+            state.moveToFront(record)
+            return (record, record.currentMetadata)
+        }
+    }
+
+    /// `body` run under the lock; or, when the limit is 0 and the tier never holds anything,
+    /// `empty`, without taking the lock or hashing a name.
+    private func withRecords<R>(orIfNone empty: R, _ body: (inout State) -> R) -> R {
+        limit == 0 ? empty : state.withLock(body)
+    }
+
+    private struct State {
+        var records: [String: MemoryRecord] = [:]
+        /// Which record leaves first; every record in `records` is in it.
+        var order = RecencyList()
+        var statistics = CacheStatistics()
+        /// The sum of the records' costs. Added and subtracted with wrapping arithmetic: with no
+        /// cost limit, encoded sizes could sum past `Int.max` where `Int` is 32 bits (watchOS) even
+        /// though the decoded values fit; that must not trap, and the sum stays exact modulo 2^32.
+        var totalCost = 0
+
+        mutating func takeUsed() -> [(name: String, usedAt: Double?)] {
+            order.takeUsed()
+        }
+
+        /// The one definition of a memory record that may answer a read: same value type,
+        /// same schema version, and for unversioned keys the same app version.
+        func usable(_ name: String, _ valueType: ObjectIdentifier, _ schemaVersion: Int?, _ appVersion: String?)
+            -> MemoryRecord?
+        {
+            guard let record = records[name], record.valueType == valueType,
+                record.metadata.matches(schemaVersion: schemaVersion, appVersion: appVersion)
+            else { return nil }
+            return record
+        }
+
+        mutating func moveToFront(_ record: MemoryRecord) {
+            order.moveToFront(record)
+        }
+
+        mutating func insert(_ record: MemoryRecord) {
+            if let old = records.updateValue(record, forKey: record.name) {
+                order.unlink(old)
+                totalCost &-= old.cost
+            }
+            totalCost &+= record.cost
+            order.pushFront(record)
+        }
+
+        @discardableResult
+        mutating func remove(_ name: String) -> MemoryRecord? {
+            guard let record = records.removeValue(forKey: name) else { return nil }
+            order.unlink(record)
+            totalCost &-= record.cost
+            return record
+        }
+
+        /// Removes ``victim()`` after victim until the total cost is at most `budget`.
+        mutating func evict(downToCost budget: Int, into evicted: inout [MemoryRecord]) {
+            while totalCost > budget, let victim = victim() {
+                remove(victim.name)
+                evicted.append(victim)
+            }
+        }
+
+        /// The record the replacement order gives up first.
+        func victim() -> MemoryRecord? {
+            order.victim()
+        }
+
+        mutating func unlinkAll() {
+            order.removeAll(records.values)
+            records.removeAll()
+            totalCost = 0
+        }
+    }
+}
