@@ -6,14 +6,14 @@ extension EntryStore {
     /// Entries, small and large.
     package func count() throws(StoreError) -> Int {
         try withReader { connection throws(SQLiteError) in
-            Int(try connection.integer("SELECT count(*) FROM entry", cached: true) ?? 0)
+            Int(try connection.integer(.count) ?? 0)
         }
     }
 
     /// Every key, sorted (by UTF-8 bytes).
     package func keys() throws(StoreError) -> [String] {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.cached("SELECT key FROM entry ORDER BY key")
+            let query = try connection.statement(.keys)
             defer { query.reset() }
             var keys: [String] = []
             while try query.step() { keys.append(query.text(at: 0)) }
@@ -24,8 +24,7 @@ extension EntryStore {
     /// Every entry without its record, in no particular order (what `cashier-tool list` shows).
     package func entries() throws(StoreError) -> [StoreEntry] {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.cached(
-                "SELECT key, location, size, last_use, expiry, locked, frequency FROM entry")
+            let query = try connection.statement(.entries)
             defer { query.reset() }
             var entries: [StoreEntry] = []
             while try query.step() { entries.append(Self.entry(query)) }
@@ -38,7 +37,7 @@ extension EntryStore {
     /// Read from the `entry_by_use` index alone (it holds `size`), never the records.
     package func totalSize() throws(StoreError) -> Int {
         try withReader { connection throws(SQLiteError) in
-            Int(clamping: try connection.integer("SELECT total(size) FROM entry", cached: true).map { $0 } ?? 0)
+            Int(clamping: try connection.integer(.totalSize) ?? 0)
         }
     }
 
@@ -47,8 +46,7 @@ extension EntryStore {
     package func occupiedBytes() throws(StoreError) -> Int {
         let files = try withConnection { connection throws(SQLiteError) in
             Int(
-                clamping: try connection.integer(
-                    "SELECT total(size) FROM entry WHERE location = 1", cached: true) ?? 0)
+                clamping: try connection.integer(.fileBytes) ?? 0)
         }
         return files + fileSize(path) + fileSize(path + "-wal")
     }
@@ -67,7 +65,7 @@ extension EntryStore {
     package func dataVersion() throws(StoreError) -> Int64 {
         try withConnection { connection throws(SQLiteError) in
             if try reopenIfReplaced() { return Int64.min }
-            return try connection.integer("PRAGMA data_version", cached: true) ?? 0
+            return try connection.integer(.dataVersion) ?? 0
         }
     }
 

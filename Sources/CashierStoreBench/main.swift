@@ -343,12 +343,44 @@ func killWriter(folder: String) {
     }
 }
 
+/// One operation repeated `count` times after a setup of 10,000 entries, for instruction counts
+/// (`valgrind --tool=callgrind`, run at two counts and subtract: the difference is per operation).
+func operations(engine: Bool, operation: String, count: Int) {
+    let folder = Measure.freshFolder("ops")
+    defer { Measure.remove(folder) }
+    let value = bytes(187, seed: 187)
+    let keys = (0..<10_000).map { "user-\($0)" }
+    let store = engine ? try! EntryStore(folder: folder) : nil
+    let table = engine ? nil : RawSQLite(path: folder + "/kv.sqlite")
+    func write(_ key: String, _ index: Int) {
+        if let store {
+            try! store.upsert(StoreEntry(key: key, location: .row, size: 187, lastUse: Int64(index)), record: value)
+        } else {
+            table!.upsert(key, value, lastUse: Int64(index))
+        }
+    }
+    for (index, key) in keys.enumerated() { write(key, index) }
+    for index in 0..<count {
+        switch operation {
+        case "read":
+            if let store {
+                _ = try! store.record(for: keys[index % keys.count])
+            } else {
+                _ = table!.read(keys[index % keys.count])
+            }
+        case "overwrite": write(keys[0], index)
+        default: write("new-\(index)", index)
+        }
+    }
+}
+
 switch arguments.dropFirst().first {
 case "threshold": threshold()
 case "baselines": baselines()
 case "footprint": footprint()
 case "fresh-engine": freshProcess(engine: true, folder: arguments[2])
 case "fresh-raw": freshProcess(engine: false, folder: arguments[2])
+case "ops": operations(engine: arguments[2] == "engine", operation: arguments[3], count: Int(arguments[4])!)
 case "kill-writer": killWriter(folder: arguments[2])
 default: print("usage: CashierStoreBench threshold | baselines | footprint")
 }
