@@ -173,6 +173,8 @@ func baselines() {
             // Off the caller's thread in the cache: timed here as the work it is.
             engine["reclaim", default: []].append(Measure.seconds { _ = try! store.reclaimSpace() } * 1e3)
             engine["bytes after reclaim", default: []].append(Double(store.storeFileBytes()))
+            engine["occupied", default: []].append(
+                microseconds(Measure.seconds { for _ in 0..<1000 { _ = try! store.occupiedBytes() } }, per: 1000))
         }
         func runRaw() {
             let folder = Measure.freshFolder("raw")
@@ -210,6 +212,7 @@ func baselines() {
             raw["bytes after evict", default: []].append(bytes)
             raw["reclaim", default: []].append(0)
             raw["bytes after reclaim", default: []].append(bytes)
+            raw["occupied", default: []].append(0)
         }
         if round % 2 == 0 {
             runEngine()
@@ -228,6 +231,7 @@ func baselines() {
         ("bytes after evict", "store file after evict + checkpoint", "bytes"),
         ("reclaim", "incremental_vacuum + checkpoint (raw: none)", "ms"),
         ("bytes after reclaim", "store file after reclaim", "bytes"),
+        ("occupied", "occupiedBytes: store + -wal + large files (raw: none)", "µs/call"),
     ]
     for (key, name, unit) in rows {
         let r = Measure.median(raw[key]!)

@@ -146,6 +146,20 @@ import Testing
         #expect(try store.count() == 0)
     }
 
+    @Test(arguments: [0, 2, 99])
+    func aStoreOfAnotherSchemaVersionIsSetAsideNotReadAsOurs(_ version: Int) throws {
+        let old = try EntryStore(folder: folder.path)
+        try old.upsert(StoreEntry(key: "k", location: .row, size: 1, lastUse: 1), record: [1])
+        // What another build (an older schema, or a newer one after a downgrade) leaves behind.
+        let other = try SQLiteConnection(path: path, flags: SQLiteCode.openReadWrite)
+        try other.execute("PRAGMA user_version = \(version)")
+        let store = try EntryStore(folder: folder.path)
+        #expect(store.setAsideAtOpen?.reason.contains("schema version") == true)
+        #expect(try store.count() == 0)
+        try store.upsert(StoreEntry(key: "k", location: .row, size: 1, lastUse: 2), record: [2])
+        #expect(try store.record(for: "k")?.record == [2])
+    }
+
     @Test func aStoreCarryingATriggerIsSetAside() throws {
         _ = try EntryStore(folder: folder.path)
         // What a hostile writer could add without defensive mode: a trigger that runs on our writes.

@@ -135,6 +135,46 @@ import Testing
         #expect(try store.count() == 250)
     }
 
+    @Test func occupiedBytesCountTheStoreItsLogAndLargeEntriesFiles() throws {
+        let record = [UInt8](repeating: 7, count: 1000)
+        for index in 0..<100 { try store.upsert(entry("k\(index)", size: record.count), record: record) }
+        try store.upsert(StoreEntry(key: "large", location: .file, size: 5_000_000, lastUse: 1))
+        #expect(try store.occupiedBytes() == store.storeFileBytes() + 5_000_000)
+        #expect(store.storeFileBytes() > 100 * record.count)
+        try store.remove("large")
+        #expect(try store.occupiedBytes() == store.storeFileBytes())
+    }
+
+    @Test func reclaimAfterEvictingHalfBringsOccupiedBytesDown() throws {
+        let record = [UInt8](repeating: 7, count: 300)
+        for index in 0..<2000 {
+            try store.upsert(entry("k\(index)", size: record.count, lastUse: Int64(index)), record: record)
+        }
+        try store.checkpoint()
+        let full = try store.occupiedBytes()
+        try store.removeLeastRecentlyUsed(1000)
+        try store.checkpoint()
+        // Deleting frees pages inside the file, not on disk: only a reclaim gives them back.
+        #expect(try store.occupiedBytes() >= full * 9 / 10)
+        try store.reclaimSpace()
+        #expect(try store.occupiedBytes() < full * 3 / 5)
+        #expect(try store.count() == 1000)
+        #expect(try store.record(for: "k1999")?.record == record)
+    }
+
+    @Test func hotStatementsAreFreshAfterTheStoreFileIsReplaced() throws {
+        try store.upsert(entry("a", size: 1), record: [1])
+        #expect(try store.record(for: "a")?.record == [1])
+        // Another process sets the file aside; the next version check reopens a fresh store,
+        // whose connections must prepare their statements anew (not run the old file's).
+        try FileManager.default.moveItem(atPath: store.path, toPath: store.path + ".moved")
+        _ = try store.dataVersion()
+        #expect(try store.record(for: "a") == nil)
+        try store.upsert(entry("b", size: 1), record: [2])
+        #expect(try store.record(for: "b")?.record == [2])
+        #expect(try store.count() == 1)
+    }
+
     @Test func filesAreOwnerOnlyByDefault() throws {
         try store.upsert(entry("k", size: 1), record: [1])
         for suffix in ["", "-wal", "-shm"] {
