@@ -31,15 +31,19 @@ extension EntryStore {
     {
         let write = try connection.statement(overFiles ? .upsert : .upsertOverRows)
         defer { write.reset() }
+        // A record laid out as an entry file repeats the key after its header: the row keeps
+        // it once, in `key` (``RowRecord``).
+        let elided = entry.location == .row ? RowRecord.elidableKeyLength(record, key: entry.key) : nil
         try write.bind(entry.key, at: 1)
-        try write.bind(entry.location.rawValue, at: 2)
+        try write.bind(elided == nil ? entry.location.rawValue : RowRecord.keyElided, at: 2)
         try write.bind(Int64(entry.size), at: 3)
         try write.bind(entry.lastUse, at: 4)
         try write.bind(entry.expiry, at: 5)
         try write.bind(entry.isLocked ? 1 : 0, at: 6)
         try write.bind(Int64(min(entry.frequency, Self.maximumFrequency)), at: 7)
         // The record is bound without a copy, so the step runs while its bytes are pinned.
-        let stepped = record.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
+        let stored = elided.map { RowRecord.eliding(record, keyLength: $0) } ?? record
+        let stepped = stored.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
             do throws(SQLiteError) {
                 if entry.location == .row { try write.bind(blob: bytes, at: 8) } else { try write.bind(nil, at: 8) }
                 _ = try write.step()
@@ -60,7 +64,11 @@ extension EntryStore {
             try read.bind(key, at: 1)
             guard try read.step() else { return nil }
             let entry = try Self.entry(read, foundFor: key)
-            return StoredRecord(entry: entry, record: entry.location == .row ? read.blob(at: 7) : [])
+            guard entry.location == .row else { return StoredRecord(entry: entry, record: []) }
+            guard read.int64(at: 1) == RowRecord.keyElided else {
+                return StoredRecord(entry: entry, record: read.blob(at: 7))
+            }
+            return StoredRecord(entry: entry, record: read.withBlob(at: 7) { RowRecord.restoring($0, key: key) })
         }
     }
 
@@ -228,7 +236,7 @@ extension EntryStore {
     /// A value out of range (a damaged row) reads as the nearest valid one, never a trap.
     static func entry(_ row: SQLiteStatement, key: String? = nil) -> StoreEntry {
         StoreEntry(
-            key: key ?? row.text(at: 0), location: StoreLocation(rawValue: row.int64(at: 1)) ?? .file,
+            key: key ?? row.text(at: 0), location: RowRecord.location(row.int64(at: 1)),
             size: Int(clamping: max(0, row.int64(at: 2))), lastUse: row.int64(at: 3),
             expiry: row.isNull(at: 4) ? nil : row.int64(at: 4), isLocked: row.int64(at: 5) != 0,
             frequency: Int(clamping: min(max(0, row.int64(at: 6)), Int64(maximumFrequency))))
@@ -249,7 +257,7 @@ enum SQL {
     // slow path's read reports the damage.
     static let upsert = insert + " WHERE key = excluded.key"
     /// Leaves a file entry's row alone (changes nothing): the write then looks at what it replaces.
-    static let upsertOverRows = insert + " WHERE location = 0 AND key = excluded.key"
+    static let upsertOverRows = insert + " WHERE location <> 1 AND key = excluded.key"
     static let record = "SELECT \(columns), record FROM entry WHERE key = ?"
     static let entry = "SELECT \(columns), id FROM entry WHERE key = ?"
     static let expired = "SELECT \(columns) FROM entry WHERE expiry IS NOT NULL AND expiry <= ?"

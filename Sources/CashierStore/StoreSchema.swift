@@ -21,8 +21,13 @@ import CashierSQLite
 enum StoreSchema {
     /// `PRAGMA application_id`: "CshS". A file without it is not a Cashier store.
     static let applicationID: Int64 = 0x4373_6853
-    /// `PRAGMA user_version`: the schema's version.
-    static let version: Int64 = 1
+    /// `PRAGMA user_version`: the schema's version. 2: `location` 2 is a row whose record is
+    /// stored without its key (``RowRecord``). A version 1 store is a version 2 store without
+    /// such rows: opening it for writing marks it 2 (an older build then sets it aside rather
+    /// than misread a row); any other version is set aside.
+    static let version: Int64 = 2
+    /// Versions this build opens: they are this schema's subsets.
+    static let readableVersions: ClosedRange<Int64> = 1...2
 
     static let table = """
         CREATE TABLE entry(\
@@ -99,8 +104,9 @@ enum StoreSchema {
         guard try connection.integer("PRAGMA application_id") == applicationID else {
             return "not a Cashier store (application_id)"
         }
-        guard try connection.integer("PRAGMA user_version") == version else {
-            return "store schema version is not \(version)"
+        let foundVersion = try connection.integer("PRAGMA user_version") ?? 0
+        guard readableVersions.contains(foundVersion) else {
+            return "store schema version \(foundVersion) is not \(version)"
         }
         let found = Set(
             try rows(connection, "SELECT type || ' ' || name || ' ' || tbl_name || ' ' || sql FROM sqlite_schema"))
@@ -109,6 +115,7 @@ enum StoreSchema {
             return "unexpected schema: \(names.sorted().joined(separator: ", "))"
         }
         if readOnly { return nil }
+        if foundVersion != version { try connection.execute("PRAGMA user_version = \(version)") }
         guard try connection.text("PRAGMA journal_mode")?.lowercased() == "wal" else {
             // Another process may have changed it; WAL is what readers beside a writer rely on.
             _ = try connection.text("PRAGMA journal_mode = WAL")

@@ -7,6 +7,7 @@ import Foundation
 //   swift run -c release CashierStoreBench threshold     # store row vs entry file, 256 B to 1 MiB
 //   swift run -c release CashierStoreBench baselines     # engine vs raw C API, 10,000 entries
 //   swift run -c release CashierStoreBench footprint     # 100,000 × 187-byte values, fresh processes
+//                                                        # (KEYS=long: 43-byte keys instead of `user-N`)
 //
 // Each table prints medians of interleaved rounds (ROUNDS=7 by default).
 
@@ -249,6 +250,12 @@ func record(key: String, payload: [UInt8]) -> [UInt8] {
     [UInt8](repeating: 0x43, count: 80) + Array(key.utf8) + Array("User".utf8) + payload
 }
 
+/// The footprint's keys: `user-N`, or with KEYS=long a 43-byte URL-like key.
+func footprintKey(_ index: Int) -> String {
+    ProcessInfo.processInfo.environment["KEYS"] == "long"
+        ? "https://api.example.com/v2/users/\(index)/profile" : "user-\(index)"
+}
+
 func footprint() {
     let count = 100_000
     let payload = bytes(187, seed: 7)
@@ -262,7 +269,7 @@ func footprint() {
     do {
         let store = try! EntryStore(folder: engineFolder)
         for index in 0..<count {
-            let key = "user-\(index)"
+            let key = footprintKey(index)
             let bytes = record(key: key, payload: payload)
             try! store.upsert(
                 StoreEntry(key: key, location: .row, size: bytes.count, lastUse: Int64(index)), record: bytes)
@@ -270,7 +277,7 @@ func footprint() {
         try! store.checkpoint()
         let table = RawSQLite(path: rawFolder + "/kv.sqlite")
         table.exec("BEGIN")
-        for index in 0..<count { table.upsert("user-\(index)", payload, lastUse: Int64(index)) }
+        for index in 0..<count { table.upsert(footprintKey(index), payload, lastUse: Int64(index)) }
         table.exec("COMMIT")
         table.exec("PRAGMA wal_checkpoint(TRUNCATE)")
     }
