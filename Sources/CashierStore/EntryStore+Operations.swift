@@ -105,7 +105,19 @@ extension EntryStore {
         try withConnection { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 let victims = try evictionOrder(limit: count, connection)
-                for (id, _) in victims { try delete(id: id, connection) }
+                guard !victims.isEmpty else { return [] }
+                // One statement deletes them (a statement per row cost 1 µs a row, 50 ms for
+                // 50,000): inside this transaction its subquery meets the same rows in the same
+                // order. A count that differs is damage, and rolls the transaction back.
+                let evict = try connection.statement(.evict)
+                defer { evict.reset() }
+                try evict.bind(Int64(victims.count), at: 1)
+                _ = try evict.step()
+                guard connection.changes == victims.count else {
+                    throw SQLiteError(
+                        code: SQLiteCode.corrupt, message: "eviction order changed inside a transaction",
+                        operation: "evict")
+                }
                 return victims.map(\.1)
             }
         }

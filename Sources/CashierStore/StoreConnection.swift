@@ -38,7 +38,7 @@ final class StoreConnection {
 /// The statements of the hot paths: an array slot each in ``StoreConnection``.
 enum HotStatement: Int, CaseIterable {
     case upsert, upsertOverRows, record, entry, delete, begin, commit, rollback
-    case touch, expired, evictionOrder, setLocked, count, totalSize, fileBytes, dataVersion, keys, entries
+    case touch, expired, evictionOrder, evict, setLocked, count, totalSize, fileBytes, dataVersion, keys, entries
 
     var sql: String {
         switch self {
@@ -53,6 +53,9 @@ enum HotStatement: Int, CaseIterable {
         case .touch: SQL.touch
         case .expired: SQL.expired
         case .evictionOrder: SQL.evictionOrder
+        case .evict:
+            "DELETE FROM entry WHERE id IN "
+                + "(SELECT id FROM entry WHERE locked = 0 ORDER BY last_use, size, id LIMIT ?)"
         case .setLocked: "UPDATE entry SET locked = ? WHERE key = ?"
         case .count: "SELECT count(*) FROM entry"
         case .totalSize: "SELECT total(size) FROM entry"

@@ -315,6 +315,24 @@ func footprint() {
             "| fresh process: \(name) (\(unit)) | \(format(Measure.median(fresh["fresh-raw \(name)"]!), 1)) | "
                 + "\(format(Measure.median(fresh["fresh-engine \(name)"]!), 1)) |")
     }
+    // What a size limit needs: evicting half frees nothing on disk until a reclaim.
+    let store = try! EntryStore(folder: engineFolder)
+    let table = RawSQLite(path: rawFolder + "/kv.sqlite")
+    let evict = (
+        raw: Measure.seconds { table.evict(count / 2) },
+        engine: Measure.seconds { try! store.removeLeastRecentlyUsed(count / 2) }
+    )
+    table.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+    try! store.checkpoint()
+    let rawAfter = Measure.allocatedBytes(folder: rawFolder).bytes
+    let engineAfter = Measure.allocatedBytes(folder: engineFolder).bytes
+    let reclaim = Measure.seconds { try! store.reclaimSpace() }
+    print("| evict half (ms) | \(format(evict.raw * 1e3)) | \(format(evict.engine * 1e3)) |")
+    print("| folder bytes allocated after evict + checkpoint | \(rawAfter) | \(engineAfter) |")
+    print("| reclaimSpace: incremental_vacuum + checkpoint (ms; raw: none) | – | \(format(reclaim * 1e3)) |")
+    print(
+        "| folder bytes allocated after reclaim | \(rawAfter) | \(Measure.allocatedBytes(folder: engineFolder).bytes) |"
+    )
 }
 
 /// In a child process: open the folder's store, time totalSize, then count + keys; print ms, ms, MB of peak growth.

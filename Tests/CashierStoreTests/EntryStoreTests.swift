@@ -93,6 +93,24 @@ import Testing
         #expect(try store.evictionCandidates(limit: 1).map(\.key) == ["oldest-locked"])
     }
 
+    @Test func evictionRemovesExactlyTheRowsItReturnsTiesBrokenBySizeThenAge() throws {
+        for index in 0..<300 {
+            // Coarse last uses: many ties, broken by size, then by the older row.
+            try store.upsert(
+                entry("k\(index)", size: 300 - index % 7, lastUse: Int64(index / 10), locked: index % 11 == 0),
+                record: [UInt8(index & 0xff)])
+        }
+        let expected = try store.evictionCandidates(limit: 120)
+        let removed = try store.removeLeastRecentlyUsed(120)
+        #expect(removed == expected)
+        #expect(try store.count() == 180)
+        let left = Set(try store.keys())
+        #expect(removed.allSatisfy { !left.contains($0.key) && !$0.isLocked })
+        #expect(try store.removeLeastRecentlyUsed(1000).count == 300 - 120 - 28)
+        #expect(try store.keys().count == 28) // the locked ones
+        #expect(try store.removeLeastRecentlyUsed(5).isEmpty)
+    }
+
     @Test func usesMoveLastUseForwardAndCountFrequency() throws {
         try store.upsert(entry("k", size: 1, lastUse: 100), record: [1])
         try store.recordUses(["k", "k", "absent"], at: 500)
@@ -173,6 +191,21 @@ import Testing
         try store.upsert(entry("b", size: 1), record: [2])
         #expect(try store.record(for: "b")?.record == [2])
         #expect(try store.count() == 1)
+    }
+
+    @Test func reclaimGivesBackAtMostThePagesAskedForInSteps() throws {
+        let record = [UInt8](repeating: 7, count: 4000)
+        for index in 0..<(EntryStore.reclaimStep + 200) {
+            try store.upsert(entry("k\(index)", size: record.count, lastUse: Int64(index)), record: record)
+        }
+        try store.removeLeastRecentlyUsed(EntryStore.reclaimStep + 100)
+        let free = try store.freePages()
+        #expect(free > EntryStore.reclaimStep + 10)
+        try store.reclaimSpace(pages: 10)
+        #expect(try store.freePages() == free - 10)
+        try store.reclaimSpace() // more than one step
+        #expect(try store.freePages() == 0)
+        #expect(try store.record(for: "k\(EntryStore.reclaimStep + 199)")?.record == record)
     }
 
     @Test func filesAreOwnerOnlyByDefault() throws {
