@@ -31,18 +31,18 @@ extension EntryStore {
     {
         let write = try connection.statement(overFiles ? .upsert : .upsertOverRows)
         defer { write.reset() }
-        // A record laid out as an entry file repeats the key after its header: the row keeps
-        // it once, in `key` (``RowRecord``).
-        let elided = entry.location == .row ? RowRecord.elidableKeyLength(record, key: entry.key) : nil
+        // A record laid out as an entry file repeats the key after its header, and its header
+        // is mostly zero bytes: the row keeps less (``RowRecord``).
+        let smaller = entry.location == .row ? RowRecord.stored(record, key: entry.key) : nil
         try write.bind(entry.key, at: 1)
-        try write.bind(elided == nil ? entry.location.rawValue : RowRecord.keyElided, at: 2)
+        try write.bind(smaller?.location ?? entry.location.rawValue, at: 2)
         try write.bind(Int64(entry.size), at: 3)
         try write.bind(entry.lastUse, at: 4)
         try write.bind(entry.expiry, at: 5)
         try write.bind(entry.isLocked ? 1 : 0, at: 6)
         try write.bind(Int64(min(entry.frequency, Self.maximumFrequency)), at: 7)
         // The record is bound without a copy, so the step runs while its bytes are pinned.
-        let stored = elided.map { RowRecord.eliding(record, keyLength: $0) } ?? record
+        let stored = smaller?.bytes ?? record
         let stepped = stored.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
             do throws(SQLiteError) {
                 if entry.location == .row { try write.bind(blob: bytes, at: 8) } else { try write.bind(nil, at: 8) }
@@ -65,10 +65,12 @@ extension EntryStore {
             guard try read.step() else { return nil }
             let entry = try Self.entry(read, foundFor: key)
             guard entry.location == .row else { return StoredRecord(entry: entry, record: []) }
-            guard read.int64(at: 1) == RowRecord.keyElided else {
+            let location = read.int64(at: 1)
+            guard location != StoreLocation.row.rawValue else {
                 return StoredRecord(entry: entry, record: read.blob(at: 7))
             }
-            return StoredRecord(entry: entry, record: read.withBlob(at: 7) { RowRecord.restoring($0, key: key) })
+            let record = read.withBlob(at: 7) { RowRecord.restoring($0, location: location, key: key) }
+            return StoredRecord(entry: entry, record: record)
         }
     }
 

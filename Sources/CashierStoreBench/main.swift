@@ -245,9 +245,25 @@ func baselines() {
 
 // MARK: - footprint
 
-/// A record as Cashier writes one: an 80-byte header, the key and the type name, then the payload.
+/// A record as Cashier writes one: an 80-byte header (magic, version 2, lengths, JSON, created
+/// and validated now, a checksum), the key and the type name, then the payload.
 func record(key: String, payload: [UInt8]) -> [UInt8] {
-    [UInt8](repeating: 0x43, count: 80) + Array(key.utf8) + Array("User".utf8) + payload
+    var header = [UInt8](repeating: 0, count: 80)
+    func put<T: FixedWidthInteger>(_ value: T, at offset: Int) {
+        withUnsafeBytes(of: value.littleEndian) { header.replaceSubrange(offset..<offset + $0.count, with: $0) }
+    }
+    header.replaceSubrange(0..<4, with: Array("CSHR".utf8))
+    put(UInt16(2), at: 4)
+    put(UInt32(80 + key.utf8.count + 4), at: 8)
+    header[12] = 1
+    let now = Date().timeIntervalSince1970.bitPattern
+    put(now, at: 16)
+    put(now, at: 24)
+    put(UInt64(payload.count), at: 48)
+    put(UInt32(key.utf8.count), at: 56)
+    put(UInt32(4), at: 60)
+    put(UInt64.random(in: 0...UInt64.max), at: 72)
+    return header + Array(key.utf8) + Array("User".utf8) + payload
 }
 
 /// The footprint's keys: `user-N`, or with KEYS=long a 43-byte URL-like key.

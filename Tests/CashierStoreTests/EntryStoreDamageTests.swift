@@ -13,11 +13,12 @@ import Testing
 
     init() throws { try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true) }
 
-    /// A record as Cashier's would be: the key and payload under a checksum of both. With
+    /// A record as Cashier's would be: the key and payload under a checksum of both. With a
     /// `header`, 72 filler bytes put the key at offset 80, where an entry file has it: such a
-    /// row is stored without its key (`location` 2) and the read puts it back.
-    static func record(key: String, payload: [UInt8], header: Bool = false) -> [UInt8] {
-        let body = (header ? [UInt8](repeating: 0xEE, count: 72) : []) + Array(key.utf8) + [0] + payload
+    /// row is stored without its key, and a sparse header without its zero bytes (`location`
+    /// 2 and 3); the read puts them back.
+    static func record(key: String, payload: [UInt8], header: [UInt8]? = nil) -> [UInt8] {
+        let body = (header ?? []) + Array(key.utf8) + [0] + payload
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in body { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
         return withUnsafeBytes(of: hash.littleEndian) { Array($0) } + body
@@ -25,10 +26,15 @@ import Testing
 
     /// The key a record names (up to its first zero byte after the checksum).
     static func key(of record: [UInt8]) -> String? {
-        let start = record.count > 80 && record[8..<80].allSatisfy { $0 == 0xEE } ? 80 : 8
+        let start = record.count > 80 && fillers.contains(Array(record[8..<80])) ? 80 : 8
         guard record.count > start, let end = record[start...].firstIndex(of: 0) else { return nil }
         return String(decoding: record[start..<end], as: UTF8.self)
     }
+
+    /// Headers' filler: dense (stored without the key) and sparse (stored compact too).
+    static let fillers: [[UInt8]] = [
+        [UInt8](repeating: 0xEE, count: 72), (0..<72).map { $0 % 9 == 0 ? 0xEE : 0 },
+    ]
 
     static func checksumHolds(_ record: [UInt8]) -> Bool {
         guard record.count >= 8 else { return false }
@@ -47,7 +53,8 @@ import Testing
                 UInt8.random(in: 0...255, using: &generator)
             }
             let key = "key-\(index)"
-            let record = Self.record(key: key, payload: payload, header: index % 2 == 0)
+            let record = Self.record(
+                key: key, payload: payload, header: [nil, Self.fillers[0], Self.fillers[1]][index % 3])
             try store.upsert(
                 StoreEntry(key: key, location: .row, size: record.count, lastUse: Int64(index)), record: record)
             written[key] = record

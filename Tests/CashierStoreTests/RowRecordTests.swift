@@ -42,6 +42,56 @@ import Testing
         #expect(try store.entries().first?.location == .row)
     }
 
+    /// A header as `EntryHeader` writes one: magic, version 2, lengths, timestamps, a checksum.
+    private func entryFile(_ key: String, payload: [UInt8], created: Double, validated: Double, seed: UInt64)
+        -> [UInt8]
+    {
+        var header = [UInt8](repeating: 0, count: 80)
+        func put<T: FixedWidthInteger>(_ value: T, at offset: Int) {
+            withUnsafeBytes(of: value.littleEndian) { header.replaceSubrange(offset..<offset + $0.count, with: $0) }
+        }
+        header.replaceSubrange(0..<4, with: Array("CSHR".utf8))
+        put(UInt16(2), at: 4)
+        put(UInt32(80 + key.utf8.count + 4), at: 8)
+        header[12] = 1
+        put(created.bitPattern, at: 16)
+        put(validated.bitPattern, at: 24)
+        put(UInt64(payload.count), at: 48)
+        put(UInt32(key.utf8.count), at: 56)
+        put(UInt32(4), at: 60)
+        var generator = SplitMix64(seed: seed)
+        put(UInt64.random(in: 0...UInt64.max, using: &generator), at: 72)
+        return header + Array(key.utf8) + Array("User".utf8) + payload
+    }
+
+    @Test(arguments: [(1_764_000_000.25, 1_764_000_000.25), (1_764_000_000.1234, 1_764_009_999.5), (0, -1)])
+    func anEntryFilesHeaderIsStoredCompactAndReadsBackVerbatim(_ created: Double, _ validated: Double) throws {
+        let payload = (0..<187).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        for (index, key) in ["user-1", "ключ/🙂", String(repeating: "k", count: 3000)].enumerated() {
+            let record = entryFile(key, payload: payload, created: created, validated: validated, seed: UInt64(index))
+            try write(key, record)
+            #expect(try store.record(for: key)?.record == record)
+            let (location, length) = try stored(key)
+            #expect(location == 3)
+            // The key and at least half the header are not stored.
+            #expect(length <= Int64(record.count - key.utf8.count - 40))
+        }
+        #expect(try store.entries().allSatisfy { $0.location == .row })
+    }
+
+    @Test func aCutCompactRowReadsAsDamageNeverATrap() throws {
+        let record = entryFile("k", payload: [1, 2, 3], created: 5, validated: 5, seed: 1)
+        try write("k", record)
+        #expect(try stored("k").location == 3)
+        let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
+        for length in [0, 1, 9, 10, 11, 20] {
+            try raw.execute("UPDATE entry SET record = substr(record, 1, \(length)) WHERE key = 'k'")
+            #expect(try store.record(for: "k")?.record != record)
+        }
+        try raw.execute("UPDATE entry SET record = x'FFFFFFFFFFFFFFFFFFFF' WHERE key = 'k'")
+        #expect(try store.record(for: "k")?.record.count == 10)
+    }
+
     @Test func otherRecordsAreStoredVerbatim() throws {
         let short = [UInt8](repeating: 1, count: 79)
         let otherKey = fileLayout("someone-else")
