@@ -40,25 +40,44 @@ enum RowRecord {
     }
 
     /// What a row stores for `record` of `key`, with its `location`; nil to store it verbatim.
+    /// One allocation: the stored bytes are written in place.
     static func stored(_ record: [UInt8], key: String) -> (location: Int64, bytes: [UInt8])? {
         guard let keyLength = elidableKeyLength(record, key: key) else { return nil }
-        return record.withUnsafeBytes { bytes in
-            let rest = UnsafeRawBufferPointer(rebasing: bytes[(keyOffset + keyLength)...])
-            var header = [UInt8](bytes[0..<keyOffset])
-            for index in validated { header[index] ^= bytes[index - validated.lowerBound + created] }
-            var map = [UInt8](repeating: 0, count: mapLength)
-            var kept: [UInt8] = []
-            kept.reserveCapacity(keyOffset)
-            for index in 0..<keyOffset {
-                let byte = header[index] ^ template[index]
-                guard byte != 0 else { continue }
-                map[index >> 3] |= 1 << UInt8(index & 7)
-                kept.append(byte)
+        return record.withUnsafeBytes { source -> (Int64, [UInt8]) in
+            let base = source.baseAddress!
+            let restStart = keyOffset + keyLength
+            let restCount = source.count - restStart
+            var location = compact
+            let bytes = [UInt8](unsafeUninitializedCapacity: keyOffset + restCount) { out, count in
+                // The map first (zeroed), then each nonzero byte as it comes.
+                for index in 0..<mapLength { out[index] = 0 }
+                var next = mapLength
+                template.withUnsafeBytes { template in
+                    for index in 0..<keyOffset {
+                        let against =
+                            validated.contains(index)
+                            ? source[index &- validated.lowerBound &+ created] : template[index]
+                        let byte = source[index] ^ against
+                        guard byte != 0 else { continue }
+                        guard next < keyOffset else { break }
+                        out[index >> 3] |= 1 << UInt8(index & 7)
+                        out[next] = byte
+                        next &+= 1
+                    }
+                }
+                if next >= keyOffset {
+                    // No smaller than the header itself: keep the header as it is.
+                    location = keyElided
+                    UnsafeMutableRawPointer(out.baseAddress!).copyMemory(from: base, byteCount: keyOffset)
+                    next = keyOffset
+                }
+                if restCount > 0 {
+                    UnsafeMutableRawPointer(out.baseAddress! + next).copyMemory(
+                        from: base + restStart, byteCount: restCount)
+                }
+                count = next + restCount
             }
-            guard mapLength + kept.count < keyOffset else {
-                return (keyElided, [UInt8](bytes[0..<keyOffset]) + [UInt8](rest))
-            }
-            return (compact, map + kept + [UInt8](rest))
+            return (location, bytes)
         }
     }
 
@@ -77,47 +96,60 @@ enum RowRecord {
 
     /// The record written, from a row's stored bytes, its `location` and the key the read
     /// compared with the row's. Stored bytes too short for what `location` says come back as
-    /// they are (the caller finds them damaged).
+    /// they are (the caller finds them damaged). One allocation: the record is written in place.
     static func restoring(_ stored: UnsafeRawBufferPointer, location: Int64, key: String) -> [UInt8] {
         guard location == keyElided || location == compact, let base = stored.baseAddress else {
             return Array(stored)
         }
-        var header = [UInt8](repeating: 0, count: keyOffset)
         var restStart = keyOffset
         if location == compact {
             guard stored.count >= mapLength else { return Array(stored) }
             var kept = 0
             for index in 0..<mapLength { kept += stored[index].nonzeroBitCount }
             guard stored.count >= mapLength + kept else { return Array(stored) }
-            var next = mapLength
-            for index in 0..<keyOffset {
-                var byte = template[index]
-                if stored[index >> 3] & (1 << UInt8(index & 7)) != 0 {
-                    byte ^= stored[next]
-                    next += 1
-                }
-                header[index] = byte
-            }
-            for index in validated { header[index] ^= header[index - validated.lowerBound + created] }
-            restStart = next
+            restStart = mapLength + kept
         } else {
             guard stored.count >= keyOffset else { return Array(stored) }
-            header.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: base, count: keyOffset)) }
         }
         var key = key
         return key.withUTF8 { keyBytes in
             let restCount = stored.count - restStart
-            return [UInt8](unsafeUninitializedCapacity: keyOffset + keyBytes.count + restCount) { buffer, count in
-                let out = UnsafeMutableRawPointer(buffer.baseAddress!)
-                header.withUnsafeBytes { out.copyMemory(from: $0.baseAddress!, byteCount: keyOffset) }
+            return [UInt8](unsafeUninitializedCapacity: keyOffset + keyBytes.count + restCount) { out, count in
+                let raw = UnsafeMutableRawPointer(out.baseAddress!)
+                if location == compact {
+                    template.withUnsafeBytes { template in
+                        var next = mapLength
+                        for group in 0..<mapLength {
+                            let bits = stored[group]
+                            let at = group &* 8
+                            // A group of eight bytes equal to the template's (most of them) is a copy.
+                            guard bits != 0 else {
+                                (raw + at).copyMemory(from: template.baseAddress! + at, byteCount: 8)
+                                continue
+                            }
+                            for bit in 0..<8 {
+                                var byte = template[at &+ bit]
+                                if bits & (1 << UInt8(bit)) != 0 {
+                                    byte ^= stored[next]
+                                    next &+= 1
+                                }
+                                out[at &+ bit] = byte
+                            }
+                        }
+                    }
+                    for index in validated { out[index] ^= out[index - validated.lowerBound + created] }
+                } else {
+                    raw.copyMemory(from: base, byteCount: keyOffset)
+                }
                 if let keyBase = keyBytes.baseAddress {
-                    (out + keyOffset).copyMemory(from: keyBase, byteCount: keyBytes.count)
+                    (raw + keyOffset).copyMemory(from: keyBase, byteCount: keyBytes.count)
                 }
                 if restCount > 0 {
-                    (out + keyOffset + keyBytes.count).copyMemory(from: base + restStart, byteCount: restCount)
+                    (raw + keyOffset + keyBytes.count).copyMemory(from: base + restStart, byteCount: restCount)
                 }
                 count = keyOffset + keyBytes.count + restCount
             }
         }
     }
+
 }

@@ -394,14 +394,22 @@ func operations(engine: Bool, operation: String, count: Int) {
     let folder = Measure.freshFolder("ops")
     defer { Measure.remove(folder) }
     let value = bytes(187, seed: 187)
+    // RECORD=file: records laid out as entry files (the store keeps them compact), the same bytes
+    // for the raw table. Built before the runs, as many whatever the count, so they cancel out.
+    let fileRecords = ProcessInfo.processInfo.environment["RECORD"] == "file"
     let keys = (0..<10_000).map { "user-\($0)" }
+    let newKeys = (0..<max(count, 5000)).map { "new-\($0)" }
+    var records: [String: [UInt8]] = [:]
+    if fileRecords { for key in keys + newKeys { records[key] = record(key: key, payload: value) } }
     let store = engine ? try! EntryStore(folder: folder) : nil
     let table = engine ? nil : RawSQLite(path: folder + "/kv.sqlite")
     func write(_ key: String, _ index: Int) {
+        let bytes = fileRecords ? records[key]! : value
         if let store {
-            try! store.upsert(StoreEntry(key: key, location: .row, size: 187, lastUse: Int64(index)), record: value)
+            try! store.upsert(
+                StoreEntry(key: key, location: .row, size: bytes.count, lastUse: Int64(index)), record: bytes)
         } else {
-            table!.upsert(key, value, lastUse: Int64(index))
+            table!.upsert(key, bytes, lastUse: Int64(index))
         }
     }
     for (index, key) in keys.enumerated() { write(key, index) }
@@ -414,7 +422,7 @@ func operations(engine: Bool, operation: String, count: Int) {
                 _ = table!.read(keys[index % keys.count])
             }
         case "overwrite": write(keys[0], index)
-        default: write("new-\(index)", index)
+        default: write(newKeys[index], index)
         }
     }
 }
