@@ -9,10 +9,12 @@ import Foundation
 ///
 /// - `location = 0`: the record, verbatim (any other record: shorter, another layout, another key).
 /// - `location = 2` (``keyElided``): the record without the key's bytes.
-/// - `location = 3` (``compact``): a 10-byte map of the header's nonzero bytes, those bytes,
-///   then the record after the key. Before the map is made, the header is XORed with what
-///   most headers hold (magic `CSHR`, version 2) and its "validated at" with its "created at"
-///   (usually equal): those become zero bytes too. A typical header keeps about 30 bytes.
+/// - `location = 3` (``compact``): the header as a map of its nonzero bytes and those bytes,
+///   then the record after the key. The map: two bytes (little-endian) with a bit for each
+///   group of eight header bytes holding a nonzero one, then a byte for each such group with
+///   a bit for each of its nonzero bytes. Before the map is made, fields are XORed with what
+///   the rest predicts for them (``predict(_:keyLength:recordLength:restoring:)``), so a
+///   typical header keeps its created-at, checksum and a few small fields: about 26 bytes.
 ///
 /// Lossless, and the checksum covers what a read trusts as before: the record a read returns
 /// is byte for byte the one written, its key bytes are the `key` column, which the read has
@@ -26,12 +28,7 @@ enum RowRecord {
     static let compact: Int64 = 3
     /// Where the key starts in a record laid out as an entry file: `EntryHeader.fixedLength`.
     static let keyOffset = 80
-    private static let mapLength = keyOffset / 8
-    /// XORed into a header before its zero bytes are left out: magic "CSHR", format version 2.
-    private static let template: [UInt8] = [0x43, 0x53, 0x48, 0x52, 2] + [UInt8](repeating: 0, count: keyOffset - 5)
-    /// "validated at" is XORed with "created at" (both Float64, offsets 24 and 16).
-    private static let validated = 24..<32
-    private static let created = 16
+    private static let groups = keyOffset / 8
 
     /// The entry's location for a `location` column value; a damaged value reads as a file entry
     /// (its file is then missing: a miss).
@@ -39,45 +36,97 @@ enum RowRecord {
         value == keyElided || value == compact ? .row : StoreLocation(rawValue: value) ?? .file
     }
 
+    /// XORs into `header` (80 bytes) what the rest of the record predicts for some fields, or
+    /// (`restoring`) takes it out again. Each prediction uses only fields that are restored
+    /// before it, so restoring runs the steps in order on the stored values:
+    ///
+    /// - magic `CSHR` and format version 2 (offsets 0 and 4): constants;
+    /// - key length (56): the key's UTF-8 length, which the row's `key` column gives;
+    /// - header length (8): 80 + key, type name and app version lengths (56, 60, 64);
+    /// - payload length (48): the record's length less the header length;
+    /// - validated at (24): created at (16), usually equal.
+    static func predict(_ header: UnsafeMutableRawPointer, keyLength: Int, recordLength: Int, restoring: Bool) {
+        func load32(_ offset: Int) -> UInt32 {
+            UInt32(littleEndian: header.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+        }
+        func load64(_ offset: Int) -> UInt64 {
+            UInt64(littleEndian: header.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
+        func xor32(_ offset: Int, _ value: UInt32) {
+            header.storeBytes(of: (load32(offset) ^ value).littleEndian, toByteOffset: offset, as: UInt32.self)
+        }
+        func xor64(_ offset: Int, _ value: UInt64) {
+            header.storeBytes(of: (load64(offset) ^ value).littleEndian, toByteOffset: offset, as: UInt64.self)
+        }
+        let magic: UInt32 = 0x5248_5343 // "CSHR" read little-endian
+        if restoring {
+            xor32(0, magic)
+            xor32(4, 2)
+            xor32(56, UInt32(truncatingIfNeeded: keyLength))
+            xor32(8, 80 &+ load32(56) &+ load32(60) &+ load32(64))
+            xor64(48, UInt64(truncatingIfNeeded: recordLength) &- UInt64(load32(8)))
+            xor64(24, load64(16))
+        } else {
+            let headerLength = 80 &+ load32(56) &+ load32(60) &+ load32(64)
+            let payloadLength = UInt64(truncatingIfNeeded: recordLength) &- UInt64(load32(8))
+            xor32(0, magic)
+            xor32(4, 2)
+            xor32(56, UInt32(truncatingIfNeeded: keyLength))
+            xor32(8, headerLength)
+            xor64(48, payloadLength)
+            xor64(24, load64(16))
+        }
+    }
+
     /// What a row stores for `record` of `key`, with its `location`; nil to store it verbatim.
-    /// One allocation: the stored bytes are written in place.
     static func stored(_ record: [UInt8], key: String) -> (location: Int64, bytes: [UInt8])? {
         guard let keyLength = elidableKeyLength(record, key: key) else { return nil }
         return record.withUnsafeBytes { source -> (Int64, [UInt8]) in
             let base = source.baseAddress!
-            let restStart = keyOffset + keyLength
-            let restCount = source.count - restStart
-            var location = compact
-            let bytes = [UInt8](unsafeUninitializedCapacity: keyOffset + restCount) { out, count in
-                // The map first (zeroed), then each nonzero byte as it comes.
-                for index in 0..<mapLength { out[index] = 0 }
-                var next = mapLength
-                template.withUnsafeBytes { template in
-                    for index in 0..<keyOffset {
-                        let against =
-                            validated.contains(index)
-                            ? source[index &- validated.lowerBound &+ created] : template[index]
-                        let byte = source[index] ^ against
-                        guard byte != 0 else { continue }
-                        guard next < keyOffset else { break }
-                        out[index >> 3] |= 1 << UInt8(index & 7)
-                        out[next] = byte
-                        next &+= 1
+            let rest = UnsafeRawBufferPointer(rebasing: source[(keyOffset + keyLength)...])
+            return withUnsafeTemporaryAllocation(byteCount: keyOffset, alignment: 8) { header in
+                header.copyMemory(from: UnsafeRawBufferPointer(start: base, count: keyOffset))
+                predict(header.baseAddress!, keyLength: keyLength, recordLength: source.count, restoring: false)
+                // The map and the kept bytes, built beside the header: at most 2 + 10 + 80 bytes.
+                return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 2 + groups + keyOffset) { map in
+                    var groupMask = 0
+                    var maps = 2
+                    var kept = 0
+                    for group in 0..<groups {
+                        var bits: UInt8 = 0
+                        for bit in 0..<8 where header[group &* 8 &+ bit] != 0 {
+                            bits |= 1 << UInt8(bit)
+                            map[2 &+ groups &+ kept] = header[group &* 8 &+ bit]
+                            kept &+= 1
+                        }
+                        guard bits != 0 else { continue }
+                        groupMask |= 1 << group
+                        map[maps] = bits
+                        maps &+= 1
                     }
+                    map[0] = UInt8(truncatingIfNeeded: groupMask)
+                    map[1] = UInt8(truncatingIfNeeded: groupMask >> 8)
+                    let compactLength = maps + kept
+                    let small = compactLength < keyOffset
+                    let prefix = small ? compactLength : keyOffset
+                    let bytes = [UInt8](unsafeUninitializedCapacity: prefix + rest.count) { out, count in
+                        let raw = UnsafeMutableRawPointer(out.baseAddress!)
+                        if small {
+                            let mapBase = UnsafeRawPointer(map.baseAddress!)
+                            raw.copyMemory(from: mapBase, byteCount: maps)
+                            (raw + maps).copyMemory(from: mapBase + 2 + groups, byteCount: kept)
+                        } else {
+                            // No smaller than the header itself: keep the header as it is.
+                            raw.copyMemory(from: base, byteCount: keyOffset)
+                        }
+                        if let restBase = rest.baseAddress, !rest.isEmpty {
+                            (raw + prefix).copyMemory(from: restBase, byteCount: rest.count)
+                        }
+                        count = prefix + rest.count
+                    }
+                    return (small ? compact : keyElided, bytes)
                 }
-                if next >= keyOffset {
-                    // No smaller than the header itself: keep the header as it is.
-                    location = keyElided
-                    UnsafeMutableRawPointer(out.baseAddress!).copyMemory(from: base, byteCount: keyOffset)
-                    next = keyOffset
-                }
-                if restCount > 0 {
-                    UnsafeMutableRawPointer(out.baseAddress! + next).copyMemory(
-                        from: base + restStart, byteCount: restCount)
-                }
-                count = next + restCount
             }
-            return (location, bytes)
         }
     }
 
@@ -102,42 +151,46 @@ enum RowRecord {
             return Array(stored)
         }
         var restStart = keyOffset
+        var groupMask = 0
         if location == compact {
-            guard stored.count >= mapLength else { return Array(stored) }
+            guard stored.count >= 2 else { return Array(stored) }
+            groupMask = Int(stored[0]) | Int(stored[1]) << 8
+            let present = groupMask.nonzeroBitCount
+            guard groupMask < 1 << groups, stored.count >= 2 + present else { return Array(stored) }
             var kept = 0
-            for index in 0..<mapLength { kept += stored[index].nonzeroBitCount }
-            guard stored.count >= mapLength + kept else { return Array(stored) }
-            restStart = mapLength + kept
+            for index in 2..<(2 + present) { kept += stored[index].nonzeroBitCount }
+            guard stored.count >= 2 + present + kept else { return Array(stored) }
+            restStart = 2 + present + kept
         } else {
             guard stored.count >= keyOffset else { return Array(stored) }
         }
         var key = key
         return key.withUTF8 { keyBytes in
             let restCount = stored.count - restStart
-            return [UInt8](unsafeUninitializedCapacity: keyOffset + keyBytes.count + restCount) { out, count in
+            let length = keyOffset + keyBytes.count + restCount
+            return [UInt8](unsafeUninitializedCapacity: length) { out, count in
                 let raw = UnsafeMutableRawPointer(out.baseAddress!)
                 if location == compact {
-                    template.withUnsafeBytes { template in
-                        var next = mapLength
-                        for group in 0..<mapLength {
-                            let bits = stored[group]
-                            let at = group &* 8
-                            // A group of eight bytes equal to the template's (most of them) is a copy.
-                            guard bits != 0 else {
-                                (raw + at).copyMemory(from: template.baseAddress! + at, byteCount: 8)
-                                continue
-                            }
-                            for bit in 0..<8 {
-                                var byte = template[at &+ bit]
-                                if bits & (1 << UInt8(bit)) != 0 {
-                                    byte ^= stored[next]
-                                    next &+= 1
-                                }
-                                out[at &+ bit] = byte
+                    var nextMap = 2
+                    var next = 2 + groupMask.nonzeroBitCount
+                    for group in 0..<groups {
+                        let at = group &* 8
+                        guard groupMask & (1 << group) != 0 else {
+                            (raw + at).initializeMemory(as: UInt8.self, repeating: 0, count: 8)
+                            continue
+                        }
+                        let map = stored[nextMap]
+                        nextMap &+= 1
+                        for bit in 0..<8 {
+                            if map & (1 << UInt8(bit)) != 0 {
+                                out[at &+ bit] = stored[next]
+                                next &+= 1
+                            } else {
+                                out[at &+ bit] = 0
                             }
                         }
                     }
-                    for index in validated { out[index] ^= out[index - validated.lowerBound + created] }
+                    predict(raw, keyLength: keyBytes.count, recordLength: length, restoring: true)
                 } else {
                     raw.copyMemory(from: base, byteCount: keyOffset)
                 }
@@ -147,9 +200,8 @@ enum RowRecord {
                 if restCount > 0 {
                     (raw + keyOffset + keyBytes.count).copyMemory(from: base + restStart, byteCount: restCount)
                 }
-                count = keyOffset + keyBytes.count + restCount
+                count = length
             }
         }
     }
-
 }

@@ -18,7 +18,7 @@ import CashierSQLite
 /// 1 KiB 2.06x; no `size` in `entry_by_use` 1.88x; no `auto_vacuum` 1.89x. The table is 89%
 /// of the file and a verbatim record is already 1.5x its payload (80-byte header, key, type
 /// name): the rows, not the schema, set the floor. So the schema stays and the rows shrink
-/// instead (``RowRecord``): 1.64x (`CashierStoreBench footprint`).
+/// instead (``RowRecord``): 1.58x (`CashierStoreBench footprint`).
 enum StoreSchema {
     /// `PRAGMA application_id`: "CshS". A file without it is not a Cashier store.
     static let applicationID: Int64 = 0x4373_6853
