@@ -257,8 +257,8 @@ extension EntryStore {
     }
 }
 
-/// The statements of the hot paths, built once: a statement is found in the connection's cache
-/// by its text, so it must not be rebuilt (interpolated) on every call.
+/// The texts of the hot statements, built once; each connection prepares them on first use and
+/// keeps them in array slots (``StoreConnection``, ``HotStatement``).
 enum SQL {
     /// The columns ``EntryStore/entry(_:)`` reads, in its order.
     static let columns = "key, location, size, last_use, expiry, locked, frequency"
