@@ -6,14 +6,14 @@ extension EntryStore {
     /// Entries, small and large.
     package func count() throws(StoreError) -> Int {
         try withReader { connection throws(SQLiteError) in
-            Int(try connection.integer("SELECT count(*) FROM entry", cached: true) ?? 0)
+            Int(try connection.integer(.count) ?? 0)
         }
     }
 
     /// Every key, sorted (by UTF-8 bytes).
     package func keys() throws(StoreError) -> [String] {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.cached("SELECT key FROM entry ORDER BY key")
+            let query = try connection.statement(.keys)
             defer { query.reset() }
             var keys: [String] = []
             while try query.step() { keys.append(query.text(at: 0)) }
@@ -24,8 +24,7 @@ extension EntryStore {
     /// Every entry without its record, in no particular order (what `cashier-tool list` shows).
     package func entries() throws(StoreError) -> [StoreEntry] {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.cached(
-                "SELECT key, location, size, last_use, expiry, locked, frequency FROM entry")
+            let query = try connection.statement(.entries)
             defer { query.reset() }
             var entries: [StoreEntry] = []
             while try query.step() { entries.append(Self.entry(query)) }
@@ -38,17 +37,16 @@ extension EntryStore {
     /// Read from the `entry_by_use` index alone (it holds `size`), never the records.
     package func totalSize() throws(StoreError) -> Int {
         try withReader { connection throws(SQLiteError) in
-            Int(clamping: try connection.integer("SELECT total(size) FROM entry", cached: true).map { $0 } ?? 0)
+            Int(clamping: try connection.integer(.totalSize) ?? 0)
         }
     }
 
     /// The bytes the folder's entries occupy: the store file and its `-wal` as they are on disk
     /// (pages, free pages and all) plus the large entries' files. What a disk size limit bounds.
     package func occupiedBytes() throws(StoreError) -> Int {
-        let files = try withConnection { connection throws(SQLiteError) in
+        let files = try withReader { connection throws(SQLiteError) in
             Int(
-                clamping: try connection.integer(
-                    "SELECT total(size) FROM entry WHERE location = 1", cached: true) ?? 0)
+                clamping: try connection.integer(.fileBytes) ?? 0)
         }
         return files + fileSize(path) + fileSize(path + "-wal")
     }
@@ -67,7 +65,7 @@ extension EntryStore {
     package func dataVersion() throws(StoreError) -> Int64 {
         try withConnection { connection throws(SQLiteError) in
             if try reopenIfReplaced() { return Int64.min }
-            return try connection.integer("PRAGMA data_version", cached: true) ?? 0
+            return try connection.integer(.dataVersion) ?? 0
         }
     }
 
@@ -106,15 +104,31 @@ extension EntryStore {
     /// Returns up to `pages` free pages to the file system (`incremental_vacuum`), then checkpoints
     /// so the store file itself shrinks. Slow work: call it off the caller's thread, after removals.
     /// Returns the bytes the store's files gave back.
+    ///
+    /// Works in steps of ``reclaimStep`` pages, each its own transaction, so writers (this
+    /// process's and others') wait for one step, not the whole reclaim: 100,000 entries of 187
+    /// bytes, half evicted, give back 17.5 MB in about 56 ms (`CashierStoreBench footprint`).
     @discardableResult
     package func reclaimSpace(pages: Int = 1 << 20) throws(StoreError) -> Int {
         let before = storeFileBytes()
-        try withConnection { connection throws(SQLiteError) in
-            let vacuum = try connection.prepare("PRAGMA incremental_vacuum(\(max(0, pages)))")
-            defer { vacuum.finalize() }
-            while try vacuum.step() {}
+        var remaining = max(0, pages)
+        while remaining > 0 {
+            let step = min(remaining, Self.reclaimStep)
+            let freed = try withConnection { connection throws(SQLiteError) -> Int in
+                let free = Int(try connection.integer("PRAGMA freelist_count") ?? 0)
+                guard free > 0 else { return 0 }
+                let vacuum = try connection.prepare("PRAGMA incremental_vacuum(\(step))")
+                defer { vacuum.finalize() }
+                while try vacuum.step() {}
+                return free - Int(try connection.integer("PRAGMA freelist_count") ?? 0)
+            }
+            guard freed > 0 else { break }
+            remaining -= freed
         }
         try checkpoint()
         return max(0, before - storeFileBytes())
     }
+
+    /// Pages one step of ``reclaimSpace(pages:)`` returns: 2 MiB of 4 KiB pages.
+    package static let reclaimStep = 512
 }

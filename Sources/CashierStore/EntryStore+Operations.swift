@@ -1,4 +1,5 @@
 import CashierSQLite
+import Foundation
 
 /// Reads and writes of entries: each one statement, or one `BEGIN IMMEDIATE` transaction.
 extension EntryStore {
@@ -25,20 +26,24 @@ extension EntryStore {
 
     /// Inserts or updates the row of `entry.key`; `overFiles: false` leaves a file entry's row
     /// alone. Returns whether a row changed.
-    private func write(_ entry: StoreEntry, record: [UInt8], overFiles: Bool, _ connection: SQLiteConnection)
+    private func write(_ entry: StoreEntry, record: [UInt8], overFiles: Bool, _ connection: StoreConnection)
         throws(SQLiteError) -> Bool
     {
-        let write = try connection.cached(overFiles ? SQL.upsert : SQL.upsertOverRows)
+        let write = try connection.statement(overFiles ? .upsert : .upsertOverRows)
         defer { write.reset() }
+        // A record laid out as an entry file repeats the key after its header, and its header
+        // is mostly zero bytes: the row keeps less (``RowRecord``).
+        let smaller = entry.location == .row ? RowRecord.stored(record, key: entry.key) : nil
         try write.bind(entry.key, at: 1)
-        try write.bind(entry.location.rawValue, at: 2)
+        try write.bind(smaller?.location ?? entry.location.rawValue, at: 2)
         try write.bind(Int64(entry.size), at: 3)
         try write.bind(entry.lastUse, at: 4)
         try write.bind(entry.expiry, at: 5)
         try write.bind(entry.isLocked ? 1 : 0, at: 6)
         try write.bind(Int64(min(entry.frequency, Self.maximumFrequency)), at: 7)
         // The record is bound without a copy, so the step runs while its bytes are pinned.
-        let stepped = record.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
+        let stored = smaller?.bytes ?? record
+        let stepped = stored.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
             do throws(SQLiteError) {
                 if entry.location == .row { try write.bind(blob: bytes, at: 8) } else { try write.bind(nil, at: 8) }
                 _ = try write.step()
@@ -54,13 +59,18 @@ extension EntryStore {
     /// The entry of `key` with its record (empty for a file entry), or nil. Changes nothing, not even recency.
     package func record(for key: String) throws(StoreError) -> StoredRecord? {
         try withReader { connection throws(SQLiteError) in
-            let read = try connection.cached(SQL.record)
+            let read = try connection.statement(.record)
             defer { read.reset() }
             try read.bind(key, at: 1)
             guard try read.step() else { return nil }
-            let entry = Self.entry(read)
-            try Self.check(entry, foundFor: key)
-            return StoredRecord(entry: entry, record: entry.location == .row ? read.blob(at: 7) : [])
+            let entry = try Self.entry(read, foundFor: key)
+            guard entry.location == .row else { return StoredRecord(entry: entry, record: []) }
+            let location = read.int64(at: 1)
+            guard location != StoreLocation.row.rawValue else {
+                return StoredRecord(entry: entry, record: read.blob(at: 7))
+            }
+            let record = read.withBlob(at: 7) { RowRecord.restoring($0, location: location, key: key) }
+            return StoredRecord(entry: entry, record: record)
         }
     }
 
@@ -97,7 +107,19 @@ extension EntryStore {
         try withConnection { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 let victims = try evictionOrder(limit: count, connection)
-                for (id, _) in victims { try delete(id: id, connection) }
+                guard !victims.isEmpty else { return [] }
+                // One statement deletes them (a statement per row cost 1 µs a row, 50 ms for
+                // 50,000): inside this transaction its subquery meets the same rows in the same
+                // order. A count that differs is damage, and rolls the transaction back.
+                let evict = try connection.statement(.evict)
+                defer { evict.reset() }
+                try evict.bind(Int64(victims.count), at: 1)
+                _ = try evict.step()
+                guard connection.changes == victims.count else {
+                    throw SQLiteError(
+                        code: SQLiteCode.corrupt, message: "eviction order changed inside a transaction",
+                        operation: "evict")
+                }
                 return victims.map(\.1)
             }
         }
@@ -112,7 +134,7 @@ extension EntryStore {
     /// Entries whose expiry is at or before `now`, locked ones included (expiry is the caller's rule).
     package func expired(at now: Int64) throws(StoreError) -> [StoreEntry] {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.cached(SQL.expired)
+            let query = try connection.statement(.expired)
             defer { query.reset() }
             try query.bind(now, at: 1)
             var result: [StoreEntry] = []
@@ -128,7 +150,7 @@ extension EntryStore {
     package func recordUses(_ keys: [String], at time: Int64) throws(StoreError) {
         try withConnection { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
-                let touch = try connection.cached(SQL.touch)
+                let touch = try connection.statement(.touch)
                 for key in keys {
                     defer { touch.reset() }
                     try touch.bind(time, at: 1)
@@ -143,7 +165,7 @@ extension EntryStore {
     @discardableResult
     package func setLocked(_ isLocked: Bool, for key: String) throws(StoreError) -> Bool {
         try withConnection { connection throws(SQLiteError) in
-            let update = try connection.cached("UPDATE entry SET locked = ? WHERE key = ?")
+            let update = try connection.statement(.setLocked)
             defer { update.reset() }
             try update.bind(isLocked ? 1 : 0, at: 1)
             try update.bind(key, at: 2)
@@ -155,18 +177,18 @@ extension EntryStore {
     // MARK: - Helpers (called with the lock held)
 
     /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws.
-    func transaction<R>(_ connection: SQLiteConnection, _ body: () throws(SQLiteError) -> R) throws(SQLiteError) -> R {
-        let begin = try connection.cached("BEGIN IMMEDIATE")
+    func transaction<R>(_ connection: StoreConnection, _ body: () throws(SQLiteError) -> R) throws(SQLiteError) -> R {
+        let begin = try connection.statement(.begin)
         defer { begin.reset() }
         _ = try begin.step()
         do {
             let result = try body()
-            let commit = try connection.cached("COMMIT")
+            let commit = try connection.statement(.commit)
             defer { commit.reset() }
             _ = try commit.step()
             return result
         } catch {
-            if let rollback = try? connection.cached("ROLLBACK") {
+            if let rollback = try? connection.statement(.rollback) {
                 _ = try? rollback.step()
                 rollback.reset()
             }
@@ -174,32 +196,29 @@ extension EntryStore {
         }
     }
 
-    private func existing(_ key: String, _ connection: SQLiteConnection) throws(SQLiteError) -> StoreEntry? {
+    private func existing(_ key: String, _ connection: StoreConnection) throws(SQLiteError) -> StoreEntry? {
         try existingWithID(key, connection)?.1
     }
 
-    private func existingWithID(_ key: String, _ connection: SQLiteConnection) throws(SQLiteError) -> (
+    private func existingWithID(_ key: String, _ connection: StoreConnection) throws(SQLiteError) -> (
         Int64, StoreEntry
     )? {
-        let read = try connection.cached(SQL.entry)
+        let read = try connection.statement(.entry)
         defer { read.reset() }
         try read.bind(key, at: 1)
         guard try read.step() else { return nil }
-        let entry = Self.entry(read)
-        try Self.check(entry, foundFor: key)
-        return (read.int64(at: 7), entry)
+        return (read.int64(at: 7), try Self.entry(read, foundFor: key))
     }
 
-    private func delete(id: Int64, _ connection: SQLiteConnection) throws(SQLiteError) {
-        let delete = try connection.cached("DELETE FROM entry WHERE id = ?")
+    private func delete(id: Int64, _ connection: StoreConnection) throws(SQLiteError) {
+        let delete = try connection.statement(.delete)
         defer { delete.reset() }
         try delete.bind(id, at: 1)
         _ = try delete.step()
     }
 
-    private func evictionOrder(limit: Int, _ connection: SQLiteConnection) throws(SQLiteError) -> [(Int64, StoreEntry)]
-    {
-        let query = try connection.cached(SQL.evictionOrder)
+    private func evictionOrder(limit: Int, _ connection: StoreConnection) throws(SQLiteError) -> [(Int64, StoreEntry)] {
+        let query = try connection.statement(.evictionOrder)
         defer { query.reset() }
         try query.bind(Int64(limit), at: 1)
         var result: [(Int64, StoreEntry)] = []
@@ -207,28 +226,39 @@ extension EntryStore {
         return result
     }
 
-    /// Throws `SQLITE_CORRUPT` when the key index led to another key's row: SQLite trusts an
-    /// index it searched, so only this comparison sees that the index is damaged.
-    static func check(_ entry: StoreEntry, foundFor key: String) throws(SQLiteError) {
-        guard entry.key != key else { return }
-        throw SQLiteError(
-            code: SQLiteCode.corrupt, message: "the key index leads to another key's row",
-            operation: "read \(key.debugDescription)")
+    /// The entry of the current row, found by the key index for `key`. Throws `SQLITE_CORRUPT`
+    /// when the row holds another key: SQLite trusts an index it searched, so only this
+    /// comparison sees that the index is damaged. Compares the bytes in place (no `String` is
+    /// built for the row's key: a read's one allocation is its record).
+    static func entry(_ row: SQLiteStatement, foundFor key: String) throws(SQLiteError) -> StoreEntry {
+        var key = key
+        let same = key.withUTF8 { expected in
+            row.withBlob(at: 0) { found in
+                found.count == expected.count
+                    && (found.isEmpty || memcmp(found.baseAddress!, expected.baseAddress!, found.count) == 0)
+            }
+        }
+        guard same else {
+            throw SQLiteError(
+                code: SQLiteCode.corrupt, message: "the key index leads to another key's row",
+                operation: "read \(key.debugDescription)")
+        }
+        return entry(row, key: key)
     }
 
     /// The entry of the current row, from the first seven columns in `SQL.columns` order.
     /// A value out of range (a damaged row) reads as the nearest valid one, never a trap.
-    static func entry(_ row: SQLiteStatement) -> StoreEntry {
+    static func entry(_ row: SQLiteStatement, key: String? = nil) -> StoreEntry {
         StoreEntry(
-            key: row.text(at: 0), location: StoreLocation(rawValue: row.int64(at: 1)) ?? .file,
+            key: key ?? row.text(at: 0), location: RowRecord.location(row.int64(at: 1)),
             size: Int(clamping: max(0, row.int64(at: 2))), lastUse: row.int64(at: 3),
             expiry: row.isNull(at: 4) ? nil : row.int64(at: 4), isLocked: row.int64(at: 5) != 0,
             frequency: Int(clamping: min(max(0, row.int64(at: 6)), Int64(maximumFrequency))))
     }
 }
 
-/// The statements of the hot paths, built once: a statement is found in the connection's cache
-/// by its text, so it must not be rebuilt (interpolated) on every call.
+/// The texts of the hot statements, built once; each connection prepares them on first use and
+/// keeps them in array slots (``StoreConnection``, ``HotStatement``).
 enum SQL {
     /// The columns ``EntryStore/entry(_:)`` reads, in its order.
     static let columns = "key, location, size, last_use, expiry, locked, frequency"
@@ -241,7 +271,7 @@ enum SQL {
     // slow path's read reports the damage.
     static let upsert = insert + " WHERE key = excluded.key"
     /// Leaves a file entry's row alone (changes nothing): the write then looks at what it replaces.
-    static let upsertOverRows = insert + " WHERE location = 0 AND key = excluded.key"
+    static let upsertOverRows = insert + " WHERE location <> 1 AND key = excluded.key"
     static let record = "SELECT \(columns), record FROM entry WHERE key = ?"
     static let entry = "SELECT \(columns), id FROM entry WHERE key = ?"
     static let expired = "SELECT \(columns) FROM entry WHERE expiry IS NOT NULL AND expiry <= ?"

@@ -55,12 +55,12 @@ package final class EntryStore: @unchecked Sendable {
     package let setAsideAtOpen: StoreSetAside?
 
     private let writeLock = NSLock()
-    private var connection: SQLiteConnection
+    private var connection: StoreConnection
     /// Device and inode of the file `connection` has open: another process may set it aside.
     private var identity: FileIdentity?
     private let poolLock = NSLock()
     /// Idle readers of the current file.
-    private var readers: [SQLiteConnection] = []
+    private var readers: [StoreConnection] = []
     /// Counts the times the file was replaced (set aside, reopened): older readers are dropped.
     private var generation = 0
 
@@ -94,11 +94,11 @@ package final class EntryStore: @unchecked Sendable {
             }
         }
         do {
-            connection = try Self.open(path, options)
+            connection = StoreConnection(try Self.open(path, options))
             setAsideAtOpen = nil
         } catch let error where error.meansUnusableFile && !options.readOnly {
             let setAside = Self.setAside(path, reason: error.message)
-            do { connection = try Self.open(path, options) } catch { throw .failed(error) }
+            do { connection = StoreConnection(try Self.open(path, options)) } catch { throw .failed(error) }
             setAsideAtOpen = setAside
         } catch {
             throw error.isUnavailable ? .unavailable(error) : .failed(error)
@@ -159,7 +159,7 @@ package final class EntryStore: @unchecked Sendable {
 
     /// Runs `body` with the connection under the lock, turning SQLite's errors into ``StoreError``:
     /// damage sets the store aside and reopens a fresh one before the call throws.
-    func withConnection<R>(_ body: (SQLiteConnection) throws(SQLiteError) -> R) throws(StoreError) -> R {
+    func withConnection<R>(_ body: (StoreConnection) throws(SQLiteError) -> R) throws(StoreError) -> R {
         writeLock.lock()
         defer { writeLock.unlock() }
         do {
@@ -173,15 +173,15 @@ package final class EntryStore: @unchecked Sendable {
 
     /// Runs a read-only `body` on a reader from the pool, holding no lock while it runs; errors
     /// as ``withConnection(_:)``. A read-only store reads through its one connection.
-    func withReader<R>(_ body: (SQLiteConnection) throws(SQLiteError) -> R) throws(StoreError) -> R {
+    func withReader<R>(_ body: (StoreConnection) throws(SQLiteError) -> R) throws(StoreError) -> R {
         if options.readOnly { return try withConnection(body) }
         poolLock.lock()
         let pooled = readers.popLast()
         let readerGeneration = generation
         poolLock.unlock()
         do throws(SQLiteError) {
-            let reader: SQLiteConnection
-            if let pooled { reader = pooled } else { reader = try Self.openReader(path, options) }
+            let reader: StoreConnection
+            if let pooled { reader = pooled } else { reader = StoreConnection(try Self.openReader(path, options)) }
             let result = try body(reader)
             poolLock.lock()
             if generation == readerGeneration, readers.count < Self.maximumIdleReaders { readers.append(reader) }
@@ -223,11 +223,11 @@ package final class EntryStore: @unchecked Sendable {
         replaceFile()
         // Close the damaged file before it moves: a placeholder connection to memory takes its place.
         if let placeholder = try? SQLiteConnection(path: ":memory:", flags: SQLiteCode.openReadWrite) {
-            connection = placeholder
+            connection = StoreConnection(placeholder)
         }
         let setAside = Self.setAside(path, reason: reason)
         if let fresh = try? Self.open(path, options) {
-            connection = fresh
+            connection = StoreConnection(fresh)
             identity = FileIdentity(path: path)
         }
         return setAside
@@ -239,7 +239,7 @@ package final class EntryStore: @unchecked Sendable {
         let current = FileIdentity(path: path)
         guard current != identity else { return false }
         replaceFile()
-        connection = try Self.open(path, options)
+        connection = StoreConnection(try Self.open(path, options))
         identity = FileIdentity(path: path)
         return true
     }

@@ -53,10 +53,14 @@ final class RawSQLite {
         }
     }
 
+    // The hot statements are held as a C program holds them: a pointer each, no lookup.
+    private lazy var upsertStatement = prepare(
+        "INSERT INTO kv(key, value, size, last_use) VALUES(?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+            + "value = excluded.value, size = excluded.size, last_use = excluded.last_use")
+    private lazy var readStatement = prepare("SELECT value FROM kv WHERE key = ?")
+
     func upsert(_ key: String, _ value: [UInt8], lastUse: Int64) {
-        let statement = prepare(
-            "INSERT INTO kv(key, value, size, last_use) VALUES(?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
-                + "value = excluded.value, size = excluded.size, last_use = excluded.last_use")
+        let statement = upsertStatement
         bindKey(statement, 1, key)
         value.withUnsafeBytes { _ = c.bindBlob64(statement, 2, $0.baseAddress, UInt64($0.count), nil) }
         _ = c.bindInt64(statement, 3, Int64(value.count))
@@ -66,7 +70,7 @@ final class RawSQLite {
     }
 
     func read(_ key: String) -> [UInt8]? {
-        let statement = prepare("SELECT value FROM kv WHERE key = ?")
+        let statement = readStatement
         bindKey(statement, 1, key)
         defer { _ = c.reset(statement) }
         guard c.step(statement) == SQLiteCode.row else { return nil }

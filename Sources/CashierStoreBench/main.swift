@@ -7,6 +7,7 @@ import Foundation
 //   swift run -c release CashierStoreBench threshold     # store row vs entry file, 256 B to 1 MiB
 //   swift run -c release CashierStoreBench baselines     # engine vs raw C API, 10,000 entries
 //   swift run -c release CashierStoreBench footprint     # 100,000 × 187-byte values, fresh processes
+//                                                        # (KEYS=long: 43-byte keys instead of `user-N`)
 //
 // Each table prints medians of interleaved rounds (ROUNDS=7 by default).
 
@@ -173,6 +174,8 @@ func baselines() {
             // Off the caller's thread in the cache: timed here as the work it is.
             engine["reclaim", default: []].append(Measure.seconds { _ = try! store.reclaimSpace() } * 1e3)
             engine["bytes after reclaim", default: []].append(Double(store.storeFileBytes()))
+            engine["occupied", default: []].append(
+                microseconds(Measure.seconds { for _ in 0..<1000 { _ = try! store.occupiedBytes() } }, per: 1000))
         }
         func runRaw() {
             let folder = Measure.freshFolder("raw")
@@ -210,6 +213,7 @@ func baselines() {
             raw["bytes after evict", default: []].append(bytes)
             raw["reclaim", default: []].append(0)
             raw["bytes after reclaim", default: []].append(bytes)
+            raw["occupied", default: []].append(0)
         }
         if round % 2 == 0 {
             runEngine()
@@ -228,6 +232,7 @@ func baselines() {
         ("bytes after evict", "store file after evict + checkpoint", "bytes"),
         ("reclaim", "incremental_vacuum + checkpoint (raw: none)", "ms"),
         ("bytes after reclaim", "store file after reclaim", "bytes"),
+        ("occupied", "occupiedBytes: store + -wal + large files (raw: none)", "µs/call"),
     ]
     for (key, name, unit) in rows {
         let r = Measure.median(raw[key]!)
@@ -240,9 +245,31 @@ func baselines() {
 
 // MARK: - footprint
 
-/// A record as Cashier writes one: an 80-byte header, the key and the type name, then the payload.
+/// A record as Cashier writes one: an 80-byte header (magic, version 2, lengths, JSON, created
+/// and validated now, a checksum), the key and the type name, then the payload.
 func record(key: String, payload: [UInt8]) -> [UInt8] {
-    [UInt8](repeating: 0x43, count: 80) + Array(key.utf8) + Array("User".utf8) + payload
+    var header = [UInt8](repeating: 0, count: 80)
+    func put<T: FixedWidthInteger>(_ value: T, at offset: Int) {
+        withUnsafeBytes(of: value.littleEndian) { header.replaceSubrange(offset..<offset + $0.count, with: $0) }
+    }
+    header.replaceSubrange(0..<4, with: Array("CSHR".utf8))
+    put(UInt16(2), at: 4)
+    put(UInt32(80 + key.utf8.count + 4), at: 8)
+    header[12] = 1
+    let now = Date().timeIntervalSince1970.bitPattern
+    put(now, at: 16)
+    put(now, at: 24)
+    put(UInt64(payload.count), at: 48)
+    put(UInt32(key.utf8.count), at: 56)
+    put(UInt32(4), at: 60)
+    put(UInt64.random(in: 0...UInt64.max), at: 72)
+    return header + Array(key.utf8) + Array("User".utf8) + payload
+}
+
+/// The footprint's keys: `user-N`, or with KEYS=long a 43-byte URL-like key.
+func footprintKey(_ index: Int) -> String {
+    ProcessInfo.processInfo.environment["KEYS"] == "long"
+        ? "https://api.example.com/v2/users/\(index)/profile" : "user-\(index)"
 }
 
 func footprint() {
@@ -258,7 +285,7 @@ func footprint() {
     do {
         let store = try! EntryStore(folder: engineFolder)
         for index in 0..<count {
-            let key = "user-\(index)"
+            let key = footprintKey(index)
             let bytes = record(key: key, payload: payload)
             try! store.upsert(
                 StoreEntry(key: key, location: .row, size: bytes.count, lastUse: Int64(index)), record: bytes)
@@ -266,7 +293,7 @@ func footprint() {
         try! store.checkpoint()
         let table = RawSQLite(path: rawFolder + "/kv.sqlite")
         table.exec("BEGIN")
-        for index in 0..<count { table.upsert("user-\(index)", payload, lastUse: Int64(index)) }
+        for index in 0..<count { table.upsert(footprintKey(index), payload, lastUse: Int64(index)) }
         table.exec("COMMIT")
         table.exec("PRAGMA wal_checkpoint(TRUNCATE)")
     }
@@ -304,6 +331,24 @@ func footprint() {
             "| fresh process: \(name) (\(unit)) | \(format(Measure.median(fresh["fresh-raw \(name)"]!), 1)) | "
                 + "\(format(Measure.median(fresh["fresh-engine \(name)"]!), 1)) |")
     }
+    // What a size limit needs: evicting half frees nothing on disk until a reclaim.
+    let store = try! EntryStore(folder: engineFolder)
+    let table = RawSQLite(path: rawFolder + "/kv.sqlite")
+    let evict = (
+        raw: Measure.seconds { table.evict(count / 2) },
+        engine: Measure.seconds { try! store.removeLeastRecentlyUsed(count / 2) }
+    )
+    table.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+    try! store.checkpoint()
+    let rawAfter = Measure.allocatedBytes(folder: rawFolder).bytes
+    let engineAfter = Measure.allocatedBytes(folder: engineFolder).bytes
+    let reclaim = Measure.seconds { try! store.reclaimSpace() }
+    print("| evict half (ms) | \(format(evict.raw * 1e3)) | \(format(evict.engine * 1e3)) |")
+    print("| folder bytes allocated after evict + checkpoint | \(rawAfter) | \(engineAfter) |")
+    print("| reclaimSpace: incremental_vacuum + checkpoint (ms; raw: none) | – | \(format(reclaim * 1e3)) |")
+    print(
+        "| folder bytes allocated after reclaim | \(rawAfter) | \(Measure.allocatedBytes(folder: engineFolder).bytes) |"
+    )
 }
 
 /// In a child process: open the folder's store, time totalSize, then count + keys; print ms, ms, MB of peak growth.
@@ -343,12 +388,52 @@ func killWriter(folder: String) {
     }
 }
 
+/// One operation repeated `count` times after a setup of 10,000 entries, for instruction counts
+/// (`valgrind --tool=callgrind`, run at two counts and subtract: the difference is per operation).
+func operations(engine: Bool, operation: String, count: Int) {
+    let folder = Measure.freshFolder("ops")
+    defer { Measure.remove(folder) }
+    let value = bytes(187, seed: 187)
+    // RECORD=file: records laid out as entry files (the store keeps them compact), the same bytes
+    // for the raw table. Built before the runs, as many whatever the count, so they cancel out.
+    let fileRecords = ProcessInfo.processInfo.environment["RECORD"] == "file"
+    let keys = (0..<10_000).map { "user-\($0)" }
+    let newKeys = (0..<max(count, 5000)).map { "new-\($0)" }
+    var records: [String: [UInt8]] = [:]
+    if fileRecords { for key in keys + newKeys { records[key] = record(key: key, payload: value) } }
+    let store = engine ? try! EntryStore(folder: folder) : nil
+    let table = engine ? nil : RawSQLite(path: folder + "/kv.sqlite")
+    func write(_ key: String, _ index: Int) {
+        let bytes = fileRecords ? records[key]! : value
+        if let store {
+            try! store.upsert(
+                StoreEntry(key: key, location: .row, size: bytes.count, lastUse: Int64(index)), record: bytes)
+        } else {
+            table!.upsert(key, bytes, lastUse: Int64(index))
+        }
+    }
+    for (index, key) in keys.enumerated() { write(key, index) }
+    for index in 0..<count {
+        switch operation {
+        case "read":
+            if let store {
+                _ = try! store.record(for: keys[index % keys.count])
+            } else {
+                _ = table!.read(keys[index % keys.count])
+            }
+        case "overwrite": write(keys[0], index)
+        default: write(newKeys[index], index)
+        }
+    }
+}
+
 switch arguments.dropFirst().first {
 case "threshold": threshold()
 case "baselines": baselines()
 case "footprint": footprint()
 case "fresh-engine": freshProcess(engine: true, folder: arguments[2])
 case "fresh-raw": freshProcess(engine: false, folder: arguments[2])
+case "ops": operations(engine: arguments[2] == "engine", operation: arguments[3], count: Int(arguments[4])!)
 case "kill-writer": killWriter(folder: arguments[2])
 default: print("usage: CashierStoreBench threshold | baselines | footprint")
 }

@@ -13,9 +13,12 @@ import Testing
 
     init() throws { try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true) }
 
-    /// A record as Cashier's would be: the key and payload under a checksum of both.
-    static func record(key: String, payload: [UInt8]) -> [UInt8] {
-        let body = Array(key.utf8) + [0] + payload
+    /// A record as Cashier's would be: the key and payload under a checksum of both. With a
+    /// `header`, 72 filler bytes put the key at offset 80, where an entry file has it: such a
+    /// row is stored without its key, and a sparse header without its zero bytes (`location`
+    /// 2 and 3); the read puts them back.
+    static func record(key: String, payload: [UInt8], header: [UInt8]? = nil) -> [UInt8] {
+        let body = (header ?? []) + Array(key.utf8) + [0] + payload
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in body { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
         return withUnsafeBytes(of: hash.littleEndian) { Array($0) } + body
@@ -23,9 +26,15 @@ import Testing
 
     /// The key a record names (up to its first zero byte after the checksum).
     static func key(of record: [UInt8]) -> String? {
-        guard record.count > 8, let end = record[8...].firstIndex(of: 0) else { return nil }
-        return String(decoding: record[8..<end], as: UTF8.self)
+        let start = record.count > 80 && fillers.contains(Array(record[8..<80])) ? 80 : 8
+        guard record.count > start, let end = record[start...].firstIndex(of: 0) else { return nil }
+        return String(decoding: record[start..<end], as: UTF8.self)
     }
+
+    /// Headers' filler: dense (stored without the key) and sparse (stored compact too).
+    static let fillers: [[UInt8]] = [
+        [UInt8](repeating: 0xEE, count: 72), (0..<72).map { $0 % 9 == 0 ? 0xEE : 0 },
+    ]
 
     static func checksumHolds(_ record: [UInt8]) -> Bool {
         guard record.count >= 8 else { return false }
@@ -44,7 +53,8 @@ import Testing
                 UInt8.random(in: 0...255, using: &generator)
             }
             let key = "key-\(index)"
-            let record = Self.record(key: key, payload: payload)
+            let record = Self.record(
+                key: key, payload: payload, header: [nil, Self.fillers[0], Self.fillers[1]][index % 3])
             try store.upsert(
                 StoreEntry(key: key, location: .row, size: record.count, lastUse: Int64(index)), record: record)
             written[key] = record
@@ -144,6 +154,20 @@ import Testing
         let store = try EntryStore(folder: folder.path)
         #expect(store.setAsideAtOpen != nil)
         #expect(try store.count() == 0)
+    }
+
+    @Test(arguments: [0, 3, 99])
+    func aStoreOfAnotherSchemaVersionIsSetAsideNotReadAsOurs(_ version: Int) throws {
+        let old = try EntryStore(folder: folder.path)
+        try old.upsert(StoreEntry(key: "k", location: .row, size: 1, lastUse: 1), record: [1])
+        // What another build (an older schema, or a newer one after a downgrade) leaves behind.
+        let other = try SQLiteConnection(path: path, flags: SQLiteCode.openReadWrite)
+        try other.execute("PRAGMA user_version = \(version)")
+        let store = try EntryStore(folder: folder.path)
+        #expect(store.setAsideAtOpen?.reason.contains("schema version") == true)
+        #expect(try store.count() == 0)
+        try store.upsert(StoreEntry(key: "k", location: .row, size: 1, lastUse: 2), record: [2])
+        #expect(try store.record(for: "k")?.record == [2])
     }
 
     @Test func aStoreCarryingATriggerIsSetAside() throws {

@@ -93,6 +93,24 @@ import Testing
         #expect(try store.evictionCandidates(limit: 1).map(\.key) == ["oldest-locked"])
     }
 
+    @Test func evictionRemovesExactlyTheRowsItReturnsTiesBrokenBySizeThenAge() throws {
+        for index in 0..<300 {
+            // Coarse last uses: many ties, broken by size, then by the older row.
+            try store.upsert(
+                entry("k\(index)", size: 300 - index % 7, lastUse: Int64(index / 10), locked: index % 11 == 0),
+                record: [UInt8(index & 0xff)])
+        }
+        let expected = try store.evictionCandidates(limit: 120)
+        let removed = try store.removeLeastRecentlyUsed(120)
+        #expect(removed == expected)
+        #expect(try store.count() == 180)
+        let left = Set(try store.keys())
+        #expect(removed.allSatisfy { !left.contains($0.key) && !$0.isLocked })
+        #expect(try store.removeLeastRecentlyUsed(1000).count == 300 - 120 - 28)
+        #expect(try store.keys().count == 28) // the locked ones
+        #expect(try store.removeLeastRecentlyUsed(5).isEmpty)
+    }
+
     @Test func usesMoveLastUseForwardAndCountFrequency() throws {
         try store.upsert(entry("k", size: 1, lastUse: 100), record: [1])
         try store.recordUses(["k", "k", "absent"], at: 500)
@@ -133,6 +151,61 @@ import Testing
         #expect(store.storeFileBytes() < full * 3 / 4)
         #expect(try store.freePages() == 0)
         #expect(try store.count() == 250)
+    }
+
+    @Test func occupiedBytesCountTheStoreItsLogAndLargeEntriesFiles() throws {
+        let record = [UInt8](repeating: 7, count: 1000)
+        for index in 0..<100 { try store.upsert(entry("k\(index)", size: record.count), record: record) }
+        try store.upsert(StoreEntry(key: "large", location: .file, size: 5_000_000, lastUse: 1))
+        #expect(try store.occupiedBytes() == store.storeFileBytes() + 5_000_000)
+        #expect(store.storeFileBytes() > 100 * record.count)
+        try store.remove("large")
+        #expect(try store.occupiedBytes() == store.storeFileBytes())
+    }
+
+    @Test func reclaimAfterEvictingHalfBringsOccupiedBytesDown() throws {
+        let record = [UInt8](repeating: 7, count: 300)
+        for index in 0..<2000 {
+            try store.upsert(entry("k\(index)", size: record.count, lastUse: Int64(index)), record: record)
+        }
+        try store.checkpoint()
+        let full = try store.occupiedBytes()
+        try store.removeLeastRecentlyUsed(1000)
+        try store.checkpoint()
+        // Deleting frees pages inside the file, not on disk: only a reclaim gives them back.
+        #expect(try store.occupiedBytes() >= full * 9 / 10)
+        try store.reclaimSpace()
+        #expect(try store.occupiedBytes() < full * 3 / 5)
+        #expect(try store.count() == 1000)
+        #expect(try store.record(for: "k1999")?.record == record)
+    }
+
+    @Test func hotStatementsAreFreshAfterTheStoreFileIsReplaced() throws {
+        try store.upsert(entry("a", size: 1), record: [1])
+        #expect(try store.record(for: "a")?.record == [1])
+        // Another process sets the file aside; the next version check reopens a fresh store,
+        // whose connections must prepare their statements anew (not run the old file's).
+        try FileManager.default.moveItem(atPath: store.path, toPath: store.path + ".moved")
+        _ = try store.dataVersion()
+        #expect(try store.record(for: "a") == nil)
+        try store.upsert(entry("b", size: 1), record: [2])
+        #expect(try store.record(for: "b")?.record == [2])
+        #expect(try store.count() == 1)
+    }
+
+    @Test func reclaimGivesBackAtMostThePagesAskedForInSteps() throws {
+        let record = [UInt8](repeating: 7, count: 4000)
+        for index in 0..<(EntryStore.reclaimStep + 200) {
+            try store.upsert(entry("k\(index)", size: record.count, lastUse: Int64(index)), record: record)
+        }
+        try store.removeLeastRecentlyUsed(EntryStore.reclaimStep + 100)
+        let free = try store.freePages()
+        #expect(free > EntryStore.reclaimStep + 10)
+        try store.reclaimSpace(pages: 10)
+        #expect(try store.freePages() == free - 10)
+        try store.reclaimSpace() // more than one step
+        #expect(try store.freePages() == 0)
+        #expect(try store.record(for: "k\(EntryStore.reclaimStep + 199)")?.record == record)
     }
 
     @Test func filesAreOwnerOnlyByDefault() throws {
