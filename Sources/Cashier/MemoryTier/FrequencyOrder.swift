@@ -11,7 +11,7 @@ import CashierEviction
 /// policy's order (not by recency) cannot give.
 /// Not thread-safe: it lives in the tier's locked state.
 struct FrequencyOrder {
-    private var policy = FrequencyAware<String>()
+    private var policy = NameFrequencyAware()
     /// The names used since the last ``takeUsed(_:)``, in order of first use; a name may be
     /// stale (its record gone) or repeated (removed and stored again): its record's
     /// ``MemoryRecord/usedSinceFlush`` flag is what counts.
