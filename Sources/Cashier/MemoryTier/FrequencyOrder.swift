@@ -1,13 +1,15 @@
 import CashierEviction
 
 /// The memory tier's replacement order under ``EvictionPolicy/frequencyAware``: the
-/// package's adaptive policy (``FrequencyAware``: S3-FIFO or W-TinyLFU by simulation) over
+/// package's adaptive policy (`FrequencyAware`: S3-FIFO or W-TinyLFU by simulation) over
 /// the records' names, and, apart from the order, what was used since it was last asked.
 ///
 /// Each record keeps its handle into the policy (``MemoryRecord/handle``), so a hit costs
-/// the policy's `recordHit` on an index and no second hash lookup; the policy is a concrete
-/// stored type, not an existential. A hit sets a flag and, on its first use since the last
-/// ``takeUsed(_:)``, appends the name to ``used``: what the disk's recency needs, which the
+/// the policy's `recordHit` on an index and no second hash lookup. The policy is a concrete
+/// stored type with non-generic methods (`NameFrequencyAware`), not an existential nor a
+/// generic called across the module boundary, which Swift 6.3 leaves unspecialized (about
+/// 35 ns a hit: Benchmarks/Eviction/README.md). A hit sets a flag and, on its first use since the last
+/// ``takeUsed(_:)``, appends the name to `used`: what the disk's recency needs, which the
 /// policy's order (not by recency) cannot give.
 /// Not thread-safe: it lives in the tier's locked state.
 struct FrequencyOrder {
@@ -92,7 +94,7 @@ struct FrequencyOrder {
         used.append(record.name)
     }
 
-    /// Drops stale and repeated names once ``used`` is twice the records held (or 64), so it
+    /// Drops stale and repeated names once `used` is twice the records held (or 64), so it
     /// stays within a small multiple of the tier's size between calls of ``takeUsed(_:)``.
     mutating func compactUsed(_ records: [String: MemoryRecord]) {
         guard used.count >= 2 * max(records.count, 32) else { return }
