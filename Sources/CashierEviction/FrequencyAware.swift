@@ -26,6 +26,12 @@ package struct FrequencyAware<Key: Hashable>: ReplacementPolicy {
     /// S3-FIFO's bits, a miss costs nothing, so a tier that never fills (the memory tier
     /// with no count limit, below its cost limit) pays a bit per hit and no more.
     private var hasEvicted = false
+    /// How many more sampled requests the simulation replays: each eviction grants
+    /// ``simulationCreditPerEviction``. A tier that keeps hitting (it no longer evicts, so
+    /// no choice is being made) stops paying for the simulation, which at small sizes,
+    /// where the simulated cache is a few keys, replays a miss for most sampled hits.
+    private var simulationCredit = 0
+    private static var simulationCreditPerEviction: Int { 64 }
 
     package init() {}
 
@@ -55,14 +61,20 @@ package struct FrequencyAware<Key: Hashable>: ReplacementPolicy {
             hash = tinyLFU.store[handle].hash
             tinyLFU.recordHit(handle)
         }
-        if simulation.samples(hash) { observe(hash) }
+        if simulation.samples(hash), simulationCredit > 0 {
+            simulationCredit -= 1
+            observe(hash)
+        }
     }
 
     package mutating func recordMiss(_ key: Key) {
         guard hasEvicted else { return }
         tinyLFU.recordMiss(key)
         let hash = key.hashValue
-        if simulation.samples(hash) { observe(hash) }
+        if simulation.samples(hash), simulationCredit > 0 {
+            simulationCredit -= 1
+            observe(hash)
+        }
     }
 
     package mutating func remove(_ handle: Handle) {
@@ -74,6 +86,7 @@ package struct FrequencyAware<Key: Hashable>: ReplacementPolicy {
 
     package mutating func evict(where isEvictable: (Key) -> Bool) -> Key? {
         hasEvicted = true
+        simulationCredit = min(simulationCredit + Self.simulationCreditPerEviction, 1 << 20)
         return switch mode {
         case .s3fifo: s3fifo.evict(where: isEvictable)
         case .tinyLFU: tinyLFU.evict(where: isEvictable)
@@ -86,6 +99,7 @@ package struct FrequencyAware<Key: Hashable>: ReplacementPolicy {
         simulation = MiniatureSimulation()
         mode = .s3fifo
         hasEvicted = false
+        simulationCredit = 0
     }
 
     private mutating func observe(_ hash: Int) {
