@@ -58,8 +58,9 @@ let package = Package(
         .executableTarget(
             name: "CashierStress",
             dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
-        // The trace replay of the eviction policies (no product): Benchmarks/Eviction/README.md.
-        .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction"]),
+        // The trace replay of the eviction policies and of a real memory-only Cache (no product):
+        // Benchmarks/Eviction/README.md.
+        .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction", "Cashier"]),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
         .testTarget(

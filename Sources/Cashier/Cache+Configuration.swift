@@ -11,10 +11,18 @@ extension Cache {
         public var defaultLifespan: Lifespan = .never
         /// Whether ``Cache/value(for:)`` returns expired values instead of missing.
         public var returnsExpiredValues: Bool = false
-        /// How many decoded values the memory tier keeps (least recently used go first); `nil` for no bound, 0 for none.
+        /// How many decoded values the memory tier keeps (``evictionPolicy`` chooses which go first); `nil` for no
+        /// bound, 0 for none.
         public var memoryCountLimit: Int? = nil
+        /// Which values the memory tier gives up first when it is over ``memoryCountLimit`` or
+        /// ``memoryCostLimit``: by default ``EvictionPolicy/frequencyAware``, which keeps values read
+        /// often over values read once (a scan); ``EvictionPolicy/leastRecentlyUsed`` for strict
+        /// least-recently-used order. Locked entries go only when every value held is locked.
+        /// The disk tier evicts the least recently used entries whatever this says.
+        /// See <doc:StorageAndLimits>.
+        public var evictionPolicy: EvictionPolicy = .frequencyAware
         /// Bytes of values the memory tier keeps, each value counted as its encoded size (the
-        /// payload written or read); least recently used go first, locked ones last. `nil` for no
+        /// payload written or read); ``evictionPolicy`` chooses which go first, locked ones last. `nil` for no
         /// byte bound.
         ///
         /// The default is one thirty-second of the device's physical memory, at most 128 MiB:

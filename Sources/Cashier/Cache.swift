@@ -41,7 +41,9 @@ public final class Cache: Sendable {
         // Each new cache judges the folder again on first use (its sharing may differ; the
         // folder may have changed): one lstat then, none here.
         store.disk?.forgetFolderStatus()
-        memory = MemoryTier(limit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimit)
+        memory = MemoryTier(
+            limit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimit,
+            policy: configuration.evictionPolicy, tracksUse: store.disk != nil)
         let memory = self.memory
         // Made before subscribing and never changed: the handler, which other instances may
         // call from the moment it is subscribed, reads nothing that init writes later.

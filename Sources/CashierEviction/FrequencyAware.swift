@@ -21,6 +21,17 @@ package struct FrequencyAware<Key: Hashable>: ReplacementPolicy {
     private var simulation = MiniatureSimulation()
     /// How many switches were made (for the benchmark's report).
     private(set) package var switches = 0
+    /// Whether anything was evicted since the policy was made or emptied. Until then no
+    /// choice was made that the sketch or the simulation could inform: a hit only sets
+    /// S3-FIFO's bits, a miss costs nothing, so a tier that never fills (the memory tier
+    /// with no count limit, below its cost limit) pays a bit per hit and no more.
+    private var hasEvicted = false
+    /// How many more sampled requests the simulation replays: each eviction grants
+    /// ``simulationCreditPerEviction``. A tier that keeps hitting (it no longer evicts, so
+    /// no choice is being made) stops paying for the simulation, which at small sizes,
+    /// where the simulated cache is a few keys, replays a miss for most sampled hits.
+    private var simulationCredit = 0
+    private static var simulationCreditPerEviction: Int { 64 }
 
     package init() {}
 
@@ -39,6 +50,7 @@ package struct FrequencyAware<Key: Hashable>: ReplacementPolicy {
     }
 
     package mutating func recordHit(_ handle: Handle) {
+        guard hasEvicted else { return s3fifo.recordHit(handle) }
         let hash: Int
         switch mode {
         case .s3fifo:
@@ -49,13 +61,20 @@ package struct FrequencyAware<Key: Hashable>: ReplacementPolicy {
             hash = tinyLFU.store[handle].hash
             tinyLFU.recordHit(handle)
         }
-        if simulation.samples(hash) { observe(hash) }
+        if simulation.samples(hash), simulationCredit > 0 {
+            simulationCredit -= 1
+            observe(hash)
+        }
     }
 
     package mutating func recordMiss(_ key: Key) {
+        guard hasEvicted else { return }
         tinyLFU.recordMiss(key)
         let hash = key.hashValue
-        if simulation.samples(hash) { observe(hash) }
+        if simulation.samples(hash), simulationCredit > 0 {
+            simulationCredit -= 1
+            observe(hash)
+        }
     }
 
     package mutating func remove(_ handle: Handle) {
@@ -66,7 +85,9 @@ package struct FrequencyAware<Key: Hashable>: ReplacementPolicy {
     }
 
     package mutating func evict(where isEvictable: (Key) -> Bool) -> Key? {
-        switch mode {
+        hasEvicted = true
+        simulationCredit = min(simulationCredit + Self.simulationCreditPerEviction, 1 << 20)
+        return switch mode {
         case .s3fifo: s3fifo.evict(where: isEvictable)
         case .tinyLFU: tinyLFU.evict(where: isEvictable)
         }
@@ -77,6 +98,8 @@ package struct FrequencyAware<Key: Hashable>: ReplacementPolicy {
         tinyLFU.removeAll()
         simulation = MiniatureSimulation()
         mode = .s3fifo
+        hasEvicted = false
+        simulationCredit = 0
     }
 
     private mutating func observe(_ hash: Int) {
@@ -106,7 +129,7 @@ package enum FrequencyAwareMode: Sendable { case s3fifo, tinyLFU }
 /// with hit counts that decay so the comparison follows the workload as it changes.
 struct MiniatureSimulation {
     /// One key in `sampling` (a power of two) is simulated.
-    private(set) var sampling = 1
+    private(set) var sampling = minimumSampling
     private var capacity = 0
     private var s3fifo = S3FIFO<Int>()
     private var tinyLFU = WindowTinyLFU<Int>()
@@ -119,6 +142,10 @@ struct MiniatureSimulation {
 
     /// The simulated cache's size: about 256 keys once the real one holds more.
     private static var targetCapacity: Int { 256 }
+    /// At least one key in this many is left out, however small the cache: a sampled hit
+    /// replays through both simulations (tens of nanoseconds), which a memory hit of a
+    /// small tier, all sampled at rate 1, paid on every read.
+    private static var minimumSampling: Int { 8 }
 
     func samples(_ hash: Int) -> Bool {
         // The sketch and the sampling should not pick the same keys: use the top bits.
@@ -127,7 +154,7 @@ struct MiniatureSimulation {
 
     /// Follows the real policy's size; starts over when the sampling rate must change.
     mutating func resize(forKeys keys: Int) {
-        var rate = 1
+        var rate = Self.minimumSampling
         while keys / (rate * 2) >= Self.targetCapacity { rate *= 2 }
         if rate != sampling {
             self = MiniatureSimulation()

@@ -10,10 +10,11 @@ import Foundation
 //       Prints what each policy adds to a hit and to a miss, in nanoseconds.
 //   CashierReplay [--smoke] [--reference FILE] [--only NAME]
 //       Replays every trace (--smoke: the disk-tier ones, seconds in a debug build)
-//       through each policy and prints hit ratios beside libCacheSim's (FILE, by
+//       through each policy and through a real memory-only Cache (its memory tier,
+//       the "Cashier" column), and prints hit ratios beside libCacheSim's (FILE, by
 //       default Benchmarks/Eviction/reference.tsv), the fraction of Belady reached,
-//       and the goal: the adaptive policy within 0.02 of the best classical policy
-//       and never below LRU. Exits 1 if a checked cell fails.
+//       and the goal: Cashier's row within 0.02 of the best classical policy and
+//       never below LRU. Exits 1 if a checked cell fails.
 //
 // Each miss inserts the object (an app stores what it fetched), weight 1, and the
 // policy evicts while it holds more than the trace's capacity.

@@ -12,8 +12,13 @@ import Glibc
     let folder = TemporaryFolder()
     let clock = TestClock()
 
-    func cache(diskLimit: Int? = nil, memoryLimit: Int? = nil, events: EventLog? = nil) -> Cache {
-        makeLimitedCache(folder, clock: clock, diskLimit: diskLimit, memoryLimit: memoryLimit, events: events)
+    func cache(
+        diskLimit: Int? = nil, memoryLimit: Int? = nil, events: EventLog? = nil,
+        evictionPolicy: EvictionPolicy = .frequencyAware
+    ) -> Cache {
+        makeLimitedCache(
+            folder, clock: clock, diskLimit: diskLimit, memoryLimit: memoryLimit, events: events,
+            evictionPolicy: evictionPolicy)
     }
 
     /// Writes `count` 1 KiB entries named k0, k1, … and returns one entry's size on disk.
@@ -111,7 +116,7 @@ import Glibc
     }
 
     @Test func memoryCountLimitKeepsTheMostRecentlyUsed() throws {
-        let cache = cache(memoryLimit: 2)
+        let cache = cache(memoryLimit: 2, evictionPolicy: .leastRecentlyUsed)
         try cache.set(1, for: CacheKey<Int>("a"))
         try cache.set(2, for: CacheKey<Int>("b"))
         _ = cache.value(for: CacheKey<Int>("a"))

@@ -9,9 +9,13 @@ import Testing
     let folder = TemporaryFolder()
     let clock = TestClock()
 
-    func cache(costLimit: Int?, location: Cache.Location? = nil, events: EventLog? = nil) -> Cache {
+    func cache(
+        costLimit: Int?, location: Cache.Location? = nil, events: EventLog? = nil,
+        evictionPolicy: EvictionPolicy = .frequencyAware
+    ) -> Cache {
         var configuration = makeConfiguration(folder, clock: clock, events: events)
         configuration.memoryCostLimit = costLimit
+        configuration.evictionPolicy = evictionPolicy
         if let location { configuration.location = location }
         return Cache(configuration)
     }
@@ -55,7 +59,7 @@ import Testing
     }
 
     @Test func valuesAreEvictedLeastRecentlyUsedFirstDownToTheByteBudget() throws {
-        let cache = cache(costLimit: 3000)
+        let cache = cache(costLimit: 3000, evictionPolicy: .leastRecentlyUsed)
         for (index, name) in ["a", "b", "c"].enumerated() { try cache.set(kilobyte(UInt8(index)), for: key(name)) }
         #expect(cache.memory.totalCost == 3000)
         _ = cache.value(for: key("a"))
@@ -119,7 +123,7 @@ import Testing
     }
 
     @Test func simulatedWarningDropsLeastRecentlyUsedDownToHalfTheCost() throws {
-        let cache = cache(costLimit: nil)
+        let cache = cache(costLimit: nil, evictionPolicy: .leastRecentlyUsed)
         for name in ["a", "b", "c", "d"] { try cache.set(kilobyte(0), for: key(name)) }
         _ = cache.value(for: key("a"))
         cache.relieveMemoryPressure(.warning)

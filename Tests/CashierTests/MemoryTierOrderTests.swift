@@ -23,6 +23,7 @@ import Testing
         var configuration = Cache.Configuration(name: "memory-tier-order")
         configuration.location = .memoryOnly
         configuration.memoryCountLimit = limit
+        configuration.evictionPolicy = .leastRecentlyUsed
         let cache = Cache(configuration)
         var policy = LeastRecentlyUsed<Int>()
         var handles: [Int: Int] = [:]

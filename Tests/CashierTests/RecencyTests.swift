@@ -13,8 +13,13 @@ import Glibc
     let folder = TemporaryFolder()
     let clock = TestClock()
 
-    func cache(diskLimit: Int? = nil, memoryLimit: Int? = nil, events: EventLog? = nil) -> Cache {
-        makeLimitedCache(folder, clock: clock, diskLimit: diskLimit, memoryLimit: memoryLimit, events: events)
+    func cache(
+        diskLimit: Int? = nil, memoryLimit: Int? = nil, events: EventLog? = nil,
+        evictionPolicy: EvictionPolicy = .frequencyAware
+    ) -> Cache {
+        makeLimitedCache(
+            folder, clock: clock, diskLimit: diskLimit, memoryLimit: memoryLimit, events: events,
+            evictionPolicy: evictionPolicy)
     }
 
     static func key(_ index: Int) -> CacheKey<Data> { CacheKey("k\(index)") }
@@ -98,7 +103,7 @@ import Glibc
     }
 
     @Test func readsThroughEntryForCountInMemoryAndOnDisk() throws {
-        let cache = cache(memoryLimit: 2)
+        let cache = cache(memoryLimit: 2, evictionPolicy: .leastRecentlyUsed)
         try fill(cache, count: 2)
         clock.advance(by: 600)
         #expect(cache.entry(for: Self.key(0)) != nil) // from memory

@@ -2,8 +2,8 @@ import Foundation
 
 /// A decoded value in the memory tier; subclassed per value type so a hit needs no boxing.
 ///
-/// `name` and `metadata` never change after init; `newer`/`older` are touched
-/// only under the tier's lock.
+/// `name` and `metadata` never change after init; the order's fields (`newer`, `older`,
+/// `handle`, `usedSinceFlush`) are touched only under the tier's lock.
 class MemoryRecord: @unchecked Sendable {
     let name: String
     let metadata: EntryMetadata
@@ -18,6 +18,10 @@ class MemoryRecord: @unchecked Sendable {
     /// The links of the replacement order (``RecencyList``, which alone touches them).
     var newer: RecencyList.Link?
     var older: RecencyList.Link?
+    /// Under ``EvictionPolicy/frequencyAware``: its node in ``FrequencyOrder``'s policy (-1: none)…
+    var handle = -1
+    /// …and whether it was used since the disk's recency last took the used names.
+    var usedSinceFlush = false
     /// For a ``Lifespan/sinceLastUse(_:)`` entry: its last use (read or written under the
     /// tier's lock), which `metadata.lastUsedAt` held when the record was made…
     var lastUse: Double

@@ -2,8 +2,10 @@ import CashierPlatform
 import Foundation
 
 /// The decoded-value tier: its bookkeeping (a dictionary of records, their total cost, the
-/// statistics), bounded by a count and by that cost, over a replacement order kept apart
-/// (``RecencyList``: least recently used, unlocked first), which picks every victim.
+/// statistics), bounded by a count and by that cost, over a replacement order kept apart,
+/// which picks every victim: ``FrequencyOrder`` (``EvictionPolicy/frequencyAware``) or
+/// ``RecencyList`` (``EvictionPolicy/leastRecentlyUsed``: least recently used, unlocked
+/// first). Either way a locked record goes only when every record is locked.
 ///
 /// The statistics counters live under the same lock so a hit takes one lock. Costs are
 /// added and taken away only where records come and go, never on a hit.
@@ -13,10 +15,14 @@ final class MemoryTier: Sendable {
     /// The bound on the records' total ``MemoryRecord/cost``; `nil` for none.
     let costLimit: Int?
 
-    init(limit: Int?, costLimit: Int? = nil) {
+    /// `tracksUse`: whether ``takeUsedNames()`` will be called (a cache with a disk tier); under
+    /// ``EvictionPolicy/frequencyAware`` nothing is kept for it otherwise.
+    init(limit: Int?, costLimit: Int? = nil, policy: EvictionPolicy = .leastRecentlyUsed, tracksUse: Bool = true) {
         self.limit = limit.map { max(0, $0) }
         self.costLimit = costLimit.map { max(0, $0) }
-        state = Locked(State())
+        var state = State()
+        if policy == .frequencyAware { state.frequency = FrequencyOrder(tracksUse: tracksUse) }
+        self.state = Locked(state)
     }
 
     deinit { state.withLock { $0.unlinkAll() } }
@@ -30,11 +36,17 @@ final class MemoryTier: Sendable {
     @discardableResult
     func insert(_ record: MemoryRecord) -> [MemoryRecord] {
         withRecords(orIfNone: []) { state in
-            state.insert(record)
             var evicted: [MemoryRecord] = []
+            if let limit, state.frequency != nil, state.records[record.name] == nil {
+                // Room first, then the newcomer (as the policy's simulations do), while an
+                // unlocked record can go; else the newcomer may be the one that leaves.
+                while state.records.count >= limit, let victim = state.evictFrequency(unlockedOnly: true) {
+                    evicted.append(victim)
+                }
+            }
+            state.insert(record)
             if let limit {
-                while state.records.count > limit, let victim = state.victim() {
-                    state.remove(victim.name)
+                while state.records.count > limit, let victim = state.evictOne() {
                     evicted.append(victim)
                 }
             }
@@ -45,7 +57,7 @@ final class MemoryTier: Sendable {
         }
     }
 
-    /// Removes least recently used records (unlocked first) until their total cost is at most
+    /// Removes records in the order's choice (unlocked first) until their total cost is at most
     /// `budget(totalCost)`, all in one critical section; returns them.
     func trim(toCost budget: (Int) -> Int) -> [MemoryRecord] {
         withRecords(orIfNone: []) { state in
@@ -127,9 +139,11 @@ final class MemoryTier: Sendable {
         copy: (UnsafeMutableRawPointer) -> Void
     ) -> Hit {
         withRecords(orIfNone: .none) { state in
+            // A miss is the order's to learn in peekUsable(_:valueType:schemaVersion:appVersion:),
+            // which the read's way to the disk goes through: once per read.
             guard let record = state.usable(name, valueType, schemaVersion, appVersion), let storage = record.storage
             else { return .none }
-            state.moveToFront(record)
+            state.recordHit(record)
             copy(storage)
             if record.metadata.lifespan.slidingSeconds != nil {
                 // The deadline by the one definition of expiry, with the last use this tier knows.
@@ -166,12 +180,16 @@ final class MemoryTier: Sendable {
     /// `schemaVersion` (and, unversioned, `appVersion`), made the most recently used, with
     /// its current metadata: every read counts, for this tier's order and, through
     /// ``takeUsedNames()``, the disk's (a sliding lifespan's use is the caller's to note).
+    /// A miss counts for the order too (a frequency-aware one learns from it).
     func peekUsable(_ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?)
         -> (record: MemoryRecord, metadata: EntryMetadata)?
     {
         withRecords(orIfNone: nil) { state in
-            guard let record = state.usable(name, valueType, schemaVersion, appVersion) else { return nil }
-            state.moveToFront(record)
+            guard let record = state.usable(name, valueType, schemaVersion, appVersion) else {
+                state.frequency?.recordMiss(name)
+                return nil
+            }
+            state.recordHit(record)
             return (record, record.currentMetadata)
         }
     }
@@ -184,8 +202,11 @@ final class MemoryTier: Sendable {
 
     private struct State {
         var records: [String: MemoryRecord] = [:]
-        /// Which record leaves first; every record in `records` is in it.
+        /// Under ``EvictionPolicy/leastRecentlyUsed``: which record leaves first, every record
+        /// in `records` in it, and what was used since ``takeUsed()``.
         var order = RecencyList()
+        /// Under ``EvictionPolicy/frequencyAware``: the same, and `order` holds nothing.
+        var frequency: FrequencyOrder?
         var statistics = CacheStatistics()
         /// The sum of the records' costs. Added and subtracted with wrapping arithmetic: with no
         /// cost limit, encoded sizes could sum past `Int.max` where `Int` is 32 bits (watchOS) even
@@ -193,7 +214,8 @@ final class MemoryTier: Sendable {
         var totalCost = 0
 
         mutating func takeUsed() -> [(name: String, usedAt: Double?)] {
-            order.takeUsed()
+            if frequency != nil { return frequency!.takeUsed(records) }
+            return order.takeUsed()
         }
 
         /// The one definition of a memory record that may answer a read: same value type,
@@ -207,41 +229,67 @@ final class MemoryTier: Sendable {
             return record
         }
 
-        mutating func moveToFront(_ record: MemoryRecord) {
-            order.moveToFront(record)
+        /// A read of `record`, which is held.
+        mutating func recordHit(_ record: MemoryRecord) {
+            if frequency != nil {
+                frequency!.recordHit(record)
+            } else {
+                order.moveToFront(record)
+            }
         }
 
         mutating func insert(_ record: MemoryRecord) {
-            if let old = records.updateValue(record, forKey: record.name) {
-                order.unlink(old)
-                totalCost &-= old.cost
-            }
+            let old = records.updateValue(record, forKey: record.name)
+            if let old { totalCost &-= old.cost }
             totalCost &+= record.cost
-            order.pushFront(record)
+            if frequency != nil {
+                // A replaced record keeps its place: the name's frequency is the same.
+                if let old, old.handle >= 0 {
+                    frequency!.replace(old, with: record)
+                } else {
+                    frequency!.insert(record)
+                }
+                frequency!.compactUsed(records)
+            } else {
+                if let old { order.unlink(old) }
+                order.pushFront(record)
+            }
         }
 
         @discardableResult
         mutating func remove(_ name: String) -> MemoryRecord? {
             guard let record = records.removeValue(forKey: name) else { return nil }
-            order.unlink(record)
+            if frequency != nil { frequency!.remove(record) } else { order.unlink(record) }
             totalCost &-= record.cost
             return record
         }
 
-        /// Removes ``victim()`` after victim until the total cost is at most `budget`.
+        /// Removes ``evictOne()`` after victim until the total cost is at most `budget`.
         mutating func evict(downToCost budget: Int, into evicted: inout [MemoryRecord]) {
-            while totalCost > budget, let victim = victim() {
-                remove(victim.name)
+            while totalCost > budget, let victim = evictOne() {
                 evicted.append(victim)
             }
         }
 
-        /// The record the replacement order gives up first.
-        func victim() -> MemoryRecord? {
-            order.victim()
+        /// Removes the record the replacement order gives up first and returns it.
+        mutating func evictOne() -> MemoryRecord? {
+            if frequency != nil { return evictFrequency(unlockedOnly: false) }
+            guard let victim = order.victim() else { return nil }
+            return remove(victim.name)
+        }
+
+        /// Removes ``FrequencyOrder``'s victim (`unlockedOnly`: only an unlocked one) and returns it.
+        mutating func evictFrequency(unlockedOnly: Bool) -> MemoryRecord? {
+            guard let name = frequency!.evict(from: records, unlockedOnly: unlockedOnly),
+                let record = records.removeValue(forKey: name)
+            else { return nil }
+            record.handle = -1
+            totalCost &-= record.cost
+            return record
         }
 
         mutating func unlinkAll() {
+            if frequency != nil { frequency!.removeAll(records.values) }
             order.removeAll(records.values)
             records.removeAll()
             totalCost = 0

@@ -11,10 +11,7 @@
 /// stands in the list where the last call left its front, so memory hits count for the disk's
 /// least-recently-used order at no cost to a hit.
 ///
-/// Another replacement policy is another type with these five operations. (The package's
-/// `CashierEviction` policies keep their order in a slab of their own and are generic across a
-/// module boundary, which Swift 6.3 does not specialize or inline: a hit would pay a generic
-/// call; nor can they walk "used since" for the disk. This list stays the tier's policy.)
+/// The order of ``EvictionPolicy/leastRecentlyUsed``; ``FrequencyOrder`` is the default's.
 /// Not thread-safe: it lives in the tier's locked state.
 struct RecencyList {
     /// A link: a record reference that is neither retained nor released.

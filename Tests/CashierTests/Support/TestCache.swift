@@ -101,11 +101,13 @@ func makeConfiguration(
 
 /// A cache on `folder` with a disk size limit and a memory count limit (the limit and recency suites).
 func makeLimitedCache(
-    _ folder: TemporaryFolder, clock: TestClock, diskLimit: Int?, memoryLimit: Int?, events: EventLog?
+    _ folder: TemporaryFolder, clock: TestClock, diskLimit: Int?, memoryLimit: Int?, events: EventLog?,
+    evictionPolicy: EvictionPolicy = .frequencyAware
 ) -> Cache {
     var configuration = makeConfiguration(folder, clock: clock, events: events)
     configuration.diskSizeLimit = diskLimit
     configuration.memoryCountLimit = memoryLimit
+    configuration.evictionPolicy = evictionPolicy
     return Cache(configuration)
 }
 

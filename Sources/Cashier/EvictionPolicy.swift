@@ -1,0 +1,20 @@
+/// How a cache chooses which values leave its memory tier when it is over its limits.
+///
+/// Set it with ``Cache/Configuration-swift.struct/evictionPolicy``. Either way, a locked
+/// entry leaves only when every entry held is locked. The disk tier evicts the least
+/// recently used entries whichever policy is set (see <doc:StorageAndLimits>).
+public enum EvictionPolicy: Sendable, Hashable {
+    /// Keeps what is read often over what was read once: a scroll past hundreds of values
+    /// read once does not push out one read every day. The default.
+    ///
+    /// New values enter a small probationary segment and reach the main one by being read
+    /// again; the cache runs S3-FIFO or W-TinyLFU (a small recency window before a segmented
+    /// main part guarded by a frequency sketch), whichever a small simulation on a sample of
+    /// the keys finds hitting more lately, so it follows a moving working set and holds part
+    /// of a loop larger than the cache. A hit sets a few bits; the order is not strictly by
+    /// recency.
+    case frequencyAware
+    /// Evicts the value read or written longest ago: Cashier's order before
+    /// ``frequencyAware``, for code that relies on strict least-recently-used order.
+    case leastRecentlyUsed
+}
