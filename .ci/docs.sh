@@ -120,20 +120,24 @@ SWIFT
 coverage_status=0
 swift "$checker" "$symbol_graphs"/Cashier*.symbols.json || coverage_status=$?
 
+# docc convert CATALOG-ARGUMENTS...: the catalog with the settings both passes share.
+docc_convert() {
+    "$docc" convert Sources/Cashier/Cashier.docc \
+        --fallback-display-name Cashier \
+        --fallback-bundle-identifier org.cashier.Cashier \
+        --fallback-default-module-kind Framework \
+        --warnings-as-errors "$@"
+}
+
 echo "== docs: docc convert"
 rm -rf "$site" "$diagnostics"
 docc_status=0
-"$docc" convert Sources/Cashier/Cashier.docc \
-    --additional-symbol-graph-dir "$symbol_graphs" \
-    --fallback-display-name Cashier \
-    --fallback-bundle-identifier org.cashier.Cashier \
-    --fallback-default-module-kind Framework \
+docc_convert --additional-symbol-graph-dir "$symbol_graphs" \
     --output-path "$site" \
     --transform-for-static-hosting \
     --experimental-documentation-coverage \
     --coverage-summary-level brief \
-    --diagnostics-file "$diagnostics" \
-    --warnings-as-errors || docc_status=$?
+    --diagnostics-file "$diagnostics" || docc_status=$?
 
 echo "== docs: symbol graph of the Cashier module (internal)"
 symbol_graph "$internal_scratch" "$internal_symbol_graphs" internal
@@ -141,14 +145,9 @@ symbol_graph "$internal_scratch" "$internal_symbol_graphs" internal
 echo "== docs: docc convert at the internal level (links in internal doc comments)"
 rm -rf "$internal_site" "$internal_diagnostics"
 internal_status=0
-"$docc" convert Sources/Cashier/Cashier.docc \
-    --additional-symbol-graph-dir "$internal_symbol_graphs" \
-    --fallback-display-name Cashier \
-    --fallback-bundle-identifier org.cashier.Cashier \
-    --fallback-default-module-kind Framework \
+docc_convert --additional-symbol-graph-dir "$internal_symbol_graphs" \
     --output-path "$internal_site" \
-    --diagnostics-file "$internal_diagnostics" \
-    --warnings-as-errors || internal_status=$?
+    --diagnostics-file "$internal_diagnostics" || internal_status=$?
 
 if [ "$coverage_status" -ne 0 ] || [ "$docc_status" -ne 0 ] || [ "$internal_status" -ne 0 ]; then
     [ "$coverage_status" -ne 0 ] && echo "docs: FAILED: public symbols without doc comments (listed above)" >&2
