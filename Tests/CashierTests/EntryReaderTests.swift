@@ -226,14 +226,14 @@ import Darwin
 
 /// The real file system, recording each buffer the reader asks `pread` to fill; optionally
 /// truncating a file right after it is opened (and `fstat`ed), as another program might.
-final class ReadRecordingFileSystem: FileSystem {
+final class ReadRecordingFileSystem: ForwardingFileSystem {
     struct Buffer: Sendable {
         var address: UInt
         var count: Int
         var offset: Int
     }
 
-    private let base = POSIXFileSystem()
+    let base = POSIXFileSystem()
     private let state = Locked<(buffers: [Buffer], truncateAfterOpen: Int?)>(([], nil))
 
     var buffers: [Buffer] { state.withLock { $0.buffers } }
@@ -258,30 +258,5 @@ final class ReadRecordingFileSystem: FileSystem {
                 Buffer(address: UInt(bitPattern: buffer.baseAddress), count: buffer.count, offset: offset))
         }
         return try base.readFile(file, into: buffer, at: offset)
-    }
-
-    func createDirectory(_ path: String, permissions: mode_t) throws(SystemError) {
-        try base.createDirectory(path, permissions: permissions)
-    }
-    func writeNewFile(
-        _ path: String, permissions: mode_t, completeProtection: Bool, header: UnsafeRawBufferPointer,
-        payload: UnsafeRawBufferPointer, synchronize: Bool
-    ) throws(SystemError) {
-        try base.writeNewFile(
-            path, permissions: permissions, completeProtection: completeProtection, header: header,
-            payload: payload, synchronize: synchronize)
-    }
-    func rename(_ source: String, to destination: String) throws(SystemError) {
-        try base.rename(source, to: destination)
-    }
-    func synchronizeDirectory(_ path: String) throws(SystemError) { try base.synchronizeDirectory(path) }
-    func removeFile(_ path: String) throws(SystemError) { try base.removeFile(path) }
-    func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
-    func info(_ name: String, in directory: String) -> FileInfo? { base.info(name, in: directory) }
-    func availableCapacity(_ path: String) -> Int? { base.availableCapacity(path) }
-    func lockExclusively(_ path: String) throws(SystemError) -> Int32 { try base.lockExclusively(path) }
-    func unlock(_ token: Int32) { base.unlock(token) }
-    func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) {
-        try base.setAccessTime(path, to: seconds)
     }
 }

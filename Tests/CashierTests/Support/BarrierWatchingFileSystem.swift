@@ -5,14 +5,14 @@ import Foundation
 
 /// The real file system, recording every call and whether the barrier of every key
 /// (``KeyLocks/withEveryKeyLocked(_:)``) was held while it ran.
-final class BarrierWatchingFileSystem: FileSystem {
+final class BarrierWatchingFileSystem: ForwardingFileSystem {
     struct Call: Sendable, Hashable, CustomStringConvertible {
         var operation: String
         var underBarrier: Bool
         var description: String { operation + (underBarrier ? " (under the barrier)" : "") }
     }
 
-    private let base = POSIXFileSystem()
+    let base = POSIXFileSystem()
     private let state = Locked<(keyLocks: KeyLocks?, calls: [Call])>((nil, []))
 
     /// Starts telling calls made under `keyLocks`'s barrier apart (a cache's `store.keyLocks`).
@@ -56,7 +56,6 @@ final class BarrierWatchingFileSystem: FileSystem {
         note()
         return try base.openForReading(path)
     }
-    func closeFile(_ file: OpenFile) { base.closeFile(file) }
     func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] {
         note()
         return try base.contentsOfDirectory(path)
@@ -79,7 +78,6 @@ final class BarrierWatchingFileSystem: FileSystem {
         note()
         return try base.lockExclusively(path)
     }
-    func unlock(_ token: Int32) { base.unlock(token) }
     func tryLockExclusively(_ path: String) throws(SystemError) -> Int32? {
         note()
         return try base.tryLockExclusively(path)

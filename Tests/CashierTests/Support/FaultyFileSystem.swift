@@ -4,7 +4,7 @@ import Foundation
 @testable import Cashier
 
 /// The real file system, except for the failures a test switches on, and a log of the calls made.
-final class FaultyFileSystem: FileSystem {
+final class FaultyFileSystem: ForwardingFileSystem {
     enum Operation: String, Sendable, CaseIterable {
         case createDirectory, writeNewFile, rename, synchronizeDirectory, removeFile, readFile, lock, setAccessTime
     }
@@ -26,7 +26,7 @@ final class FaultyFileSystem: FileSystem {
         var synchronize = false
     }
 
-    private let base = POSIXFileSystem()
+    let base = POSIXFileSystem()
     private let state = Locked<(faults: [Operation: Fault], calls: [Call])>(([:], []))
 
     /// Makes every later `operation` fail as `fault` says; `nil` restores it.
@@ -110,15 +110,11 @@ final class FaultyFileSystem: FileSystem {
         }
         return try base.openForReading(path)
     }
-    func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
-    func info(_ name: String, in directory: String) -> FileInfo? { base.info(name, in: directory) }
-    func availableCapacity(_ path: String) -> Int? { base.availableCapacity(path) }
     func lockExclusively(_ path: String) throws(SystemError) -> Int32 {
         // Opening the lock file creates it: on a read-only folder that fails too.
         if case .fail(let code) = begin(.lock, path) { throw SystemError(code: code, operation: "open", path: path) }
         return try base.lockExclusively(path)
     }
-    func unlock(_ token: Int32) { base.unlock(token) }
     func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) {
         if case .fail(let code) = begin(.setAccessTime, path) {
             throw SystemError(code: code, operation: "utimensat", path: path)

@@ -67,7 +67,7 @@ enum TraceEvent: Sendable, Hashable {
 /// ``POSIXFileSystem/rename(_:to:)`` over an existing file is an exchange of the two
 /// names and an unlink of the old file; it is recorded as those two operations. Reads
 /// are forwarded unrecorded.
-final class RecordingFileSystem: FileSystem {
+final class RecordingFileSystem: ForwardingFileSystem {
     let root: String
     /// A broken write path to record instead of the real one, so tests can prove the explorer notices.
     enum Mutation: Sendable {
@@ -77,7 +77,7 @@ final class RecordingFileSystem: FileSystem {
         case dropsFileSyncs
     }
     let mutation: Mutation?
-    private let base = POSIXFileSystem()
+    let base = POSIXFileSystem()
     private let log = Locked<[TraceEvent]>([])
 
     /// Records operations under `root` (an absolute path with no trailing slash).
@@ -164,19 +164,14 @@ final class RecordingFileSystem: FileSystem {
         record(.unlock)
     }
 
-    // MARK: Reads, forwarded
+    // MARK: Reads, forwarded (ForwardingFileSystem)
 
-    func openForReading(_ path: String) throws(SystemError) -> OpenFile { try base.openForReading(path) }
-    func contentsOfDirectory(_ path: String) throws(SystemError) -> [String] { try base.contentsOfDirectory(path) }
+    /// Kept: `scan` is not forwarded by default (FileSystem's own default lists, then stats by name).
     func scan(_ directory: String, statting wanted: (String) -> Bool) throws(SystemError) -> [(
         name: String, info: FileInfo?
     )] {
         try base.scan(directory, statting: wanted)
     }
-    func info(_ name: String, in directory: String) -> FileInfo? { base.info(name, in: directory) }
-    /// Access times order eviction only: a power loss may keep or lose them, and no promise rests on them.
-    func setAccessTime(_ path: String, to seconds: Double) throws(SystemError) {
-        try base.setAccessTime(path, to: seconds)
-    }
-    func availableCapacity(_ path: String) -> Int? { base.availableCapacity(path) }
+    // setAccessTime is forwarded unrecorded: access times order eviction only; a power loss
+    // may keep or lose them, and no promise rests on them.
 }
