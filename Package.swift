@@ -16,8 +16,11 @@ let package = Package(
         // (swift-collections' InternalCollectionsUtilities is the model; no product names them).
         // What Swift cannot spell of the C library (`_GNU_SOURCE` names), as swift-nio's CNIOLinux.
         .target(name: "CCashierPlatform"),
-        // Every platform branch of the package: the C library, locks, file calls, system signals.
-        .target(name: "CashierPlatform", dependencies: ["CCashierPlatform"]),
+        // SQLite's one variadic call, made in C (sqlite3_db_config); it includes no SQLite header.
+        .target(name: "CCashierSQLite"),
+        // Every platform branch of the package: the C library, locks, file calls, system signals,
+        // and how SQLite's functions are found (the SDK's, or libsqlite3.so.0 through dlopen).
+        .target(name: "CashierPlatform", dependencies: ["CCashierPlatform", "CCashierSQLite"]),
         // Byte helpers the modules below share.
         .target(name: "CashierInternals"),
         // The entry file format: header, reader, checksums (fuzzed and benchmarked on its own).
@@ -32,10 +35,9 @@ let package = Package(
             dependencies: [
                 "CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON", "CashierEviction",
             ]),
-        // SQLite through its C API, found at run time: builds without sqlite3.h or libsqlite3.so.
-        // The one C call Swift cannot make (variadic sqlite3_db_config) is the shim's.
-        .target(name: "CCashierSQLite"),
-        .target(name: "CashierSQLite", dependencies: ["CCashierSQLite"]),
+        // SQLite through its C API, found at run time by CashierPlatform: builds without sqlite3.h
+        // or libsqlite3.so.
+        .target(name: "CashierSQLite", dependencies: ["CashierPlatform"]),
         // The store of small entries: one SQLite file per cache folder, an index of every entry.
         .target(name: "CashierStore", dependencies: ["CashierSQLite"]),
         // Measures the store against files and the raw C API (no product: nothing depends on it).
