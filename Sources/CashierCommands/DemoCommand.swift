@@ -89,6 +89,10 @@ enum DemoCommand {
         say(inventory.table(sortedBy: .key, now: now.timeIntervalSince1970))
         say("")
         say(inventory.summary)
+        if inventory.showsLocation {
+            // Where the cache put them: small values as rows of one store file, large ones as files.
+            say("(small entries are rows of the store: \(StatsCommand.storeLine(inventory)))")
+        }
         say("")
         say("Look closer with:")
         say("   swift run cashier-tool list \(shellQuoted(folder))")

@@ -115,7 +115,9 @@ enum FolderStore {
             fileName: nil, size: record.count, lastUse: Double(stored.entry.lastUse), location: .row,
             rowKey: stored.entry.key)
         switch outcome {
-        case .entry(let header, let payload):
+        case .entry(var header, let payload):
+            // A lock the store records for the row counts as the header's.
+            header.isLocked = header.isLocked || stored.entry.isLocked
             entry.header = header
             entry.payload = keepPayload ? payload : nil
             if header.key != stored.entry.key {

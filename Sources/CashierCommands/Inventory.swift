@@ -38,6 +38,13 @@ struct EntryFile {
 
     var isDamaged: Bool { problem != nil }
 
+    /// Takes in what a large entry's index row knows: its key, its recorded last use and lock.
+    mutating func join(_ indexed: StoreEntry) {
+        rowKey = indexed.key
+        lastUse = max(lastUse, Double(indexed.lastUse))
+        if indexed.isLocked { header?.isLocked = true }
+    }
+
     /// Names the entry in messages: its file, or its row.
     var place: String { fileName ?? "row in \(FolderStore.fileName)" }
 
@@ -117,10 +124,7 @@ struct Inventory {
                 inventory.shadowed[key] = name
                 continue
             }
-            if let indexed = fileRows.removeValue(forKey: name) {
-                entry.rowKey = indexed.key
-                entry.lastUse = max(entry.lastUse, Double(indexed.lastUse))
-            }
+            if let indexed = fileRows.removeValue(forKey: name) { entry.join(indexed) }
             inventory.entries.append(entry)
         }
         // Index rows whose file is gone: the index is wrong about them.
@@ -165,10 +169,7 @@ struct Inventory {
             // An index row whose file is missing: shown as the damage it is.
             return indexed.map { FolderStore.unreadable($0, "its row names a file that is missing") }
         }
-        if let indexed {
-            entry.rowKey = indexed.key
-            entry.lastUse = max(entry.lastUse, Double(indexed.lastUse))
-        }
+        if let indexed { entry.join(indexed) }
         return entry
     }
 

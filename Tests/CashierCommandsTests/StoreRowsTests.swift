@@ -212,6 +212,16 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
         #expect(report.output.contains("id=\"summary-store\""))
     }
 
+    @Test func aLockTheStoreRecordsForARowIsTheEntrysLock() throws {
+        try EntryStore(folder: folder.path).setLocked(true, for: "note")
+        let entries = try #require(cashier("list", folder.path, "--json").json["entries"] as? [[String: Any]])
+        #expect(entries.first { $0["key"] as? String == "note" }?["locked"] as? Bool == true)
+        let remove = cashier("remove", folder.path, "note")
+        #expect(remove.status == .failure)
+        #expect(remove.error.contains("\"note\" is locked"))
+        #expect(cashier("remove", folder.path, "note", "--force").status == .success)
+    }
+
     @Test func removeDeletesARowAndALargeEntrysRowWithItsFile() throws {
         let profile = cashier("remove", folder.path, "profile")
         #expect(profile.status == .success, "\(profile.error)")
