@@ -43,7 +43,7 @@ let package = Package(
         // The tool's commands live in a library so tests can drive them in-process.
         .target(
             name: "CashierCommands",
-            dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierStore"]),
+            dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierStore", "CashierSQLite"]),
         // Named like its product so the command plugin can depend on it (Swift 6.3 rule), and unlike
         // `Cashier` by more than case: on a case-insensitive volume (macOS's default) `Cashier.build`
         // and `cashier.build` would be one folder (SwiftPM issue 4746). The plugin verb stays `cashier`.

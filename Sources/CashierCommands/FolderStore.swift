@@ -1,5 +1,6 @@
 import Cashier
 import CashierEntryFormat
+import CashierSQLite
 import CashierStore
 import Foundation
 
@@ -26,8 +27,11 @@ enum FolderStore {
         case absent
         /// The store opened and its index read.
         case sound
-        /// The store file is there but does not open or read: damaged, not SQLite or not Cashier's.
+        /// The store file is there but is damaged, not SQLite or not Cashier's.
         case damaged(String)
+        /// The store file is there but could not be read now: another process's lock past the
+        /// busy timeout, an I/O error, no permission. Not damage: nothing sets it aside.
+        case unreadable(String)
         /// SQLite cannot be loaded here: the store's rows are not shown.
         case unavailable(String)
 
@@ -37,6 +41,7 @@ enum FolderStore {
             case .sound: "sound"
             case .damaged: "damaged"
             case .unavailable: "unavailable"
+            case .unreadable: "unreadable"
             }
         }
 
@@ -49,7 +54,7 @@ enum FolderStore {
         var problem: String? {
             switch self {
             case .absent, .sound: nil
-            case .damaged(let reason), .unavailable(let reason): reason
+            case .damaged(let reason), .unavailable(let reason), .unreadable(let reason): reason
             }
         }
     }
@@ -61,6 +66,10 @@ enum FolderStore {
         case .damaged(let reason):
             console.printError(
                 "cashier-tool: note: the store \(fileName) in \(directory) is damaged (\(Format.escaped(reason))); "
+                    + "only entry files are shown")
+        case .unreadable(let reason):
+            console.printError(
+                "cashier-tool: note: the store \(fileName) in \(directory) cannot be read (\(Format.escaped(reason))); "
                     + "only entry files are shown")
         case .unavailable(let reason):
             console.printError(
@@ -87,6 +96,9 @@ enum FolderStore {
         do throws(StoreError) {
             let store = try EntryStore(folder: directory, options: options)
             return (store, .sound)
+        } catch .failed(let error) where readOnly && error.meansNoStoreYet {
+            // A store file a writer has made and not yet given its schema: no rows yet.
+            return (nil, .absent)
         } catch {
             return (nil, state(of: error))
         }
@@ -97,7 +109,8 @@ enum FolderStore {
         switch error {
         case .unavailable(let reason): .unavailable("\(reason)")
         case .setAside(let setAside): .damaged(setAside.reason)
-        case .failed(let reason): .damaged("\(reason)")
+        case .failed(let error) where error.meansDamage: .damaged("\(error)")
+        case .failed(let error): .unreadable("\(error)")
         }
     }
 
@@ -166,4 +179,16 @@ extension Inventory {
             "fileBytes": .int(totalSize - rowBytes),
         ])
     }
+}
+
+extension SQLiteError {
+    /// What opening or reading a store fails with when the file itself is at fault (as the
+    /// store's own rule for setting a file aside): damage, a header or schema SQLite refuses,
+    /// the schema check's verdict. Not a lock held elsewhere, an I/O error or a refused open.
+    var meansDamage: Bool {
+        isCorruption || [1, 17, 20, 24, 25].contains(primaryCode)
+    }
+
+    /// A read-only open of a store file that has no schema yet (``EntryStore``'s "no store yet").
+    var meansNoStoreYet: Bool { primaryCode == SQLiteCode.cantOpen && message == "no store yet" }
 }

@@ -10,7 +10,11 @@ enum VerifyCommand {
         let damaged = inventory.entries.filter(\.isDamaged)
         // The store's own damage: a file that does not open, or SQLite's structural findings.
         var storeProblems = inventory.store.structuralProblems
-        if case .damaged(let reason) = inventory.store.state { storeProblems.insert(reason, at: 0) }
+        switch inventory.store.state {
+        case .damaged(let reason): storeProblems.insert(reason, at: 0)
+        case .unreadable(let reason): storeProblems.insert("cannot read: \(reason)", at: 0)
+        case .absent, .sound, .unavailable: break
+        }
         let isSound = damaged.isEmpty && storeProblems.isEmpty
         if json {
             let document: JSONValue = .object([
@@ -40,7 +44,11 @@ enum VerifyCommand {
             }
             let checked = inventory.entries.count
             let files = checked == 1 ? "1 entry" : "\(checked) entries"
-            if !storeProblems.isEmpty {
+            if case .unreadable = inventory.store.state {
+                console.print(
+                    "\(files) checked, \(damaged.count) damaged; the store \(FolderStore.fileName) could not be read, "
+                        + "so its rows were not checked.")
+            } else if !storeProblems.isEmpty {
                 // A store that does not open, `prune --damaged` sets aside (the cache would on its
                 // next open); damage SQLite's check finds in a store that opens, the cache sets
                 // aside when a read meets it.

@@ -32,6 +32,22 @@ func record(of key: String, in folder: TemporaryFolder, _ store: EntryStore) thr
     return try #require(try store.record(for: key)).record
 }
 
+/// The fixture as Cashier 0.1.0 wrote it: five entry files and no store, whichever the
+/// library wrote each entry as.
+func makeFilesOnlyFixture(_ folder: TemporaryFolder) throws {
+    _ = try makeFixture(folder)
+    guard FolderStore.exists(in: folder.path) else { return }
+    do {
+        let store = try EntryStore(folder: folder.path)
+        for key in ["avatar", "blob", "feed", "note", "profile"] {
+            folder.write(DiskStore.fileName(for: key), Data(try record(of: key, in: folder, store)))
+        }
+    }
+    for name in folder.fileNames where FolderStore.fileNames.contains(name) {
+        try FileManager.default.removeItem(atPath: folder.path + "/" + name)
+    }
+}
+
 /// Writes the record of `key`'s row as its file too: what a write that moved the value into
 /// the store and was killed before removing the file leaves.
 func leaveFile(of key: String, in folder: TemporaryFolder) throws {
@@ -307,8 +323,17 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
         #expect(!FileManager.default.fileExists(atPath: storePath(folder) + ".damaged"))
     }
 
+    @Test func anEmptyStoreFileAWriterHasJustMadeHoldsNoRowsAndIsNotDamage() throws {
+        try makeFilesOnlyFixture(folder)
+        folder.write(FolderStore.fileName, Data())
+        let verify = cashier("verify", folder.path)
+        #expect(verify.status == .success, "\(verify.output)")
+        #expect(cashier("list", folder.path).error.isEmpty)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: storePath(folder))).isEmpty)
+    }
+
     @Test func readOnlyCommandsAndPruneCreateNoStoreInAFolderWithoutOne() throws {
-        _ = try makeFixture(folder)
+        try makeFilesOnlyFixture(folder)
         for arguments in [
             ["list", folder.path], ["show", folder.path, "profile"], ["stats", folder.path], ["verify", folder.path],
             ["report", folder.path], ["prune", folder.path, "--expired"], ["remove", folder.path, "note"],
