@@ -109,7 +109,10 @@ enum PruneCommand {
                         ?? "it opens for writing; the cache sets it aside when a read meets the damage")
             )
         }
-        inventory.noteForeignFiles(console)
+        var noted = inventory
+        // A store this run set aside is no longer the folder's: nothing to note about it.
+        if removal?.setAside != nil { noted.store.state = .absent }
+        noted.noteForeignFiles(console)
         let setAsideFailed = storeDamage != nil && !options.dryRun && removal?.setAside == nil
         return failures.isEmpty && !setAsideFailed ? .success : .failure
     }

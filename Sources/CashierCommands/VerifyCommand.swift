@@ -56,7 +56,7 @@ enum VerifyCommand {
                 let fix =
                     opens
                     ? "; the cache sets it aside when a read meets the damage."
-                    : ". Set it aside (the cache starts a fresh one), with the damaged entries, with:"
+                    : ". Set it aside (the cache starts a fresh one) and remove any damaged entries with:"
                 console.print(
                     "\(files) checked, \(damaged.count) damaged, and the store \(FolderStore.fileName) is damaged\(fix)"
                 )

@@ -309,6 +309,7 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
         let prune = cashier("prune", folder.path, "--damaged")
         #expect(prune.status == .success, "\(prune.error)")
         #expect(prune.output.contains("Set the damaged store store.sqlite aside to store.sqlite.damaged"))
+        #expect(prune.error.isEmpty)
         #expect(FileManager.default.fileExists(atPath: storePath(folder) + ".damaged"))
         #expect(cashier("verify", folder.path).status == .success)
     }
@@ -344,5 +345,34 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
         let list = cashier("list", folder.path, "--json")
         #expect((list.json["store"] as? [String: Any])?["status"] as? String == "absent")
         #expect(!cashier("list", folder.path).output.contains("LOCATION"))
+    }
+}
+
+/// `demo` in a folder whose entries a previous demo left as rows.
+@Suite struct StoreDemoTests {
+    let folder = TemporaryFolder()
+
+    @Test func aSecondDemoRemovesTheRowsThePreviousOneLeftAndListsEachEntryOnce() throws {
+        #expect(cashier(["demo", folder.path], now: Date()).status == .success)
+        // Every entry the first demo wrote becomes a row, as a cache with a store writes them.
+        do {
+            let store = try EntryStore(folder: folder.path)
+            for name in folder.entryFiles {
+                let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: folder.path + "/" + name)))
+                guard let key = Inventory.readEntry(folder.path, name, keepPayload: false)?.header?.key else {
+                    continue
+                }
+                try upsertRow(key, bytes, into: store)
+                try FileManager.default.removeItem(atPath: folder.path + "/" + name)
+            }
+            #expect(try store.count() == 7)
+        }
+        let second = cashier(["demo", folder.path], now: Date())
+        #expect(second.status == .success, "\(second.error)")
+        #expect(second.output.contains("(first removed the 7 entries a previous demo left there)\n"))
+        #expect(second.output.contains("(small entries are rows of the store: store.sqlite, "))
+        let entries = try #require(cashier("list", folder.path, "--json").json["entries"] as? [[String: Any]])
+        #expect(entries.count == 7)
+        #expect(Set(entries.compactMap { $0["key"] as? String }).count == 7)
     }
 }
