@@ -71,8 +71,8 @@ struct Inventory {
     /// writer's temporary file.
     var foreign: [String]
     var store = StoreSummary()
-    /// Entry files of keys whose row holds the entry (left by a write that moved a small value
-    /// into the store): not the entry, so not listed; `remove` and `prune` remove them with it.
+    /// Sound entry files of keys whose row holds the entry (left by a write that moved a small
+    /// value into the store): not the entry, so not listed; `remove` and `prune` remove them with it.
     var shadowed: [String: String] = [:]
 
     /// Reads every entry of `directory`: the rows of its store, opened read-only, and its files.
@@ -120,7 +120,8 @@ struct Inventory {
                 inventory.foreign.append(name)
                 continue
             }
-            if let key = rowFiles[name], entry.header == nil || entry.header?.key == key {
+            // A sound file of a row's key is the row's stale copy; a damaged one is listed, as damage.
+            if let key = rowFiles[name], !entry.isDamaged, entry.header?.key == key {
                 inventory.shadowed[key] = name
                 continue
             }

@@ -228,6 +228,15 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
         #expect(report.output.contains("id=\"summary-store\""))
     }
 
+    @Test func reportShowsAPNGRowsThumbnail() throws {
+        let store = try EntryStore(folder: folder.path)
+        try upsertRow("avatar", try record(of: "avatar", in: folder, store), into: store)
+        try FileManager.default.removeItem(atPath: folder.path + "/" + DiskStore.fileName(for: "avatar"))
+        let report = cashier("report", folder.path)
+        #expect(report.status == .success)
+        #expect(report.output.contains("<img src=\"data:image/png;base64,\(onePixelPNG.base64EncodedString())\""))
+    }
+
     @Test func aLockTheStoreRecordsForARowIsTheEntrysLock() throws {
         try EntryStore(folder: folder.path).setLocked(true, for: "note")
         let entries = try #require(cashier("list", folder.path, "--json").json["entries"] as? [[String: Any]])
