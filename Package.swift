@@ -43,7 +43,9 @@ let package = Package(
         // Measures the store against files and the raw C API (no product: nothing depends on it).
         .executableTarget(name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite"]),
         // The tool's commands live in a library so tests can drive them in-process.
-        .target(name: "CashierCommands", dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat"]),
+        .target(
+            name: "CashierCommands",
+            dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierStore", "CashierSQLite"]),
         // Named like its product so the command plugin can depend on it (Swift 6.3 rule), and unlike
         // `Cashier` by more than case: on a case-insensitive volume (macOS's default) `Cashier.build`
         // and `cashier.build` would be one folder (SwiftPM issue 4746). The plugin verb stays `cashier`.
@@ -74,7 +76,10 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(
             name: "CashierCommandsTests",
-            dependencies: ["CashierCommands", "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
+            dependencies: [
+                "CashierCommands", "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierStore",
+                "CashierTestSupport",
+            ]),
         .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
         // Depends on CashierStoreBench so that it is built: the kill test runs it as a child.
         .testTarget(
