@@ -89,6 +89,8 @@ import Testing
         _ = try? store.totalSize()
         _ = try? store.evictionCandidates(limit: 100)
         _ = try? store.removeLeastRecentlyUsed(3)
+        _ = try? store.evictionCandidates(order: .frequencyAware, limit: 100)
+        _ = try? store.evict(order: .frequencyAware, downTo: max(0, ((try? store.totalSize()) ?? 0) - 300))
         _ = try? store.upsert(StoreEntry(key: "after", location: .row, size: 1, lastUse: 1), record: [1])
         _ = try? store.reclaimSpace()
         // Whatever happened, the store still takes writes and reads them back.
