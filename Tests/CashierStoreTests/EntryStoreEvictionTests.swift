@@ -95,6 +95,37 @@ import Testing
         #expect(order.suffix(2) == ["k1", "k0"])
     }
 
+    @Test func aPlannedSweepLeavesWhatASweepInOneCallLeaves() throws {
+        let other = TemporaryFolder()
+        try FileManager.default.createDirectory(at: other.url, withIntermediateDirectories: true)
+        let planned = try EntryStore(folder: other.path)
+        for target in [store, planned] {
+            for index in 0..<40 {
+                try target.upsert(
+                    StoreEntry(key: "k\(index)", location: .row, size: 5 + index % 4, lastUse: Int64(index)),
+                    record: [1])
+            }
+            try target.recordUses(["k2", "k7", "k30"], at: 50)
+        }
+        for round in 0..<3 {
+            let bytes = try store.totalSize() - 40
+            let swept = try store.evict(order: .frequencyAware, downTo: bytes)
+            // Plan from the candidates (as the cache does, outside its key barrier), then apply.
+            var left = try planned.totalSize()
+            let chosen = try planned.evictionCandidates(order: .frequencyAware, limit: -1).prefix { entry in
+                defer { left -= entry.size }
+                return left > bytes
+            }
+            #expect(try planned.removeEvicted(chosen.map(\.key), order: .frequencyAware) == swept)
+            for target in [store, planned] {
+                try target.upsert(StoreEntry(key: "k\(round)", location: .row, size: 6, lastUse: 60), record: [1])
+            }
+            #expect(
+                try planned.evictionCandidates(order: .frequencyAware, limit: -1)
+                    == store.evictionCandidates(order: .frequencyAware, limit: -1))
+        }
+    }
+
     @Test func theGhostKeepsHalfAsManyKeysAsEntriesAndAKeyLeavingPromotesItsNewEntry() throws {
         for index in 0..<20 { try write("k\(index)", at: Int64(index + 1)) }
         // 5 evicted, 15 left: room for 7 ghosts.
