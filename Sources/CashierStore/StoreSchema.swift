@@ -51,15 +51,16 @@ enum StoreSchema {
     static let index = "CREATE INDEX entry_by_use ON entry(locked, last_use, size)"
     static let filesIndex = "CREATE INDEX entry_files ON entry(location, size) WHERE location = 1"
     static let expiryIndex = "CREATE INDEX entry_by_expiry ON entry(expiry) WHERE expiry IS NOT NULL"
-    /// `id` in insertion order: the oldest ghosts go first.
-    static let ghostTable = "CREATE TABLE ghost(id INTEGER PRIMARY KEY, key TEXT NOT NULL)"
-    static let ghostIndex = "CREATE UNIQUE INDEX ghost_by_key ON ghost(key)"
+    /// Keyed by `key` (each key stored once: with a rowid and an index on `key`, twice, 2.0 MB
+    /// against 1.0 MB for 50,000 keys of 10 bytes); `id` counts up as keys arrive, so the
+    /// oldest go first (found by scanning the table, at a sweep).
+    static let ghostTable = "CREATE TABLE ghost(key TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID"
+    /// What a read-only connection to a version 1 or 2 store queries in its place: always empty.
+    static let temporaryGhostTable = "CREATE TEMP TABLE ghost(key TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID"
 
     /// What `sqlite_schema` must hold, exactly, SQL text included: anything else (a trigger, a
     /// view, a column renamed by damage) is not ours.
-    static let objects: Set<String> = versionTwoObjects.union([
-        "table ghost ghost \(ghostTable)", "index ghost_by_key ghost \(ghostIndex)",
-    ])
+    static let objects: Set<String> = versionTwoObjects.union(["table ghost ghost \(ghostTable)"])
     /// What a version 1 or 2 store holds: no `ghost`.
     static let versionTwoObjects: Set<String> = [
         "table entry entry \(table)", "index entry_by_key entry \(keyIndex)", "index entry_by_use entry \(index)",
@@ -106,7 +107,6 @@ enum StoreSchema {
                     try connection.execute(filesIndex)
                     try connection.execute(expiryIndex)
                     try connection.execute(ghostTable)
-                    try connection.execute(ghostIndex)
                     try connection.execute("PRAGMA application_id = \(applicationID)")
                     try connection.execute("PRAGMA user_version = \(version)")
                 }
@@ -131,7 +131,7 @@ enum StoreSchema {
         if readOnly {
             // An older store read as it is: an empty ghost of this connection's own stands in.
             if found != objects {
-                try connection.execute("CREATE TEMP TABLE ghost(id INTEGER PRIMARY KEY, key TEXT NOT NULL)")
+                try connection.execute(temporaryGhostTable)
             }
             return nil
         }
@@ -149,10 +149,7 @@ enum StoreSchema {
     private static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {
         try connection.execute("BEGIN IMMEDIATE")
         do {
-            if try schemaObjects(connection) == versionTwoObjects {
-                try connection.execute(ghostTable)
-                try connection.execute(ghostIndex)
-            }
+            if try schemaObjects(connection) == versionTwoObjects { try connection.execute(ghostTable) }
             try connection.execute("PRAGMA user_version = \(version)")
             try connection.execute("COMMIT")
         } catch {
