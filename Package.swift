@@ -64,7 +64,7 @@ let package = Package(
             dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
         // The trace replay of the eviction policies and of a real memory-only Cache (no product):
         // Benchmarks/Eviction/README.md.
-        .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction", "Cashier"]),
+        .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction", "Cashier", "CashierStore"]),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
         .testTarget(
