@@ -2,8 +2,9 @@
 // Benchmarks of Cashier, kept out of the library's package so that its
 // dependency graph stays empty.
 //
-//   swift run -c release cashier-ratios            # the ratio table of the README
-//   swift package benchmark                        # package-benchmark: time and allocations
+//   swift run -c release cashier-ratios               # the ratio table of the README
+//   swift run -c release cashier-ratios --footprint   # 100,000 entries: disk, fresh-process times, memory
+//   swift package benchmark                           # package-benchmark: time and allocations
 import Foundation
 import PackageDescription
 
@@ -20,8 +21,11 @@ let package = Package(
         .package(path: ".."),
     ],
     targets: [
+        // The system's SQLite through its C API, for the baseline of issue 25 (a key-value table);
+        // on Linux it needs libsqlite3-dev (.ci/benchmarks.sh installs it).
+        .systemLibrary(name: "CSQLite3", providers: [.apt(["libsqlite3-dev"])]),
         // Each measured operation and the baseline it is compared with, shared by both runners.
-        .target(name: "CashierWorkloads", dependencies: [cashier]),
+        .target(name: "CashierWorkloads", dependencies: [cashier, "CSQLite3"]),
         // Interleaved rounds of each pair in one process, printed as a table of ratios.
         .executableTarget(name: "cashier-ratios", dependencies: ["CashierWorkloads"]),
         .executableTarget(

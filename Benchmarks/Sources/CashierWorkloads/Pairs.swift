@@ -46,17 +46,18 @@ public struct Pair: @unchecked Sendable {
 public struct Scale: Sendable {
     public var entries: Int // folder of the "open" and "totalSize" goals (20,000)
     public var sweepEntries: Int // folder a sweep trims by half
+    public var storeEntries: Int // entries of the pairs against a SQLite table (10,000)
     public var operationShare: Double // share of each pair's full operation count run per round
 
-    public static let full = Scale(entries: 20_000, sweepEntries: 4_000, operationShare: 1)
-    public static let smoke = Scale(entries: 400, sweepEntries: 200, operationShare: 0.05)
+    public static let full = Scale(entries: 20_000, sweepEntries: 4_000, storeEntries: 10_000, operationShare: 1)
+    public static let smoke = Scale(entries: 400, sweepEntries: 200, storeEntries: 200, operationShare: 0.05)
 
     /// `operations` (a pair's count at full scale) scaled, at least one.
     func times(_ operations: Int) -> Int { max(1, Int(Double(operations) * operationShare)) }
 }
 
 public enum Pairs {
-    /// One pair per goal of issue 5, in its order, each under a short name, built when called
+    /// One pair per goal of issues 5, 16 and 25, in their order, each under a short name, built when called
     /// (building one makes its fixtures: folders of up to `scale.entries` entries).
     public static let all: [(id: String, make: @Sendable (Scale) -> Pair)] = [
         ("memory", { memoryHit($0, keyCount: 100) }), ("memory-10k", { memoryHit($0, keyCount: 10_000) }),
@@ -66,6 +67,9 @@ public enum Pairs {
         ("open", openAndRead), ("size", totalSize), ("sweep", sweep), ("threads", concurrency),
         ("read-64k", { rawColdRead($0, bytes: 64 << 10) }), ("read-1m", { rawColdRead($0, bytes: 1 << 20) }),
         ("write-64k", { rawWrite($0, bytes: 64 << 10) }), ("write-1m", { rawWrite($0, bytes: 1 << 20) }),
+        // Issue 25: against a SQLite key-value table driven through the C API.
+        ("sqlite-write", sqliteWrite), ("sqlite-overwrite", sqliteOverwrite), ("sqlite-read", sqliteColdRead),
+        ("sqlite-size", sqliteTotalSize), ("sqlite-evict", sqliteEvictHalf),
     ]
 
     /// Memory hits spread over `keyCount` keys: 100 stay in the CPU caches, 10,000 mostly do not.

@@ -6,15 +6,36 @@ import Foundation
 // time per operation of each side and their ratio. Ratios, not times, are the
 // result: both sides run on the same machine, under the same load.
 //
-//   swift run -c release --package-path Benchmarks cashier-ratios [--smoke] [--rounds N] [--only ID]
+//   swift run -c release --package-path Benchmarks cashier-ratios [--smoke] [--rounds N] [--only ID,ID…]
+//
+// --footprint prints issue 25's footprint report instead (100,000 entries, fresh child processes;
+// about a minute, so not part of the default run; --entries N changes the count, --smoke makes it 1,000).
 
 let arguments = CommandLine.arguments.dropFirst()
+
+func value(of option: String) -> String? {
+    arguments.firstIndex(of: option).flatMap {
+        arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil
+    }
+}
+
+// A child of --footprint: measures itself and exits.
+if let index = arguments.firstIndex(of: "--footprint-child") {
+    let rest = Array(arguments[index...].dropFirst())
+    Footprint.child(side: rest[0], folder: rest[1], entries: Int(rest[2])!)
+    exit(0)
+}
+
 let smoke = arguments.contains("--smoke")
-let rounds =
-    arguments.firstIndex(of: "--rounds").flatMap {
-        arguments.index(after: $0) < arguments.endIndex ? Int(arguments[arguments.index(after: $0)]) : nil
-    } ?? (smoke ? 1 : 7)
+let rounds = value(of: "--rounds").flatMap { Int($0) } ?? (smoke ? 1 : 7)
 let scale: Scale = smoke ? .smoke : .full
+
+if arguments.contains("--footprint") {
+    let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+    let entries = value(of: "--entries").flatMap { Int($0) } ?? (smoke ? 1_000 : 100_000)
+    Footprint.report(entries: entries, rounds: value(of: "--rounds") == nil ? 3 : rounds, executable: executable)
+    exit(0)
+}
 
 func nanoseconds(_ body: () -> Void) -> Double {
     let start = DispatchTime.now().uptimeNanoseconds
@@ -48,12 +69,14 @@ print(pad("goal", 52) + pad("Cashier", 11) + pad("baseline", 11) + pad("ratio", 
 var met = 0
 var referencesMet = 0
 var references = 0
-// --only ID: one pair (memory, memory-10k, write, sync, sync-floor, read, read-10k, open, size, sweep, threads,
-// read-64k, read-1m, write-64k, write-1m), for profiling it.
-let only = arguments.firstIndex(of: "--only").flatMap {
-    arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil
+// --only ID,ID…: some pairs (memory, memory-10k, write, sync, sync-floor, read, read-10k, open, size, sweep, threads,
+// read-64k, read-1m, write-64k, write-1m, sqlite-write, sqlite-overwrite, sqlite-read, sqlite-size, sqlite-evict).
+let only = value(of: "--only").map { Set($0.split(separator: ",").map(String.init)) }
+if let only, let unknown = only.subtracting(Pairs.all.map(\.id)).first {
+    print("cashier-ratios: no pair named \(unknown)")
+    exit(2)
 }
-let selected = Pairs.all.filter { only == nil || $0.id == only }
+let selected = Pairs.all.filter { only?.contains($0.id) ?? true }
 for (_, make) in selected {
     let pair = make(scale)
     var cashierTimes: [Double] = []
