@@ -30,7 +30,7 @@ let package = Package(
         .target(
             name: "Cashier",
             dependencies: [
-                "CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON", "CashierEviction",
+                "CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON", "CashierEviction", "CashierStore",
             ]),
         // SQLite through its C API, found at run time: builds without sqlite3.h or libsqlite3.so.
         // The one C call Swift cannot make (variadic sqlite3_db_config) is the shim's.

@@ -80,6 +80,10 @@ extension Cache {
         public var now: @Sendable () -> Date = { Date() }
         /// The file-system seam, for fault-injection tests; `nil` for the real one.
         package var fileSystem: (any FileSystem)? = nil
+        /// The largest entry kept as a row of the folder's store; `nil` for the store's own
+        /// threshold (``DiskStore/rowSizeLimit``), 0 to keep every entry a file (with its row in
+        /// the index): what tests of the file format use. The first cache on a folder decides.
+        package var rowSizeLimit: Int? = nil
 
         /// A configuration with every setting at its default.
         public init(name: String) {

@@ -1,3 +1,4 @@
+import CashierStore
 import Foundation
 
 /// Least-recently-used order that counts every read and survives a relaunch.
@@ -47,6 +48,9 @@ extension DiskStore {
     /// it comes with its own moment (a ``Lifespan/sinceLastUse(_:)`` entry's last use, which
     /// its lifespan runs from), which only ever moves an access time later.
     package func noteUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) {
+        if let store = openedStore {
+            return persistStoreUses(store, keys.map { ($0.name, $0.usedAt ?? now) })
+        }
         for (key, usedAt) in keys {
             let fileName = Self.fileName(for: key)
             let (known, stamp) = recordUse(fileName, at: usedAt ?? now)
@@ -63,5 +67,25 @@ extension DiskStore {
     /// The later of a file's access time and the last use an index holds for it (`nil`: none).
     static func lastUse(info: FileInfo, indexed: Double?) -> Double {
         max(info.accessedAt, indexed ?? -.infinity)
+    }
+}
+
+extension DiskStore {
+    /// Writes uses into their rows (last use and frequency), in one transaction, on the same
+    /// terms as access times: only a use a granularity or more after the row's last use
+    /// changes it. Uses this process wrote less than a granularity ago are not sent at all,
+    /// so a stream of memory hits costs no store call. Best effort, like an access time.
+    func persistStoreUses(_ store: EntryStore, _ uses: [(key: String, at: Double)]) {
+        let granularity = Self.recencyGranularity
+        let due = storeState.withLock { state -> [(key: String, time: Int64)] in
+            if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
+            return uses.compactMap { use in
+                if let last = state.persistedUses[use.key], use.at - last < granularity, use.at >= last { return nil }
+                state.persistedUses[use.key] = use.at
+                return (use.key, Int64(use.at.rounded(.down)))
+            }
+        }
+        guard !due.isEmpty else { return }
+        try? store.recordUses(due, granularity: Int64(granularity))
     }
 }
