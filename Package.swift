@@ -16,8 +16,11 @@ let package = Package(
         // (swift-collections' InternalCollectionsUtilities is the model; no product names them).
         // What Swift cannot spell of the C library (`_GNU_SOURCE` names), as swift-nio's CNIOLinux.
         .target(name: "CCashierPlatform"),
-        // Every platform branch of the package: the C library, locks, file calls, system signals.
-        .target(name: "CashierPlatform", dependencies: ["CCashierPlatform"]),
+        // SQLite's one variadic call, made in C (sqlite3_db_config); it includes no SQLite header.
+        .target(name: "CCashierSQLite"),
+        // Every platform branch of the package: the C library, locks, file calls, system signals,
+        // and how SQLite's functions are found (the SDK's, or libsqlite3.so.0 through dlopen).
+        .target(name: "CashierPlatform", dependencies: ["CCashierPlatform", "CCashierSQLite"]),
         // Byte helpers the modules below share.
         .target(name: "CashierInternals"),
         // The entry file format: header, reader, checksums (fuzzed and benchmarked on its own).
@@ -32,16 +35,17 @@ let package = Package(
             dependencies: [
                 "CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON", "CashierEviction", "CashierStore",
             ]),
-        // SQLite through its C API, found at run time: builds without sqlite3.h or libsqlite3.so.
-        // The one C call Swift cannot make (variadic sqlite3_db_config) is the shim's.
-        .target(name: "CCashierSQLite"),
-        .target(name: "CashierSQLite", dependencies: ["CCashierSQLite"]),
+        // SQLite through its C API, found at run time by CashierPlatform: builds without sqlite3.h
+        // or libsqlite3.so.
+        .target(name: "CashierSQLite", dependencies: ["CashierPlatform"]),
         // The store of small entries: one SQLite file per cache folder, an index of every entry.
         .target(name: "CashierStore", dependencies: ["CashierSQLite"]),
         // Measures the store against files and the raw C API (no product: nothing depends on it).
         .executableTarget(name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite"]),
         // The tool's commands live in a library so tests can drive them in-process.
-        .target(name: "CashierCommands", dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat"]),
+        .target(
+            name: "CashierCommands",
+            dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierStore", "CashierSQLite"]),
         // Named like its product so the command plugin can depend on it (Swift 6.3 rule), and unlike
         // `Cashier` by more than case: on a case-insensitive volume (macOS's default) `Cashier.build`
         // and `cashier.build` would be one folder (SwiftPM issue 4746). The plugin verb stays `cashier`.
@@ -60,7 +64,7 @@ let package = Package(
             dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
         // The trace replay of the eviction policies and of a real memory-only Cache (no product):
         // Benchmarks/Eviction/README.md.
-        .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction", "Cashier"]),
+        .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction", "Cashier", "CashierStore"]),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
         .testTarget(
@@ -72,7 +76,10 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(
             name: "CashierCommandsTests",
-            dependencies: ["CashierCommands", "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
+            dependencies: [
+                "CashierCommands", "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierStore",
+                "CashierTestSupport",
+            ]),
         .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
         // Depends on CashierStoreBench so that it is built: the kill test runs it as a child.
         .testTarget(

@@ -93,7 +93,7 @@ int32_t folder_trust(const char *path, int32_t fd) {
     return trusted && count >= 0 && identity != 0 && chmod(path, (mode_t)02770) == 0 ? fchmod(fd, (mode_t)0660) : -1;
 }
 
-/* CashierSQLite/SQLiteLibrary.swift: the address of variadic sqlite3_db_config, which Swift cannot
+/* CashierPlatform/SQLiteFunctions.swift: the address of variadic sqlite3_db_config, which Swift cannot
    name, from the libsqlite3.dylib `import SQLite3` links: dlopen(path, RTLD_NOW), dlsym(handle, name),
    both returning an optional raw pointer. */
 void *sqlite_db_config_address(void) {
@@ -101,7 +101,7 @@ void *sqlite_db_config_address(void) {
     return handle ? dlsym(handle, "sqlite3_db_config") : (void *)0;
 }
 
-/* CashierSQLite/SQLiteLibrary.swift also takes these from the SDK's <sqlite3.h> (module SQLite3):
+/* CashierPlatform/SQLiteFunctions.swift also takes these from the SDK's <sqlite3.h> (module SQLite3):
    sqlite3_libversion_number sqlite3_open_v2 sqlite3_close_v2 sqlite3_errmsg sqlite3_errstr
    sqlite3_extended_errcode sqlite3_busy_timeout sqlite3_changes sqlite3_prepare_v3 sqlite3_step
    sqlite3_reset sqlite3_clear_bindings sqlite3_finalize sqlite3_bind_int64 sqlite3_bind_null

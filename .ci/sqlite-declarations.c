@@ -1,7 +1,7 @@
 /*
- * The SQLite C API as Sources/CashierSQLite/SQLiteLibrary.swift declares it, checked against
- * the real <sqlite3.h> (Apple's SDKs ship the same header and API): each pointer below has
- * the C type of the Swift `@convention(c)` field of the same name, and must accept SQLite's
+ * The SQLite C API as Sources/CashierPlatform/SQLiteFunctions.swift declares it, checked
+ * against the real <sqlite3.h> (Apple's SDKs ship the same header and API): each pointer below
+ * has the C type of the Swift `@convention(c)` field of the same name, and must accept SQLite's
  * own function without a cast; each constant of SQLiteError.swift's SQLiteCode is asserted.
  *
  *     cc -std=c11 -Wall -Werror -c .ci/sqlite-declarations.c      (needs libsqlite3-dev)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The SQLite binding (Sources/CashierSQLite), checked two ways:
+# The SQLite binding (Sources/CashierSQLite, and its loader in the platform layer,
+# Sources/CashierPlatform/SQLiteFunctions.swift), checked three ways:
 #   1. its declarations against the real <sqlite3.h>: .ci/sqlite-declarations.c gives each
 #      function pointer the C type of its Swift declaration and must compile with -Werror;
-#   2. the Apple branch of SQLiteLibrary.swift type-checked against the same header, offered
-#      as a module named SQLite3 as Apple's SDKs do (Glibc standing in for Darwin's dlfcn);
+#   2. the Apple branch of SQLiteFunctions.swift type-checked against the same header, offered
+#      as a module named SQLite3 as Apple's SDKs do (Glibc standing in for Darwin's dlfcn,
+#      which the rest of CashierPlatform imports);
 #   3. the package as on a fresh machine with a Swift toolchain and no libsqlite3-dev:
 #      ../shared/tools/without-sqlite-dev.sh hides sqlite3.h, libsqlite3.so and libsqlite3.a
 #      (root, a private mount namespace) while libsqlite3.so.0 stays; the package must build
@@ -25,14 +27,14 @@ cp Sources/CCashierSQLite/include/CCashierSQLite.h "$out/CCashierSQLite/"
 printf 'module CCashierSQLite {\n    header "CCashierSQLite.h"\n    export *\n}\n' > "$out/CCashierSQLite/module.modulemap"
 python3 - "$out" <<'PY'
 import sys
-source = open("Sources/CashierSQLite/SQLiteLibrary.swift", encoding="utf-8").read()
-apple = source.replace("#if canImport(Darwin)\nimport Darwin\n", "#if true\nimport Glibc\n", 1)
-apple = apple.replace("#if canImport(Darwin)\nextension SQLiteLibrary", "#if true\nextension SQLiteLibrary", 1)
-assert apple.count("#if true") == 2, "SQLiteLibrary.swift: the Darwin branches moved; update .ci/sqlite.sh"
-open(sys.argv[1] + "/SQLiteLibrary.swift", "w", encoding="utf-8").write(apple)
+source = open("Sources/CashierPlatform/SQLiteFunctions.swift", encoding="utf-8").read()
+apple = source.replace("#if canImport(Darwin)\nimport SQLite3\n", "#if true\nimport Glibc\nimport SQLite3\n", 1)
+apple = apple.replace("#if canImport(Darwin)\nextension SQLiteFunctions", "#if true\nextension SQLiteFunctions", 1)
+assert apple.count("#if true") == 2, "SQLiteFunctions.swift: the Darwin branches moved; update .ci/sqlite.sh"
+open(sys.argv[1] + "/SQLiteFunctions.swift", "w", encoding="utf-8").write(apple)
 PY
 swiftc -typecheck -swift-version 6 -package-name check -warnings-as-errors -I "$out/SQLite3" -I "$out/CCashierSQLite" \
-    "$out/SQLiteLibrary.swift" Sources/CashierSQLite/SQLiteError.swift
+    "$out/SQLiteFunctions.swift"
 echo "== sqlite: build and store tests without sqlite3.h or libsqlite3.so"
 if [ ! -f "$tool" ]; then
     echo "sqlite: $tool not found (it ships in shared/ beside the repository)" >&2

@@ -89,6 +89,10 @@ enum DemoCommand {
         say(inventory.table(sortedBy: .key, now: now.timeIntervalSince1970))
         say("")
         say(inventory.summary)
+        if inventory.showsLocation {
+            // Where the cache put them: small values as rows of one store file, large ones as files.
+            say("(small entries are rows of the store: \(StatsCommand.storeLine(inventory)))")
+        }
         say("")
         say("Look closer with:")
         say("   swift run cashier-tool list \(shellQuoted(folder))")
@@ -127,18 +131,17 @@ enum DemoCommand {
             )
         }
         // A damaged file whose key does not read is taken for the demo's: the folder holds nothing else.
-        let others = inventory.entries.compactMap(\.header?.key).filter { !DemoKeys.names.contains($0) }
+        let others = inventory.entries.compactMap(\.key).filter { !DemoKeys.names.contains($0) }
         guard others.isEmpty else {
             let shown = others.sorted().prefix(3).map { "\"\(Format.escaped($0))\"" }.joined(separator: ", ")
             throw ToolError(
                 "\(directory) holds entries the demo did not write (\(shown)); give the demo an empty or new folder")
         }
-        let store = DiskStore(folder: directory)
+        let removal = EntryRemoval(directory: directory, state: inventory.store.state)
         for entry in inventory.entries {
-            do {
-                try store.remove(entry.fileName)
-            } catch {
-                throw ToolError("could not remove the previous demo's \(entry.fileName): \(error)")
+            let shadowed = entry.location == .row ? entry.rowKey.flatMap { inventory.shadowed[$0] } : nil
+            if let problem = removal.remove(entry, shadowed: shadowed) {
+                throw ToolError("could not remove the previous demo's \(entry.place): \(problem)")
             }
         }
         return inventory.entries.count

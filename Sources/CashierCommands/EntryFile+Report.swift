@@ -22,7 +22,7 @@ extension EntryFile {
             return [displayKey, "?", "?", "?", "?", Format.size(size), "?", "?", "?", status]
         }
         return [
-            Format.escaped(header.key),
+            Format.escaped(key ?? header.key),
             Format.typeName(header.typeName),
             header.format.name,
             header.schemaVersion.map(String.init) ?? "-",
@@ -38,8 +38,10 @@ extension EntryFile {
     /// The fields documented in the README under "`--json` fields".
     func json(at now: Double) -> [String: JSONValue] {
         [
-            "key": .string(header?.key),
+            "key": .string(key),
+            // `file` is null for a row; `location` says which (added with the store).
             "file": .string(fileName),
+            "location": .string(location.rawValue),
             // The name as the table spells it (`Array<String>`, `Data`): one spelling for people
             // and scripts, and the same on every platform (no `Foundation` or `FoundationEssentials`).
             "type": .string(header.map { Format.shortTypeName($0.typeName) }),
@@ -68,11 +70,11 @@ extension Inventory {
     func sorted(by order: ListSort, now: Double) -> [EntryFile] {
         // Ties, and rows without a header, fall back to key then file name so the order is stable.
         func byKey(_ a: EntryFile, _ b: EntryFile) -> Bool {
-            switch (a.header?.key, b.header?.key) {
+            switch (a.key, b.key) {
             case (let x?, let y?) where x != y: return x < y
             case (_?, nil): return true
             case (nil, _?): return false
-            default: return a.fileName < b.fileName
+            default: return a.identity < b.identity
             }
         }
         return entries.sorted { a, b in
@@ -93,16 +95,30 @@ extension Inventory {
         }
     }
 
+    /// Whether the table has a LOCATION column: when the folder has a store (a folder of
+    /// files alone lists as it always has).
+    var showsLocation: Bool { store.state != .absent }
+
     /// The table `list` prints (and `demo` ends with).
     func table(sortedBy order: ListSort, now: Double) -> String {
-        let rows = sorted(by: order, now: now).map { $0.tableRow(at: now) }
-        return Format.table(EntryFile.tableHeader, rows, rightAligned: EntryFile.rightAlignedColumns)
+        let location = showsLocation
+        let rows = sorted(by: order, now: now).map { $0.tableRow(at: now) + (location ? [$0.location.rawValue] : []) }
+        return Format.table(
+            EntryFile.tableHeader + (location ? ["LOCATION"] : []), rows, rightAligned: EntryFile.rightAlignedColumns)
     }
+
+    /// Entries and bytes in rows and in files.
+    var rows: [EntryFile] { entries.filter { $0.location == .row } }
+    var files: [EntryFile] { entries.filter { $0.location == .file } }
 
     var totalSize: Int { entries.reduce(0) { $0 + $1.size } }
 
-    /// "7 entries, 3.4 KiB"
+    /// "7 entries, 3.4 KiB", and with a store "7 entries, 3.4 KiB (5 rows, 2 files)".
     var summary: String {
-        "\(entries.count) \(entries.count == 1 ? "entry" : "entries"), \(Format.size(totalSize))"
+        let total = "\(entries.count) \(entries.count == 1 ? "entry" : "entries"), \(Format.size(totalSize))"
+        guard showsLocation else { return total }
+        let rows = rows.count
+        let files = entries.count - rows
+        return total + " (\(rows) \(rows == 1 ? "row" : "rows"), \(files) \(files == 1 ? "file" : "files"))"
     }
 }

@@ -34,7 +34,9 @@ enum Help {
 
         Lists every entry in DIR, one row each: key, value type, codec, schema version,
         app version, size, age (since the last write), time to expiry or "never",
-        locked, and status: valid, expired or damaged (bad header or checksum).
+        locked, and status: valid, expired or damaged (bad header or checksum). In a
+        folder with a store (store.sqlite), a LOCATION column says where each entry is:
+        a row of the store (a small entry) or a file.
 
           --sort key      by key (the default)
           --sort size     largest first
@@ -56,15 +58,18 @@ enum Help {
         usage: cashier-tool stats DIR [--json]
 
         Entry count and total bytes; expired, locked and damaged counts and bytes;
-        the largest entries and the oldest one.
+        the largest entries and the oldest one. With a store (store.sqlite): how many
+        entries and bytes are rows and how many files, and the store's bytes on disk.
 
           --json          one JSON document instead of text
         """,
         "verify": """
         usage: cashier-tool verify DIR [--json]
 
-        Reads every entry file in DIR and checks its header and checksum. Prints each
-        damaged file and why. Exit status 0 when all are sound, 1 when any is damaged.
+        Reads every entry in DIR, its files and the rows of its store (store.sqlite),
+        and checks each one's header and checksum, and the store's structure (SQLite's
+        quick_check). Prints each damaged file, row or store and why. Exit status 0 when
+        all are sound, 1 when any is damaged.
         A folder with no cache entries is reported as such ("nothing to verify"), with
         exit status 0: an empty cache is sound, but check that DIR is the cache's folder.
 
@@ -94,10 +99,12 @@ enum Help {
         Removes entries and reports what it removed (count and bytes). At least one of:
 
           --expired          expired entries (locked entries never expire)
-          --damaged          files whose header or checksum is bad
-          --max-size BYTES   least recently used entries until DIR holds at most BYTES
-                             (K, M, G suffixes: powers of 1024); damaged files go first,
-                             locked entries last
+          --damaged          entries (files or rows) whose header or checksum is bad, and
+                             a store (store.sqlite) that does not open, set aside
+                             as store.sqlite.damaged (the cache starts a fresh one)
+          --max-size BYTES   least recently used entries until DIR's entries hold at most
+                             BYTES (K, M, G suffixes: powers of 1024); damaged ones go
+                             first, locked entries last
           --dry-run          report what would be removed, remove nothing
           --json             one JSON document instead of text
         """,

@@ -15,6 +15,7 @@ enum ListCommand {
                 "count": .int(inventory.entries.count),
                 "totalBytes": .int(inventory.totalSize),
                 "foreignFiles": .array(inventory.foreign.map(JSONValue.string)),
+                "store": inventory.storeJSON,
             ])
             console.print(document.text)
         } else if inventory.entries.isEmpty {

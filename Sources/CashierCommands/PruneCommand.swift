@@ -25,20 +25,26 @@ enum PruneCommand {
 
         let inventory = try Inventory.load(directory)
         let selected = select(inventory.entries, options: options, now: now.timeIntervalSince1970)
+        // A store that does not open is set aside by `--damaged` (the cache would do it on its next open).
+        let storeDamage = options.damaged ? inventory.store.state.damage : nil
         var removed: [(EntryFile, Reason)] = []
         var failures: [(EntryFile, String)] = []
+        let removal =
+            options.dryRun
+            ? nil : EntryRemoval(directory: directory, state: inventory.store.state, setAsideDamage: storeDamage != nil)
         for (entry, reason) in selected {
-            if options.dryRun {
+            guard let removal else {
                 removed.append((entry, reason))
                 continue
             }
-            do {
-                try store.remove(entry.fileName)
+            let shadowed = entry.location == .row ? entry.rowKey.flatMap { inventory.shadowed[$0] } : nil
+            if let problem = removal.remove(entry, shadowed: shadowed) {
+                failures.append((entry, problem))
+            } else {
                 removed.append((entry, reason))
-            } catch {
-                failures.append((entry, error.description))
             }
         }
+        if removed.contains(where: { $0.0.location == .row }) { removal?.reclaimSpace() }
         let removedBytes = removed.reduce(0) { $0 + $1.0.size }
         let remainingCount = inventory.entries.count - removed.count
         let remainingBytes = inventory.totalSize - removedBytes
@@ -50,8 +56,9 @@ enum PruneCommand {
                 "removed": .array(
                     removed.map { entry, reason in
                         .object([
-                            "key": .string(entry.header?.key), "file": .string(entry.fileName),
-                            "size": .int(entry.size), "reason": .string(reason.rawValue),
+                            "key": .string(entry.key), "file": .string(entry.fileName),
+                            "location": .string(entry.location.rawValue), "size": .int(entry.size),
+                            "reason": .string(reason.rawValue),
                         ])
                     }),
                 "count": .int(removed.count),
@@ -59,7 +66,18 @@ enum PruneCommand {
                 "remainingCount": .int(remainingCount),
                 "remainingBytes": .int(remainingBytes),
                 "failures": .array(
-                    failures.map { .object(["file": .string($0.0.fileName), "problem": .string($0.1)]) }),
+                    failures.map {
+                        .object([
+                            "file": .string($0.0.fileName), "key": .string($0.0.key),
+                            "location": .string($0.0.location.rawValue), "problem": .string($0.1),
+                        ])
+                    }),
+                "storeSetAside": storeDamage.map { reason in
+                    .object([
+                        "file": .string(FolderStore.fileName), "reason": .string(reason),
+                        "movedTo": .string(removal?.setAside?.movedTo.map { ($0 as NSString).lastPathComponent }),
+                    ])
+                } ?? .null,
             ])
             console.print(document.text)
         } else {
@@ -73,12 +91,30 @@ enum PruneCommand {
             console.print(
                 "\(options.dryRun ? "Would remove" : "Removed") \(entries) (\(Format.size(removedBytes))); "
                     + "\(remaining) (\(Format.size(remainingBytes))) \(options.dryRun ? "would remain" : "remain").")
+            if let storeDamage {
+                let aside = removal?.setAside?.movedTo.map { " to \(($0 as NSString).lastPathComponent)" } ?? ""
+                console.print(
+                    "\(options.dryRun ? "Would set" : "Set") the damaged store \(FolderStore.fileName) aside\(aside)"
+                        + " (\(Format.escaped(storeDamage))); the cache starts a fresh one.")
+            }
         }
         for (entry, problem) in failures {
-            console.printError("cashier-tool: could not remove \(entry.fileName): \(problem)")
+            let key = entry.key.map { " (key \"\(Format.escaped($0))\")" } ?? ""
+            console.printError("cashier-tool: could not remove \(entry.place)\(key): \(problem)")
         }
-        inventory.noteForeignFiles(console)
-        return failures.isEmpty ? .success : .failure
+        if storeDamage != nil, !options.dryRun, removal?.setAside == nil {
+            console.printError(
+                "cashier-tool: could not set the damaged store \(FolderStore.fileName) aside: "
+                    + (removal?.storeProblem
+                        ?? "it opens for writing; the cache sets it aside when a read meets the damage")
+            )
+        }
+        var noted = inventory
+        // A store this run set aside is no longer the folder's: nothing to note about it.
+        if removal?.setAside != nil { noted.store.state = .absent }
+        noted.noteForeignFiles(console)
+        let setAsideFailed = storeDamage != nil && !options.dryRun && removal?.setAside == nil
+        return failures.isEmpty && !setAsideFailed ? .success : .failure
     }
 
     /// What to remove, in order: damaged, then expired, then least recently used past the size limit.
@@ -106,7 +142,7 @@ enum PruneCommand {
             let (x, y) = (rank(a), rank(b))
             if x != y { return x < y }
             if a.lastUse != b.lastUse { return a.lastUse < b.lastUse }
-            return a.fileName < b.fileName
+            return a.identity < b.identity
         }
         for entry in order where total > limit {
             selected.append((entry, .evicted))

@@ -8,10 +8,7 @@ import Foundation
 enum RemoveCommand {
     static func run(directory: String, key: String, force: Bool, console: Console) throws(ToolError) -> ExitStatus {
         try Inventory.checkFolder(directory)
-        let fileName = DiskStore.fileName(for: key)
-        guard let entry = Inventory.readEntry(directory, fileName, keepPayload: false),
-            entry.header == nil || entry.header?.key == key
-        else {
+        guard let entry = Inventory.entry(for: key, in: directory, keepPayload: false, console: console) else {
             throw ToolError(
                 "no entry for key \"\(Format.escaped(key))\" in \(directory)"
                     + Suggestion.clause(key, among: Suggestion.keys(in: directory), quote: "\""))
@@ -23,13 +20,24 @@ enum RemoveCommand {
                 "\"\(Format.escaped(key))\" is locked (the app pinned it, so it never expires); nothing removed. Remove it anyway with --force."
             )
         }
-        do {
-            try DiskStore(folder: directory).remove(fileName)
-        } catch {
-            throw ToolError("could not remove \(fileName): \(error)")
+        // A row found means the store read; a row is removed through it, and the key's
+        // left-over file (a write moved the value into the store) with it.
+        let removal = EntryRemoval(directory: directory, state: entry.rowKey == nil ? .absent : .sound)
+        let shadowed = entry.location == .row ? leftOverFile(of: key, in: directory) : nil
+        if let problem = removal.remove(entry, shadowed: shadowed) {
+            throw ToolError("could not remove \(entry.place): \(problem)")
         }
         let note = entry.isDamaged ? ", which was damaged" : isLocked ? ", which was locked" : ""
         console.print("Removed \"\(Format.escaped(key))\" (\(Format.size(entry.size)))\(note).")
         return .success
+    }
+
+    /// The file of `key` beside its row, when there is one and it is not another key's.
+    private static func leftOverFile(of key: String, in directory: String) -> String? {
+        let name = DiskStore.fileName(for: key)
+        guard let file = Inventory.readEntry(directory, name, keepPayload: false),
+            file.header == nil || file.header?.key == key
+        else { return nil }
+        return name
     }
 }

@@ -63,7 +63,7 @@ enum ReportCommand {
 
     /// The PNG payloads shown as thumbnails: sound raw entries whose payload starts with
     /// the PNG signature, in key order, within the caps. Each is read again through the
-    /// same reader as `list` (``Inventory/readEntry(_:_:keepPayload:)``): no access time changes.
+    /// same reader as `list` (``Inventory/reread(_:in:)``): no access time changes, no row written.
     static func thumbnails(_ inventory: Inventory, now: Double) -> [Thumbnail] {
         var result: [Thumbnail] = []
         var budget = thumbnailBudget
@@ -71,7 +71,7 @@ enum ReportCommand {
             guard result.count < thumbnailLimit else { break }
             guard let header = entry.header, !entry.isDamaged, header.format == .raw,
                 header.payloadLength >= 24, header.payloadLength <= min(thumbnailMaximumBytes, budget),
-                let again = Inventory.readEntry(inventory.directory, entry.fileName, keepPayload: true),
+                let again = Inventory.reread(entry, in: inventory.directory),
                 again.header?.key == header.key, let data = again.payload,
                 let size = Payload(data: data, format: .raw).pngSize
             else { continue }

@@ -93,6 +93,7 @@ struct ReportPage {
             \(groupCard("Expired", "expired", expired))
             \(groupCard("Locked", "locked", locked))
             \(groupCard("Damaged", "damaged", damaged))
+            \(storeCards)
             </div>
 
             """
@@ -110,6 +111,33 @@ struct ReportPage {
                 "<p class=\"hint\" id=\"foreign\">\(files) (left alone): \(names.joined(separator: ", "))\(more)</p>\n"
         }
         return text + "</section>\n"
+    }
+
+    /// With a store: what is in rows and in files, and the store's bytes on disk (or why it does not read).
+    private var storeCards: String {
+        guard inventory.showsLocation else { return "" }
+        var rows = Group()
+        var files = Group()
+        for entry in inventory.entries {
+            if entry.location == .row { rows.add(entry) } else { files.add(entry) }
+        }
+        let bytes = inventory.store.bytes
+        let problem = inventory.store.state.problem
+        let store = card(
+            "Store file", id: "store", value: bytes,
+            shown: problem == nil ? Format.size(bytes) : inventory.store.state.name,
+            note: problem.map { "\(FolderStore.fileName): \(Format.escaped($0))" }
+                ?? "\(FolderStore.fileName), \(bytes) bytes",
+            bytes: bytes, warn: problem != nil)
+        return [
+            card(
+                "In rows", id: "rows", value: rows.count, shown: "\(rows.count)", note: Format.size(rows.bytes),
+                bytes: rows.bytes),
+            card(
+                "In files", id: "files", value: files.count, shown: "\(files.count)", note: Format.size(files.bytes),
+                bytes: files.bytes),
+            store,
+        ].joined(separator: "\n")
     }
 
     private func groupCard(_ title: String, _ id: String, _ group: Group) -> String {
@@ -184,7 +212,7 @@ struct ReportPage {
         var ranks: [String: [Int]] = [:]
         for order in orders {
             for (rank, entry) in inventory.sorted(by: order, now: now).enumerated() {
-                ranks[entry.fileName, default: []].append(rank)
+                ranks[entry.identity, default: []].append(rank)
             }
         }
         var text = """
@@ -206,11 +234,11 @@ struct ReportPage {
         for entry in inventory.sorted(by: .key, now: now) {
             let status = entry.status(at: now)
             let cells = entry.tableRow(at: now)
-            let rank = (ranks[entry.fileName] ?? []).map(String.init).joined(separator: " ")
+            let rank = (ranks[entry.identity] ?? []).map(String.init).joined(separator: " ")
             text += "<tr class=\"\(status.rawValue)\" data-rank=\"\(rank)\">"
             for (index, cell) in cells.enumerated() {
                 var attributes = EntryFile.rightAlignedColumns.contains(index) ? " class=\"number\"" : ""
-                if index == 0 { attributes += " title=\"\(HTML.text(entry.fileName))\"" }
+                if index == 0 { attributes += " title=\"\(HTML.text(entry.place))\"" }
                 if index == 5 { attributes += " title=\"\(entry.size) bytes\"" }
                 if index == cells.count - 1, let problem = entry.problem {
                     attributes += " title=\"\(HTML.text(Format.escaped(problem)))\""

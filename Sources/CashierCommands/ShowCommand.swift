@@ -9,11 +9,7 @@ enum ShowCommand {
     {
         try Inventory.checkFolder(directory)
         let seconds = now.timeIntervalSince1970
-        let fileName = DiskStore.fileName(for: key)
-        // A file named for the key that holds another key is a hash collision: not this key's entry.
-        guard let entry = Inventory.readEntry(directory, fileName, keepPayload: true),
-            entry.header == nil || entry.header?.key == key
-        else {
+        guard let entry = Inventory.entry(for: key, in: directory, keepPayload: true, console: console) else {
             throw ToolError(
                 "no entry for key \"\(Format.escaped(key))\" in \(directory)"
                     + Suggestion.clause(key, among: Suggestion.keys(in: directory), quote: "\""))
@@ -38,8 +34,8 @@ enum ShowCommand {
         var rows: [(String, String)] = []
         if let header = entry.header {
             rows += [
-                ("key", Format.escaped(header.key)),
-                ("file", entry.fileName),
+                ("key", Format.escaped(entry.key ?? header.key)),
+                entry.fileName.map { ("file", $0) } ?? ("row", "in \(FolderStore.fileName)"),
                 ("type", Format.typeName(header.typeName)),
                 ("codec", header.format.name),
                 ("schema version", header.schemaVersion.map(String.init) ?? "none"),
@@ -54,7 +50,11 @@ enum ShowCommand {
                 ("locked", header.isLocked ? "yes" : "no"),
             ]
         } else {
-            rows += [("file", entry.fileName), ("size", "\(Format.size(entry.size)) (\(entry.size) bytes)")]
+            if let key = entry.rowKey { rows.append(("key", Format.escaped(key))) }
+            rows += [
+                entry.fileName.map { ("file", $0) } ?? ("row", "in \(FolderStore.fileName)"),
+                ("size", "\(Format.size(entry.size)) (\(entry.size) bytes)"),
+            ]
         }
         rows.append(("status", entry.status(at: now).rawValue + (entry.problem.map { ": \($0)" } ?? "")))
         let width = rows.map(\.0.count).max() ?? 0

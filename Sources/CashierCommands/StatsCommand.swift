@@ -28,16 +28,21 @@ enum StatsCommand {
                 "damaged": group(damaged),
                 "largest": .array(
                     largest.map {
-                        .object(["key": .string($0.header?.key), "file": .string($0.fileName), "size": .int($0.size)])
+                        .object([
+                            "key": .string($0.key), "file": .string($0.fileName),
+                            "location": .string($0.location.rawValue), "size": .int($0.size),
+                        ])
                     }),
                 "oldest": oldest.map { entry in
                     .object([
-                        "key": .string(entry.header?.key), "file": .string(entry.fileName),
+                        "key": .string(entry.key), "file": .string(entry.fileName),
+                        "location": .string(entry.location.rawValue),
                         "createdAt": .string(Format.date(entry.header!.createdAt)),
                         "ageSeconds": .int(Int((seconds - entry.header!.createdAt).rounded(.down))),
                     ])
                 } ?? .null,
                 "foreignFiles": .array(inventory.foreign.map(JSONValue.string)),
+                "store": inventory.storeJSON,
             ])
             console.print(document.text)
         } else {
@@ -49,6 +54,11 @@ enum StatsCommand {
                 ("locked", line(locked)),
                 ("damaged", line(damaged)),
             ]
+            if inventory.showsLocation {
+                rows.insert(("in rows", line(inventory.rows)), at: 2)
+                rows.insert(("in files", line(inventory.files)), at: 3)
+                rows.insert(("store", storeLine(inventory)), at: 4)
+            }
             rows.append(
                 (
                     "largest",
@@ -71,5 +81,14 @@ enum StatsCommand {
         }
         inventory.noteForeignFiles(console)
         return .success
+    }
+
+    /// "store.sqlite, 48.0 KiB on disk", or why it does not read.
+    static func storeLine(_ inventory: Inventory) -> String {
+        let state = inventory.store.state
+        guard let problem = state.problem else {
+            return "\(FolderStore.fileName), \(Format.size(inventory.store.bytes)) on disk"
+        }
+        return "\(FolderStore.fileName) \(state.name): \(problem)"
     }
 }

@@ -26,15 +26,19 @@ enum Suggestion {
         return "; did you mean \(quote)\(Format.escaped(match))\(quote)?"
     }
 
-    /// The keys of the entries in `directory` whose headers read, for suggesting a key.
-    /// Reads headers only, as `list` reads files: nothing changes, not even access times.
+    /// The keys of the entries in `directory`, for suggesting a key: those of files whose
+    /// headers read, and the store's. Reads as `list` reads: nothing changes, not even access times.
     static func keys(in directory: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory).sorted()) ?? []
         let files = POSIXFileSystem()
-        return names.filter(DiskStore.isEntryFileName).compactMap { name in
+        let fileKeys = names.filter(DiskStore.isEntryFileName).compactMap { name -> String? in
             guard case .success(let (header, _)) = files.readEntryHeader(directory + "/" + name) else { return nil }
             return header.key
         }
+        // And the store's keys, read from its index through a read-only connection.
+        let rowKeys = (try? FolderStore.open(directory, readOnly: true).0?.keys()) ?? []
+        let known = Set(fileKeys)
+        return fileKeys + rowKeys.filter { !known.contains($0) }
     }
 
     /// Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours.

@@ -6,8 +6,16 @@ import Foundation
 /// checked nothing, and when it holds other files, asks whether it is a cache folder.
 enum VerifyCommand {
     static func run(directory: String, json: Bool, console: Console) throws(ToolError) -> ExitStatus {
-        let inventory = try Inventory.load(directory)
+        let inventory = try Inventory.load(directory, checkStore: true)
         let damaged = inventory.entries.filter(\.isDamaged)
+        // The store's own damage: a file that does not open, or SQLite's structural findings.
+        var storeProblems = inventory.store.structuralProblems
+        switch inventory.store.state {
+        case .damaged(let reason): storeProblems.insert(reason, at: 0)
+        case .unreadable(let reason): storeProblems.insert("cannot read: \(reason)", at: 0)
+        case .absent, .sound, .unavailable: break
+        }
+        let isSound = damaged.isEmpty && storeProblems.isEmpty
         if json {
             let document: JSONValue = .object([
                 "directory": .string(directory),
@@ -16,21 +24,48 @@ enum VerifyCommand {
                 "damaged": .array(
                     damaged.map { entry in
                         .object([
-                            "file": .string(entry.fileName), "key": .string(entry.header?.key),
-                            "size": .int(entry.size), "problem": .string(entry.problem),
+                            "file": .string(entry.fileName), "key": .string(entry.key),
+                            "location": .string(entry.location.rawValue), "size": .int(entry.size),
+                            "problem": .string(entry.problem),
                         ])
                     }),
                 "foreignFiles": .array(inventory.foreign.map(JSONValue.string)),
+                "store": inventory.storeJSON,
+                "storeProblems": .array(storeProblems.map(JSONValue.string)),
             ])
             console.print(document.text)
         } else {
             for entry in damaged {
-                let key = entry.header.map { " (key \"\(Format.escaped($0.key))\")" } ?? ""
-                console.print("damaged: \(entry.fileName)\(key): \(entry.problem ?? "")")
+                let key = entry.key.map { " (key \"\(Format.escaped($0))\")" } ?? ""
+                console.print("damaged: \(entry.place)\(key): \(entry.problem ?? "")")
+            }
+            for problem in storeProblems {
+                console.print("damaged: the store \(FolderStore.fileName): \(Format.escaped(problem))")
             }
             let checked = inventory.entries.count
             let files = checked == 1 ? "1 entry" : "\(checked) entries"
-            if checked == 0 {
+            if case .unreadable = inventory.store.state {
+                console.print(
+                    "\(files) checked, \(damaged.count) damaged; the store \(FolderStore.fileName) could not be read, "
+                        + "so its rows were not checked.")
+            } else if !storeProblems.isEmpty {
+                // A store that does not open, `prune --damaged` sets aside (the cache would on its
+                // next open); damage SQLite's check finds in a store that opens, the cache sets
+                // aside when a read meets it.
+                let opens = inventory.store.state.damage == nil
+                let fix =
+                    opens
+                    ? "; the cache sets it aside when a read meets the damage."
+                    : ". Set it aside (the cache starts a fresh one) and remove any damaged entries with:"
+                console.print(
+                    "\(files) checked, \(damaged.count) damaged, and the store \(FolderStore.fileName) is damaged\(fix)"
+                )
+                if !opens || !damaged.isEmpty {
+                    if opens { console.print("Remove the damaged entries with:") }
+                    console.print("  swift run cashier-tool prune \(directory) --damaged")
+                    console.print(Self.installNote)
+                }
+            } else if checked == 0 {
                 // Not "all sound": nothing was checked, which a wrong folder gives too.
                 console.print("No cache entries in \(directory): nothing to verify.")
             } else if damaged.isEmpty {
@@ -45,7 +80,7 @@ enum VerifyCommand {
             }
         }
         inventory.noteForeignFiles(console)
-        return damaged.isEmpty ? .success : .failure
+        return isSound ? .success : .failure
     }
 
     /// Where `swift run cashier-tool` works, and how to get a `cashier-tool` on PATH instead.

@@ -17,6 +17,7 @@
 /// | `Platform+UserFolder.swift` | the user's caches and application data folders |
 /// | `MemoryPressureSource.swift` | the system's memory-pressure signal (Apple platforms only) |
 /// | `BackgroundActivity.swift` | an expiring activity around background work (iOS family only) |
+/// | `SQLiteFunctions.swift` | SQLite's C functions: the SDK's, or `libsqlite3.so.0` through `dlopen` |
 ///
 /// What Swift cannot spell of the C library (`O_NOATIME`, `renameat2` and `RENAME_EXCHANGE`,
 /// which need `_GNU_SOURCE`; `UTIME_OMIT`, a macro Swift does not import) is the C library's

@@ -30,6 +30,11 @@ if arguments.first == "generate", arguments.count == 2 {
     exit(0)
 }
 
+if arguments.first == "disk-candidates" {
+    DiskCandidates.run(only: arguments.count > 1 ? arguments[1] : nil)
+    exit(0)
+}
+
 if arguments == ["speed"] {
     Speed.run()
     exit(0)
@@ -42,9 +47,12 @@ while let argument = arguments.first {
     case "--smoke": options.smoke = true
     case "--reference": options.referencePath = arguments.removeFirst()
     case "--only": options.only = arguments.removeFirst()
+    case "--granularity": options.granularity = Int64(arguments.removeFirst()) ?? 1
     default:
         FileHandle.standardError.write(
-            Data("usage: CashierReplay generate DIR | speed | [--smoke] [--reference FILE] [--only NAME]\n".utf8))
+            Data(
+                "usage: CashierReplay generate DIR | speed | disk-candidates [NAME] | [--smoke] [--reference FILE] [--only NAME] [--granularity N]\n"
+                    .utf8))
         exit(2)
     }
 }

@@ -200,7 +200,7 @@ extension EntryStore {
         try existingWithID(key, connection)?.1
     }
 
-    private func existingWithID(_ key: String, _ connection: StoreConnection) throws(SQLiteError) -> (
+    func existingWithID(_ key: String, _ connection: StoreConnection) throws(SQLiteError) -> (
         Int64, StoreEntry
     )? {
         let read = try connection.statement(.entry)
@@ -210,14 +210,14 @@ extension EntryStore {
         return (read.int64(at: 7), try Self.entry(read, foundFor: key))
     }
 
-    private func delete(id: Int64, _ connection: StoreConnection) throws(SQLiteError) {
+    func delete(id: Int64, _ connection: StoreConnection) throws(SQLiteError) {
         let delete = try connection.statement(.delete)
         defer { delete.reset() }
         try delete.bind(id, at: 1)
         _ = try delete.step()
     }
 
-    private func evictionOrder(limit: Int, _ connection: StoreConnection) throws(SQLiteError) -> [(Int64, StoreEntry)] {
+    func evictionOrder(limit: Int, _ connection: StoreConnection) throws(SQLiteError) -> [(Int64, StoreEntry)] {
         let query = try connection.statement(.evictionOrder)
         defer { query.reset() }
         try query.bind(Int64(limit), at: 1)

@@ -8,6 +8,7 @@ import Foundation
 //   swift run -c release CashierStoreBench baselines     # engine vs raw C API, 10,000 entries
 //   swift run -c release CashierStoreBench footprint     # 100,000 × 187-byte values, fresh processes
 //                                                        # (KEYS=long: 43-byte keys instead of `user-N`)
+//   swift run -c release CashierStoreBench sweep         # a sweep of 10% of 100,000 entries, by order
 //
 // Each table prints medians of interleaved rounds (ROUNDS=7 by default).
 
@@ -427,13 +428,31 @@ func operations(engine: Bool, operation: String, count: Int) {
     }
 }
 
+/// The second process of `EntryStoreEvictionTests`: opens the store of `folder` afresh and
+/// prints the frequency-aware order's candidates (`candidates`), or sweeps it down to a number
+/// of bytes and prints what went (`evict BYTES`), one key a line.
+func eviction(folder: String, _ command: ArraySlice<String>) {
+    let store = try! EntryStore(folder: folder)
+    let keys: [String]
+    switch (command.first, command.dropFirst().first.flatMap { Int($0) }) {
+    case ("candidates", nil): keys = try! store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key)
+    case ("evict", let bytes?): keys = try! store.evict(order: .frequencyAware, downTo: bytes).map(\.key)
+    default:
+        print("usage: CashierStoreBench eviction FOLDER candidates | evict BYTES")
+        exit(2)
+    }
+    print(keys.joined(separator: "\n"))
+}
+
 switch arguments.dropFirst().first {
 case "threshold": threshold()
 case "baselines": baselines()
 case "footprint": footprint()
+case "sweep": sweep()
 case "fresh-engine": freshProcess(engine: true, folder: arguments[2])
 case "fresh-raw": freshProcess(engine: false, folder: arguments[2])
 case "ops": operations(engine: arguments[2] == "engine", operation: arguments[3], count: Int(arguments[4])!)
 case "kill-writer": killWriter(folder: arguments[2])
-default: print("usage: CashierStoreBench threshold | baselines | footprint")
+case "eviction": eviction(folder: arguments[2], arguments.dropFirst(3))
+default: print("usage: CashierStoreBench threshold | baselines | footprint | sweep")
 }

@@ -57,7 +57,7 @@ import Testing
         #expect(entries.map { $0["key"] as? String } == ["avatar", "blob", "feed", "note", "profile"])
         let fields: Set<String> = [
             "key", "file", "type", "codec", "schemaVersion", "appVersion", "size", "createdAt", "validatedAt",
-            "expiresAt", "ageSeconds", "expiresInSeconds", "locked", "status", "problem",
+            "expiresAt", "ageSeconds", "expiresInSeconds", "locked", "status", "problem", "location",
         ]
         for entry in entries { #expect(Set(entry.keys) == fields) }
         let profile = entries[4]

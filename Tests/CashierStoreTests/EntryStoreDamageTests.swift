@@ -89,6 +89,8 @@ import Testing
         _ = try? store.totalSize()
         _ = try? store.evictionCandidates(limit: 100)
         _ = try? store.removeLeastRecentlyUsed(3)
+        _ = try? store.evictionCandidates(order: .frequencyAware, limit: 100)
+        _ = try? store.evict(order: .frequencyAware, downTo: max(0, ((try? store.totalSize()) ?? 0) - 300))
         _ = try? store.upsert(StoreEntry(key: "after", location: .row, size: 1, lastUse: 1), record: [1])
         _ = try? store.reclaimSpace()
         // Whatever happened, the store still takes writes and reads them back.
@@ -156,7 +158,7 @@ import Testing
         #expect(try store.count() == 0)
     }
 
-    @Test(arguments: [0, 3, 99])
+    @Test(arguments: [0, 4, 99])
     func aStoreOfAnotherSchemaVersionIsSetAsideNotReadAsOurs(_ version: Int) throws {
         let old = try EntryStore(folder: folder.path)
         try old.upsert(StoreEntry(key: "k", location: .row, size: 1, lastUse: 1), record: [1])

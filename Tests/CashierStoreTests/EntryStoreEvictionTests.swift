@@ -1,0 +1,191 @@
+import CashierSQLite
+import CashierStore
+import CashierTestSupport
+import Foundation
+import Testing
+
+/// The store's eviction orders (issue 26): the frequency-aware one keeps what is read again
+/// through a scan, never offers a locked entry, and keeps its state (frequencies, the ghost of
+/// evicted keys) in the store, where a second process and the next launch find it.
+@Suite struct EntryStoreEvictionTests {
+    let folder = TemporaryFolder()
+    let store: EntryStore
+
+    init() throws {
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        store = try EntryStore(folder: folder.path)
+    }
+
+    private func write(_ key: String, size: Int = 10, at time: Int64, locked: Bool = false) throws {
+        try store.upsert(
+            StoreEntry(key: key, location: .row, size: size, lastUse: time, isLocked: locked), record: [1])
+    }
+
+    /// Writes a scan of `count` keys read once, sweeping to 90 bytes whenever the total passes 100.
+    private func scan(_ count: Int, from time: Int64, order: StoreEvictionOrder) throws {
+        for index in 0..<count {
+            try write("scan-\(index)", size: 1, at: time + Int64(index))
+            if try store.totalSize() > 100 { try store.evict(order: order, downTo: 90) }
+        }
+    }
+
+    @Test func aOneTimeScanDoesNotEvictAFrequentlyReadEntry() throws {
+        try write("avatar", size: 1, at: 1)
+        for time in 2..<6 { try store.recordUses(["avatar"], at: Int64(time)) }
+        try scan(1000, from: 10, order: .frequencyAware)
+        #expect(try store.entry(for: "avatar")?.frequency == 4)
+        #expect(try store.totalSize() <= 100)
+    }
+
+    @Test func aOneTimeScanEvictsAFrequentlyReadEntryUnderLeastRecentlyUsed() throws {
+        try write("avatar", size: 1, at: 1)
+        for time in 2..<6 { try store.recordUses(["avatar"], at: Int64(time)) }
+        try scan(1000, from: 10, order: .leastRecentlyUsed)
+        #expect(try store.entry(for: "avatar") == nil)
+    }
+
+    @Test(arguments: StoreEvictionOrder.allCases)
+    func aLockedEntryIsNeverACandidate(_ order: StoreEvictionOrder) throws {
+        try write("locked", at: 1, locked: true)
+        for index in 0..<20 { try write("k\(index)", at: Int64(10 + index)) }
+        try store.recordUses(["k3", "k4"], at: 50)
+        let candidates = try store.evictionCandidates(order: order, limit: -1)
+        #expect(candidates.count == 20)
+        #expect(!candidates.contains { $0.key == "locked" })
+        #expect(try store.evict(order: order, downTo: 0).count == 20)
+        #expect(try store.keys() == ["locked"])
+    }
+
+    @Test func leastRecentlyUsedIsTheIndexOrder() throws {
+        for index in 0..<50 { try write("k\(index)", size: 10 + index % 3, at: Int64(index / 4)) }
+        try store.recordUses(["k0", "k9"], at: 100)
+        #expect(
+            try store.evictionCandidates(order: .leastRecentlyUsed, limit: 30) == store.evictionCandidates(limit: 30))
+    }
+
+    @Test func newEntriesGoFirstExceptTheNewestShareThenReusedByLastUse() throws {
+        // 20 entries of 10 bytes: the newest share is 10 bytes, the newest entry alone.
+        for index in 0..<20 { try write(String(format: "k%02d", index), at: Int64(index + 1)) }
+        try store.recordUses(["k03"], at: 30)
+        let order = try store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key)
+        let new = (0..<19).filter { $0 != 3 }.map { String(format: "k%02d", $0) }
+        #expect(order == new + ["k03", "k19"])
+        #expect(try store.evictionCandidates(order: .frequencyAware, limit: 3).map(\.key) == ["k00", "k01", "k02"])
+    }
+
+    @Test func aKeyEvictedNewComesBackReused() throws {
+        for index in 0..<20 { try write("k\(index)", at: Int64(index + 1)) }
+        #expect(try store.evict(order: .frequencyAware, downTo: 150).map(\.key) == ["k0", "k1", "k2", "k3", "k4"])
+        try write("k0", at: 40)
+        try write("fresh", at: 40)
+        let order = try store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key)
+        #expect(order.last == "k0")
+        #expect(order.firstIndex(of: "fresh")! < order.firstIndex(of: "k0")!)
+    }
+
+    @Test func aRemovalThatIsNotAnEvictionIsNotRemembered() throws {
+        for index in 0..<20 { try write("k\(index)", at: Int64(index + 1)) }
+        try store.remove("k0")
+        #expect(try store.removeEvicted(["k1", "absent"], order: .frequencyAware).map(\.key) == ["k1"])
+        try write("k0", at: 40)
+        try write("k1", at: 40)
+        let order = try store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key)
+        // k1 (remembered) is reused, after the new entries but the newest; k0 is new again, the
+        // newest (reused, it would come before k1: same last use, older row).
+        #expect(order.suffix(2) == ["k1", "k0"])
+    }
+
+    @Test func aPlannedSweepLeavesWhatASweepInOneCallLeaves() throws {
+        let other = TemporaryFolder()
+        try FileManager.default.createDirectory(at: other.url, withIntermediateDirectories: true)
+        let planned = try EntryStore(folder: other.path)
+        for target in [store, planned] {
+            for index in 0..<40 {
+                try target.upsert(
+                    StoreEntry(key: "k\(index)", location: .row, size: 5 + index % 4, lastUse: Int64(index)),
+                    record: [1])
+            }
+            try target.recordUses(["k2", "k7", "k30"], at: 50)
+        }
+        for round in 0..<3 {
+            let bytes = try store.totalSize() - 40
+            let swept = try store.evict(order: .frequencyAware, downTo: bytes)
+            // Plan from the candidates (as the cache does, outside its key barrier), then apply.
+            var left = try planned.totalSize()
+            let chosen = try planned.evictionCandidates(order: .frequencyAware, limit: -1).prefix { entry in
+                defer { left -= entry.size }
+                return left > bytes
+            }
+            #expect(try planned.removeEvicted(chosen.map(\.key), order: .frequencyAware) == swept)
+            for target in [store, planned] {
+                try target.upsert(StoreEntry(key: "k\(round)", location: .row, size: 6, lastUse: 60), record: [1])
+            }
+            #expect(
+                try planned.evictionCandidates(order: .frequencyAware, limit: -1)
+                    == store.evictionCandidates(order: .frequencyAware, limit: -1))
+        }
+    }
+
+    @Test func theGhostKeepsHalfAsManyKeysAsEntriesAndAKeyLeavingPromotesItsNewEntry() throws {
+        for index in 0..<20 { try write("k\(index)", at: Int64(index + 1)) }
+        // 5 evicted, 15 left: room for 7 ghosts.
+        try store.evict(order: .frequencyAware, downTo: 150)
+        try write("k0", at: 30) // written again while remembered: reused in the order
+        // 10 more evicted (k5 to k14), 5 left plus k0: the oldest ghosts go, k0's among them.
+        try store.evict(order: .frequencyAware, downTo: 60)
+        #expect(try store.entry(for: "k0")?.frequency == 1)
+        #expect(try store.keys().contains("k0"))
+    }
+
+    @Test func theOrderSurvivesARelaunchAndIsSharedWithAnotherProcess() throws {
+        for index in 0..<20 { try write(String(format: "k%02d", index), at: Int64(index + 1)) }
+        try store.recordUses(["k03"], at: 30)
+        // A second process opens the store afresh: it finds the uses this one recorded.
+        let mine = try store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key)
+        #expect(try Self.child(folder.path, "candidates") == mine)
+        // It sweeps; this process, its store still open, finds what that sweep remembered.
+        #expect(try Self.child(folder.path, "evict", "150") == ["k00", "k01", "k02", "k04", "k05"])
+        #expect(try store.count() == 15)
+        try write("k00", at: 40)
+        try write("fresh", at: 40)
+        let order = try store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key)
+        #expect(order.suffix(2) == ["k03", "k00"])
+        #expect(order.contains("fresh"))
+        // A third launch reads the same order.
+        #expect(try Self.child(folder.path, "candidates") == order)
+    }
+
+    @Test func aVersionTwoStoreKeepsItsRowsAndGainsTheGhost() throws {
+        for index in 0..<20 { try write("k\(index)", at: Int64(index + 1)) }
+        let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
+        try raw.execute("DROP TABLE ghost")
+        try raw.execute("PRAGMA user_version = 2")
+        // Read-only, as `cashier-tool` opens it: the order works, the file is unchanged.
+        var readOnly = EntryStore.Options()
+        readOnly.readOnly = true
+        let reader = try EntryStore(folder: folder.path, options: readOnly)
+        #expect(try reader.evictionCandidates(order: .frequencyAware, limit: 2).map(\.key) == ["k0", "k1"])
+        #expect(try raw.integer("PRAGMA user_version") == 2)
+        let reopened = try EntryStore(folder: folder.path)
+        #expect(reopened.setAsideAtOpen == nil)
+        #expect(try raw.integer("PRAGMA user_version") == 3)
+        #expect(try reopened.count() == 20)
+        #expect(try reopened.evict(order: .frequencyAware, downTo: 150).count == 5)
+        try reopened.upsert(StoreEntry(key: "k0", location: .row, size: 10, lastUse: 40), record: [1])
+        #expect(try reopened.evictionCandidates(order: .frequencyAware, limit: -1).last?.key == "k0")
+    }
+
+    /// Runs `CashierStoreBench eviction FOLDER ARGUMENTS…` and returns the keys it printed.
+    static func child(_ folder: String, _ arguments: String...) throws -> [String] {
+        let child = Process()
+        child.executableURL = try EntryStoreKillTests.writer()
+        child.arguments = ["eviction", folder] + arguments
+        let output = Pipe()
+        child.standardOutput = output
+        try child.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        child.waitUntilExit()
+        #expect(child.terminationStatus == 0)
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+}
