@@ -36,6 +36,9 @@ extension Cache {
     }
 
     var limits: DiskStore.Limits {
-        DiskStore.Limits(size: configuration.diskSizeLimit, minimumFreeSpace: configuration.minimumFreeDiskSpace)
+        var limits = DiskStore.Limits(
+            size: configuration.diskSizeLimit, minimumFreeSpace: configuration.minimumFreeDiskSpace)
+        limits.evictionOrder = configuration.evictionPolicy == .leastRecentlyUsed ? .leastRecentlyUsed : .frequencyAware
+        return limits
     }
 }

@@ -46,9 +46,12 @@ extension EntryStore {
 
     /// Removes each of `entries` whose row is still as planned (same location and size, last use
     /// no later), in one transaction; returns those it removed. A row written or used since the
-    /// plan was made is spared: the next pass decides again.
+    /// plan was made is spared: the next pass decides again. `evictedIn`: the removals are a
+    /// sweep's evictions in that order, remembered as ``removeEvicted(_:order:)`` remembers them.
     @discardableResult
-    package func remove(unchanged entries: [StoreEntry]) throws(StoreError) -> [StoreEntry] {
+    package func remove(unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil) throws(StoreError)
+        -> [StoreEntry]
+    {
         guard !entries.isEmpty else { return [] }
         return try withConnection { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
@@ -66,6 +69,7 @@ extension EntryStore {
                     _ = try delete.step()
                     if connection.changes > 0 { removed.append(entry) }
                 }
+                if order == .frequencyAware { try rememberEvicted(removed, connection) }
                 return removed
             }
         }

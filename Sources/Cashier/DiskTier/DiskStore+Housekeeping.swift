@@ -30,6 +30,9 @@ extension DiskStore {
         package var minimumFreeSpace: Int?
         /// Fraction of `size` a sweep trims down to (below 1, so sweeps are rare and small).
         package var sweepTarget: Double = 0.9
+        /// The order the store's index evicts in (``Cache/Configuration-swift.struct/evictionPolicy``);
+        /// without a store, eviction is least recently used.
+        package var evictionOrder = StoreEvictionOrder.frequencyAware
         package init(size: Int?, minimumFreeSpace: Int?) {
             self.size = size
             self.minimumFreeSpace = minimumFreeSpace
@@ -57,6 +60,8 @@ extension DiskStore {
         var rescansAfterwards = false
         /// Whether the store gives back the pages of the rows removed after the plan is applied.
         var reclaimsStore = false
+        /// The order the plan's evictions were chosen in: the store remembers them by it.
+        var evictionOrder: StoreEvictionOrder?
 
         var isEmpty: Bool { choices.isEmpty }
     }
@@ -80,7 +85,7 @@ extension DiskStore {
     /// memory record going must be one step no write of that key can enter (memory and disk
     /// agree). Everything that only decides (headers, free space) was done when the plan was made.
     package func apply(_ plan: RemovalPlan) -> [Removal] {
-        var removals = applyInStore(plan.choices.filter { $0.stored != nil })
+        var removals = applyInStore(plan.choices.filter { $0.stored != nil }, evictionOrder: plan.evictionOrder)
         for choice in plan.choices where choice.stored == nil && sequence(of: choice.fileName) == choice.sequence {
             guard (try? remove(choice.fileName)) != nil else { continue }
             removals.append(choice.removal)

@@ -137,9 +137,9 @@ extension DiskStore {
         _ = try? store.insertIfAbsent(missingRows)
         let freed = chosen.reduce(0) { $0 + $1.size }
         let victims = chooseStoreVictims(
-            store, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace, freedFirst: freed,
-            excluding: Set(chosen.compactMap { $0.stored?.key }))
-        return RemovalPlan(choices: chosen + victims, reclaimsStore: true)
+            store, order: limits.evictionOrder, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace,
+            freedFirst: freed, excluding: Set(chosen.compactMap { $0.stored?.key }))
+        return RemovalPlan(choices: chosen + victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
     }
 
     /// Plans a sweep with a store: entries in the index's eviction order until the folder
@@ -148,19 +148,20 @@ extension DiskStore {
     func planStoreSweep(_ store: EntryStore, limits: Limits) -> RemovalPlan {
         guard let limit = limits.size else { return RemovalPlan() }
         let victims = chooseStoreVictims(
-            store, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil, startingAbove: limit)
-        return RemovalPlan(choices: victims, reclaimsStore: true)
+            store, order: limits.evictionOrder, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil,
+            startingAbove: limit)
+        return RemovalPlan(choices: victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
     }
 
-    /// Chooses entries in the index's eviction order (unlocked first, then locked, least
-    /// recently used first) until the folder would occupy at most `limit` and the volume would
+    /// Chooses entries in the index's eviction order `order` (unlocked first; then locked ones,
+    /// least recently used first) until the folder would occupy at most `limit` and the volume would
     /// have `minimumFreeSpace` free, counting `freedFirst` bytes removed before them.
     ///
     /// The store file shrinks by whole pages, so each entry byte removed is taken to free what
     /// an entry byte occupies on average (the folder's occupied bytes over the entries' total).
     /// `startingAbove`: choose nothing unless the folder occupies more than this.
     func chooseStoreVictims(
-        _ store: EntryStore, downTo limit: Int?, minimumFreeSpace: Int?, freedFirst: Int = 0,
+        _ store: EntryStore, order: StoreEvictionOrder, downTo limit: Int?, minimumFreeSpace: Int?, freedFirst: Int = 0,
         excluding: Set<String> = [], startingAbove: Int? = nil
     ) -> [Choice] {
         guard let occupied = try? store.occupiedBytes(), let total = try? store.totalSize() else { return [] }
@@ -185,12 +186,13 @@ extension DiskStore {
                         removal: .evicted(key: entry.key, bytes: entry.size), size: entry.size, stored: entry))
             }
         }
-        var asked = 256
+        // The frequency-aware order sorts every row whatever the limit: ask once, for all.
+        var asked = order == .frequencyAware ? -1 : 256
         while freed < needed {
-            guard let candidates = try? store.evictionCandidates(limit: asked) else { return victims }
+            guard let candidates = try? store.evictionCandidates(order: order, limit: asked) else { return victims }
             let chosenBefore = Set(victims.map(\.removal.key))
             take(candidates.lazy.filter { !chosenBefore.contains($0.key) })
-            if candidates.count < asked { break }
+            if asked < 0 || candidates.count < asked { break }
             asked *= 4
         }
         if freed < needed, let entries = try? store.entries() {
@@ -201,11 +203,16 @@ extension DiskStore {
 
     /// Removes the rows of `choices` that are as planned (one transaction), and the files of
     /// the large entries among them; returns the removals done.
-    func applyInStore(_ choices: [Choice]) -> [Removal] {
+    func applyInStore(_ choices: [Choice], evictionOrder: StoreEvictionOrder?) -> [Removal] {
         guard !choices.isEmpty, let store = openedStore else { return [] }
-        let removed: [StoreEntry]
+        var removed: [StoreEntry] = []
+        func isEviction(_ choice: Choice) -> Bool {
+            if case .evicted = choice.removal { true } else { false }
+        }
         do throws(StoreError) {
-            removed = try store.remove(unchanged: choices.compactMap(\.stored))
+            removed += try store.remove(unchanged: choices.filter { !isEviction($0) }.compactMap(\.stored))
+            removed += try store.remove(
+                unchanged: choices.filter(isEviction).compactMap(\.stored), evictedIn: evictionOrder)
         } catch {
             if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
             return []
