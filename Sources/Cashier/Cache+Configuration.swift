@@ -84,6 +84,9 @@ extension Cache {
         /// threshold (``DiskStore/rowSizeLimit``), 0 to keep every entry a file (with its row in
         /// the index): what tests of the file format use. The first cache on a folder decides.
         package var rowSizeLimit: Int? = nil
+        /// Whether the folder's store is used; `false` keeps the folder as SQLite's absence does
+        /// (every entry a file, indexed by a folder scan): what tests of that design use.
+        package var usesStore = true
 
         /// A configuration with every setting at its default.
         public init(name: String) {

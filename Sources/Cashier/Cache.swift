@@ -37,7 +37,9 @@ public final class Cache: Sendable {
         self.configuration = configuration
         let path = Self.folderPath(for: configuration)
         folder = path.map { URL(fileURLWithPath: $0, isDirectory: true) }
-        store = Store.forFolder(path, fileSystem: configuration.fileSystem, rowSizeLimit: configuration.rowSizeLimit)
+        store = Store.forFolder(
+            path, fileSystem: configuration.fileSystem, rowSizeLimit: configuration.rowSizeLimit,
+            usesStore: configuration.usesStore)
         // Each new cache judges the folder again on first use (its sharing may differ; the
         // folder may have changed): one lstat then, none here.
         store.disk?.forgetFolderStatus()

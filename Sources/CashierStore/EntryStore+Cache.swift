@@ -56,13 +56,14 @@ extension EntryStore {
         return try withConnection { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 let delete = try connection.prepare(
-                    "DELETE FROM entry WHERE key = ? AND location = ? AND size = ? AND last_use <= ? AND locked = ?")
+                    "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?")
                 defer { delete.finalize() }
                 var removed: [StoreEntry] = []
                 for entry in entries {
                     defer { delete.reset() }
                     try delete.bind(entry.key, at: 1)
-                    try delete.bind(entry.location.rawValue, at: 2)
+                    // A row's stored location may be a compact form of it (``RowRecord``): row or file is what counts.
+                    try delete.bind(entry.location == .file ? 1 : 0, at: 2)
                     try delete.bind(Int64(entry.size), at: 3)
                     try delete.bind(entry.lastUse, at: 4)
                     try delete.bind(entry.isLocked ? 1 : 0, at: 5)

@@ -106,10 +106,10 @@ enum OddLifespan: String, CaseIterable, Sendable {
     }
 
     @Test func isValidForKeyIsFalseForADamagedFile() throws {
-        try Cache(makeConfiguration(folder)).setString("v", forKey: "k")
+        try Cache(makeConfiguration(folder, storage: .files)).setString("v", forKey: "k")
         try damageTheEntry()
         let events = EventLog()
-        #expect(!Cache(makeConfiguration(folder, events: events)).isValid(forKey: "k"))
+        #expect(!Cache(makeConfiguration(folder, events: events, storage: .files)).isValid(forKey: "k"))
         #expect(events.discards.map(\.1) == [.corrupt])
         #expect(folder.entryFiles.isEmpty)
     }
@@ -130,7 +130,7 @@ enum OddLifespan: String, CaseIterable, Sendable {
 
     @Test func refreshValidationDoesNotRepairADamagedEntry() throws {
         let clock = TestClock()
-        var configuration = makeConfiguration(folder, clock: clock)
+        var configuration = makeConfiguration(folder, clock: clock, storage: .files)
         configuration.defaultLifespan = .seconds(60)
         try Cache(configuration).setString("v", forKey: "k")
         try damageTheEntry()

@@ -306,7 +306,7 @@ import Glibc
     /// Listing never makes an entry look used; a read does, by the cache's clock, not the kernel's.
     @Test func listingLeavesAccessTimesAloneAndReadingSetsThemByTheCachesClock() throws {
         let clock = TestClock()
-        let cache = Cache(makeConfiguration(folder, clock: clock))
+        let cache = Cache(makeConfiguration(folder, clock: clock, storage: .filesWithoutStore))
         try cache.set(1, for: CacheKey<Int>("k"))
         let file = folder.entryFiles[0]
         // An access time far in the past that relatime would otherwise update.
@@ -314,7 +314,7 @@ import Glibc
         var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 0, tv_nsec: omit)]
         #expect(utimensat(AT_FDCWD, folder.path + "/" + file, &times, 0) == 0)
         let before = try accessTime(file)
-        var configuration = makeConfiguration(folder, clock: clock)
+        var configuration = makeConfiguration(folder, clock: clock, storage: .filesWithoutStore)
         configuration.memoryCountLimit = 0
         let reader = Cache(configuration)
         #expect(reader.keys == ["k"])

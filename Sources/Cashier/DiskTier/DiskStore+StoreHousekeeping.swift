@@ -164,6 +164,9 @@ extension DiskStore {
         _ store: EntryStore, order: StoreEvictionOrder, downTo limit: Int?, minimumFreeSpace: Int?, freedFirst: Int = 0,
         excluding: Set<String> = [], startingAbove: Int? = nil
     ) -> [Choice] {
+        // The log first goes into the store and is cut back: what is left is what entries
+        // occupy, not writes waiting for the next automatic checkpoint.
+        _ = try? store.checkpoint()
         guard let occupied = try? store.occupiedBytes(), let total = try? store.totalSize() else { return [] }
         storeState.withLock { $0.occupiedEstimate = occupied }
         if let startingAbove, occupied <= startingAbove { return [] }
