@@ -58,7 +58,7 @@ import Testing
 
     @Test func entryReportsMetadata() throws {
         let clock = TestClock()
-        let cache = Cache(makeConfiguration(folder, clock: clock, appVersion: "3.1"))
+        let cache = Cache(makeConfiguration(folder, clock: clock, appVersion: "3.1", storage: .files))
         try cache.set(User(name: "A", age: 1), for: profile, lifespan: .seconds(60))
         clock.advance(by: 10)
         let entry = try #require(cache.entry(for: profile))

@@ -62,7 +62,7 @@ enum OddLifespan: String, CaseIterable, Sendable {
     func lifespanThatEndedForeverAgoIsExpiredNotDamaged(lifespan: OddLifespan, source: LifespanSource) throws {
         try write(lifespan.lifespan, from: source, in: folder)
         let events = EventLog()
-        let relaunched = Cache(makeConfiguration(folder, events: events))
+        let relaunched = Cache(makeConfiguration(folder, events: events, storage: .files))
         #expect(relaunched.value(for: CacheKey<String>("k")) == nil)
         let entry = try #require(relaunched.entry(for: CacheKey<String>("k")))
         #expect(entry.value == "v")
@@ -303,11 +303,11 @@ private struct Customer: Codable, Sendable, Equatable {
         _ = try DiskStore(folder: folder.path).write(
             DiskStore.fileName(for: "model"), header: header, payload: payload,
             options: {
-                let cache = Cache(makeConfiguration(folder))
+                let cache = Cache(makeConfiguration(folder, storage: .files))
                 return cache.writeOptions(usedAt: cache.nowSeconds)
             }())
         let events = EventLog()
-        #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == PrivateModel(name: "A"))
+        #expect(Cache(makeConfiguration(folder, events: events, storage: .files)).value(for: key) == PrivateModel(name: "A"))
         #expect(events.discards.isEmpty)
     }
 }

@@ -99,7 +99,7 @@ struct UserV2: Codable, Sendable, Equatable {
     }
 
     @Test func memoryTierHonoursVersionsOfOtherKeysWithTheSameName() throws {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set(User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
         #expect(cache.value(for: CacheKey<User>("profile", schemaVersion: 2)) == nil)
         #expect(cache.value(for: CacheKey<String>("profile", schemaVersion: 1)) == nil)

@@ -157,8 +157,9 @@ extension DiskStore {
     /// least recently used first) until the folder would occupy at most `limit` and the volume would
     /// have `minimumFreeSpace` free, counting `freedFirst` bytes removed before them.
     ///
-    /// The store file shrinks by whole pages, so each entry byte removed is taken to free what
-    /// an entry byte occupies on average (the folder's occupied bytes over the entries' total).
+    /// Each entry removed is taken to free its size. A row frees a little more (its page's
+    /// share), but only once whole pages are free and given back: a pass that falls short is
+    /// made up by the next sweep, which the measured total schedules.
     /// `startingAbove`: choose nothing unless the folder occupies more than this.
     func chooseStoreVictims(
         _ store: EntryStore, order: StoreEvictionOrder, downTo limit: Int?, minimumFreeSpace: Int?, freedFirst: Int = 0,
@@ -167,14 +168,13 @@ extension DiskStore {
         // The log first goes into the store and is cut back: what is left is what entries
         // occupy, not writes waiting for the next automatic checkpoint.
         _ = try? store.checkpoint()
-        guard let occupied = try? store.occupiedBytes(), let total = try? store.totalSize() else { return [] }
+        guard let occupied = try? store.occupiedBytes() else { return [] }
         storeState.withLock { $0.occupiedEstimate = occupied }
         if let startingAbove, occupied <= startingAbove { return [] }
-        let perByte = total > 0 ? max(1, Double(occupied) / Double(total)) : 1
         var needed = 0
-        if let limit { needed = Int((Double(occupied - limit) / perByte).rounded(.up)) - freedFirst }
+        if let limit { needed = occupied - limit - freedFirst }
         if let minimumFreeSpace, let free = fileSystem.availableCapacity(folder) {
-            needed = max(needed, Int((Double(minimumFreeSpace - free) / perByte).rounded(.up)) - freedFirst)
+            needed = max(needed, minimumFreeSpace - free - freedFirst)
         }
         guard needed > 0 else { return [] }
         var victims: [Choice] = []
