@@ -162,6 +162,8 @@ import Testing
         _ = cashier("remove", folder.path, "blob")
         var configuration = Cache.Configuration(name: "check")
         configuration.location = .directory(folder.url)
+        // Entry files (each indexed by the folder's store): what these tests read and damage.
+        configuration.rowSizeLimit = 0
         configuration.appVersion = "1.0"
         let cache = Cache(configuration)
         #expect(cache.keys == ["avatar", "note", "profile"])

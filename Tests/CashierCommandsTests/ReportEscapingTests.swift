@@ -31,6 +31,8 @@ import Testing
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         var configuration = Cache.Configuration(name: "hostile")
         configuration.location = .directory(URL(fileURLWithPath: path))
+        // Entry files (each indexed by the folder's store): what these tests read and damage.
+        configuration.rowSizeLimit = 0
         configuration.appVersion = "\"><b onclick=alert(2)>1.0</b>"
         configuration.now = { writtenAt }
         let cache = Cache(configuration)

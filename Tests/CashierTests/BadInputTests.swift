@@ -20,7 +20,7 @@ import Testing
         try cache.set("value of \(name.count)", for: key)
         #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: key) == "value of \(name.count)")
         #expect(Cache(makeConfiguration(folder, storage: .files)).keys == [name])
-        let files = folder.fileNames.filter { !$0.hasPrefix(".") }
+        let files = folder.fileNames.filter { !$0.hasPrefix(".") && !$0.hasPrefix(DiskStore.storeFileName) }
         #expect(files == [DiskStore.fileName(for: name)])
         cache.removeValue(for: key)
         #expect(folder.entryFiles.isEmpty)

@@ -108,7 +108,7 @@ struct UserV2: Codable, Sendable, Equatable {
     /// Rewrites an entry's type name in place, recomputing the checksum, to simulate a model change.
     private func rewriteTypeName(of key: String, to typeName: String) throws {
         let store = DiskStore(folder: folder.path)
-        guard case .entry(var header, let payload, _) = store.read(DiskStore.fileName(for: key)) else {
+        guard case .entry(var header, let payload, _) = store.read(key: key) else {
             Issue.record("entry missing")
             return
         }

@@ -27,9 +27,14 @@ extension DiskStore {
     @discardableResult
     package func noteRead(
         _ fileName: String, key: String, info: FileInfo, isLocked: Bool, at now: Double,
-        foundSlidingLifespanOver: Bool = false
+        foundSlidingLifespanOver: Bool = false, sliding: Bool = false
     ) -> Double {
         if let store = openedStore {
+            // A sliding lifespan runs from its last use: that one is written exactly.
+            if sliding {
+                if now > info.accessedAt { persistStoreUses(store, [(key, now)], exactly: true) }
+                return now
+            }
             guard abs(now - info.accessedAt) >= Self.recencyGranularity else { return info.accessedAt }
             persistStoreUses(store, [(key, now)])
             return now

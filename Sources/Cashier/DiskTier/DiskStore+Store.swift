@@ -168,10 +168,14 @@ extension DiskStore {
         _ = try? store.insertIfAbsent(entries)
     }
 
+    /// The key a row is stored under: the spelling file names are hashed from (NFC, see
+    /// ``canonicalSpelling(of:)``), so equivalent spellings are one row as they are one file.
+    static func storeKey(_ key: String) -> String { canonicalSpelling(of: key) }
+
     /// The row of a large entry: its file's size and the header's lock and fixed expiry.
     static func fileRow(_ header: EntryHeader, size: Int, lastUse: Double) -> StoreEntry {
         StoreEntry(
-            key: header.key, location: .file, size: size, lastUse: Int64(lastUse.rounded(.down)),
+            key: storeKey(header.key), location: .file, size: size, lastUse: Int64(lastUse.rounded(.down)),
             expiry: fixedExpiry(header), isLocked: header.isLocked)
     }
 
@@ -191,7 +195,7 @@ extension DiskStore {
     func readFromStore(_ store: EntryStore, key: String, fileName: String, headerOnly: Bool = false) -> ReadResult? {
         let stored: StoredRecord?
         do throws(StoreError) {
-            stored = try store.record(for: key)
+            stored = try store.record(for: Self.storeKey(key))
         } catch {
             return storeFailure(error, of: store, operation: "read")
         }
@@ -237,7 +241,7 @@ extension DiskStore {
     {
         synchronize(store, options.synchronize)
         let entry = StoreEntry(
-            key: header.key, location: .row, size: record.count,
+            key: Self.storeKey(header.key), location: .row, size: record.count,
             lastUse: Int64((options.usedAt ?? Date().timeIntervalSince1970).rounded(.down)),
             expiry: Self.fixedExpiry(header), isLocked: header.isLocked)
         let replaced: StoreEntry?
@@ -272,7 +276,7 @@ extension DiskStore {
                 noteSetAside(setAside, of: store)
                 if (try? store.upsert(entry)) != nil { return }
             }
-            if (try? store.entry(for: header.key))?.location == .row { try? fileSystem.removeFile(path(fileName)) }
+            if (try? store.entry(for: entry.key))?.location == .row { try? fileSystem.removeFile(path(fileName)) }
             throw Self.systemError(error, store, "write")
         }
         noteGrowth(size)
@@ -293,7 +297,7 @@ extension DiskStore {
     /// Removes `key`'s row (and its file, for a large entry); `false` when the store failed.
     func removeFromStore(_ store: EntryStore, key: String) throws(SystemError) {
         do throws(StoreError) {
-            try store.remove(key)
+            try store.remove(Self.storeKey(key))
         } catch {
             if case .setAside(let setAside) = error {
                 noteSetAside(setAside, of: store)

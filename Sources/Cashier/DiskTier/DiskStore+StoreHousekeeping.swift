@@ -32,7 +32,7 @@ extension DiskStore {
                 guard stored.entry.location == .row else { return }
                 let info = Self.rowInfo(stored.entry)
                 switch Self.readRecord(stored.record, verifying: verifyingRows) {
-                case .success(let header) where header.key == stored.entry.key:
+                case .success(let header) where Self.storeKey(header.key) == stored.entry.key:
                     entries.append(
                         ScannedEntry(
                             fileName: Self.fileName(for: header.key), header: header, info: info, stored: stored.entry))
@@ -49,7 +49,7 @@ extension DiskStore {
         for name in names where Self.isEntryFileName(name) {
             switch readHeader(name) {
             case .success(let (header, info)):
-                let row = rows[header.key]
+                let row = rows[Self.storeKey(header.key)]
                 // A file whose key has a row holding its record is an older write, never read.
                 if row?.location == .row || !Self.isHome(name, of: header.key) { continue }
                 entries.append(ScannedEntry(fileName: name, header: header, info: info, stored: row))
@@ -104,7 +104,7 @@ extension DiskStore {
         for entry in scan.entries {
             let header = entry.header
             if entry.stored?.location != .row {
-                seenFiles.insert(header.key)
+                seenFiles.insert(Self.storeKey(header.key))
                 if entry.stored == nil {
                     missingRows.append(Self.fileRow(header, size: entry.info.size, lastUse: entry.info.accessedAt))
                 }

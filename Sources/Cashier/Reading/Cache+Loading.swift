@@ -188,7 +188,7 @@ extension Cache {
         }
         let stamp = disk.noteRead(
             entry.fileName, key: key.name, info: entry.info, isLocked: metadata.isLocked, at: usedAt,
-            foundSlidingLifespanOver: usedAt != now)
+            foundSlidingLifespanOver: usedAt != now, sliding: metadata.lifespan.slidingSeconds != nil)
         if memory.limit != 0 {
             memory.insert(
                 TypedRecord(

@@ -125,6 +125,8 @@ let onePixelPNG = Data([
 func makeFixture(_ folder: TemporaryFolder, at date: Date = writtenAt) throws -> Cache {
     var configuration = Cache.Configuration(name: "fixture")
     configuration.location = .directory(folder.url)
+    // Entry files (each indexed by the folder's store): what these tests read and damage.
+    configuration.rowSizeLimit = 0
     configuration.appVersion = "1.0"
     configuration.now = { date }
     let cache = Cache(configuration)
