@@ -56,7 +56,8 @@ extension EntryStore {
         return try withConnection { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 let delete = try connection.prepare(
-                    "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?")
+                    "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?"
+                )
                 defer { delete.finalize() }
                 var removed: [StoreEntry] = []
                 for entry in entries {

@@ -20,7 +20,7 @@ struct RecencyProcessTests {
         // Large entries (files, with their rows in the store), so each one's share of the
         // folder is known by `stat`.
         for index in 0..<5 {
-            try writer.set(Data(repeating: UInt8(index), count: 64 * 1024), for: CacheKey<Data>("k\(index)"))
+            try writer.set(Data(repeating: UInt8(index), count: 512 * 1024), for: CacheKey<Data>("k\(index)"))
             writes.withLock { $0 += 1 }
         }
         let entrySize = folder.entryBytes / 5

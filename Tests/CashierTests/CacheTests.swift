@@ -125,7 +125,8 @@ import Testing
     }
 
     @Test func propertyListKeyWritesABinaryPlist() throws {
-        try Cache(makeConfiguration(folder, storage: .files)).set([1, 2, 3], for: CacheKey<[Int]>("list", codec: .propertyList))
+        try Cache(makeConfiguration(folder, storage: .files)).set(
+            [1, 2, 3], for: CacheKey<[Int]>("list", codec: .propertyList))
         let bytes = try Data(contentsOf: folder.url.appendingPathComponent(folder.entryFiles[0]))
         #expect(bytes.range(of: Data("bplist00".utf8)) != nil)
     }

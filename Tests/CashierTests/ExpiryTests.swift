@@ -209,7 +209,9 @@ import Testing
     @Test func writeOverAFolderInTheEntrysPlaceThrowsAndLeavesNoTemporaryFile() throws {
         let blocker = folder.url.appendingPathComponent(DiskStore.fileName(for: "profile"))
         try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: true)
-        #expect(throws: CacheError.self) { try Cache(makeConfiguration(folder, storage: .files)).set(User(name: "A", age: 1), for: key) }
+        #expect(throws: CacheError.self) {
+            try Cache(makeConfiguration(folder, storage: .files)).set(User(name: "A", age: 1), for: key)
+        }
         var isDirectory: ObjCBool = false
         #expect(
             FileManager.default.fileExists(atPath: blocker.path, isDirectory: &isDirectory) && isDirectory.boolValue)

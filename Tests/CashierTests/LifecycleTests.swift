@@ -307,7 +307,9 @@ private struct Customer: Codable, Sendable, Equatable {
                 return cache.writeOptions(usedAt: cache.nowSeconds)
             }())
         let events = EventLog()
-        #expect(Cache(makeConfiguration(folder, events: events, storage: .files)).value(for: key) == PrivateModel(name: "A"))
+        #expect(
+            Cache(makeConfiguration(folder, events: events, storage: .files)).value(for: key) == PrivateModel(name: "A")
+        )
         #expect(events.discards.isEmpty)
     }
 }

@@ -73,7 +73,7 @@ extension DiskStore {
         var removal: Removal
         /// The file's size: what removing it frees, as far as the plan counts.
         var size: Int
-        /// The entry's row as the plan saw it: removed only if still so (see ``applyInStore(_:)``).
+        /// The entry's row as the plan saw it: removed only if still so (see ``applyInStore(_:evictionOrder:)``).
         var stored: StoreEntry? = nil
     }
 
@@ -111,7 +111,8 @@ extension DiskStore {
         if let store = entryStore() {
             let scan = scanStore(store)
             return (
-                scan.entries.map { ($0.fileName, $0.header, $0.info) }, scan.damaged.map { ($0.name, $0.error, $0.size) }
+                scan.entries.map { ($0.fileName, $0.header, $0.info) },
+                scan.damaged.map { ($0.name, $0.error, $0.size) }
             )
         }
         guard let names = try? fileSystem.contentsOfDirectory(folder) else { return ([], []) }

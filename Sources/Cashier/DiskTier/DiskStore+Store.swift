@@ -3,7 +3,7 @@ import CashierPlatform
 import CashierStore
 import Foundation
 
-/// The folder's store (`store.sqlite`, CashierStore's ``EntryStore``): small entries as rows,
+/// The folder's store (`store.sqlite`, CashierStore's `EntryStore`): small entries as rows,
 /// and one index of every entry, small or large, that `count`, `keys`, `totalSize` and
 /// eviction read instead of scanning the folder.
 ///
@@ -15,12 +15,12 @@ import Foundation
 /// The store is opened the first time the folder is written, or read once it has a store;
 /// never by a read of a folder without one. When SQLite cannot be loaded the folder is used as
 /// in 0.1.0, every entry a file; a store that cannot be used is set aside by the store itself
-/// (``StoreSetAside``) and reported, and the cache goes on with a fresh one.
+/// (`StoreSetAside`) and reported, and the cache goes on with a fresh one.
 extension DiskStore {
     /// The store's file name in the folder (its `-wal` and `-shm` beside it).
     package static let storeFileName = "store.sqlite"
 
-    /// The largest record kept as a row; larger entries are files (``EntryStore/recordSizeLimit``).
+    /// The largest record kept as a row; larger entries are files (`EntryStore.recordSizeLimit`).
     package static let rowSizeLimit = EntryStore.recordSizeLimit
 
     /// What happened to the store that the cache reports as an event once the call returns.
@@ -145,7 +145,7 @@ extension DiskStore {
         scheduleImport(into: store)
     }
 
-    /// Gives every entry file of the folder that has no row one (``StoreLocation/file``), on
+    /// Gives every entry file of the folder that has no row one (`StoreLocation.file`), on
     /// the sweep queue, holding the folder lock.
     private func scheduleImport(into store: EntryStore) {
         pendingSweeps.enter()
@@ -204,12 +204,18 @@ extension DiskStore {
         guard stored.entry.location == .row else {
             // A large entry: its header is its file's.
             if headerOnly { return nil }
-            let result = fileSystem.readEntry(path(fileName))
-            if case .absent = result {
+            switch fileSystem.readEntry(path(fileName)) {
+            case .absent:
                 // The row of a file that is gone: the entry is.
                 _ = try? store.remove(unchanged: [stored.entry])
+                return .absent
+            case .entry(let header, let payload, var info):
+                // Uses are kept in the row, not the file's access time.
+                info.accessedAt = max(info.accessedAt, Double(stored.entry.lastUse))
+                return .entry(header, payload: payload, info: info)
+            case let other:
+                return other
             }
-            return result
         }
         let record = stored.record
         let outcome = EntryReader.read(size: record.count, wantsPayload: !headerOnly) { buffer, offset in
@@ -326,12 +332,12 @@ extension DiskStore {
         case .setAside: code = EIO
         case .failed(let failure):
             switch failure.primaryCode {
-            case 13: code = ENOSPC  // SQLITE_FULL
-            case 8, 23: code = EACCES  // SQLITE_READONLY, SQLITE_AUTH
-            case 3: code = EPERM  // SQLITE_PERM
-            case 5, 6: code = EBUSY  // SQLITE_BUSY, SQLITE_LOCKED
-            case 14: code = ENOENT  // SQLITE_CANTOPEN
-            case 7: code = ENOMEM  // SQLITE_NOMEM
+            case 13: code = ENOSPC // SQLITE_FULL
+            case 8, 23: code = EACCES // SQLITE_READONLY, SQLITE_AUTH
+            case 3: code = EPERM // SQLITE_PERM
+            case 5, 6: code = EBUSY // SQLITE_BUSY, SQLITE_LOCKED
+            case 14: code = ENOENT // SQLITE_CANTOPEN
+            case 7: code = ENOMEM // SQLITE_NOMEM
             default: code = EIO
             }
         }

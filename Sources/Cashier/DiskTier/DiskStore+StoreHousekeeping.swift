@@ -19,10 +19,13 @@ extension DiskStore {
 
     /// Every entry, rows and files (a file shadowed by its key's row is stale and skipped),
     /// and the damaged ones by key or file name.
+    /// `stale`: entry files no read finds (one whose key's row holds the record, an orphan named
+    /// from another spelling): garbage collection removes them.
     func scanStore(_ store: EntryStore, verifyingRows: Bool = false) -> (
         entries: [ScannedEntry], damaged: [(name: String, error: EntryFormatError, size: Int, stored: StoreEntry?)],
-        rows: [String: StoreEntry]
+        rows: [String: StoreEntry], stale: [String]
     ) {
+        var stale: [String] = []
         var entries: [ScannedEntry] = []
         var damaged: [(String, EntryFormatError, Int, StoreEntry?)] = []
         var rows: [String: StoreEntry] = [:]
@@ -51,7 +54,10 @@ extension DiskStore {
             case .success(let (header, info)):
                 let row = rows[Self.storeKey(header.key)]
                 // A file whose key has a row holding its record is an older write, never read.
-                if row?.location == .row || !Self.isHome(name, of: header.key) { continue }
+                if row?.location == .row || !Self.isHome(name, of: header.key) {
+                    stale.append(name)
+                    continue
+                }
                 entries.append(ScannedEntry(fileName: name, header: header, info: info, stored: row))
             case .failure(.damaged(let error, let size)):
                 damaged.append((name, error, size, nil))
@@ -59,7 +65,7 @@ extension DiskStore {
                 continue
             }
         }
-        return (entries, damaged, rows)
+        return (entries, damaged, rows, stale)
     }
 
     /// A row's record read as a file would be: the header, and with `verifying` the checksum.
@@ -67,7 +73,9 @@ extension DiskStore {
         let outcome = EntryReader.read(size: record.count, wantsPayload: verifying) { buffer, offset in
             let count = min(buffer.count, max(0, record.count - offset))
             if count > 0 {
-                record.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: count) }
+                record.withUnsafeBytes {
+                    buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: count)
+                }
             }
             return count
         }
@@ -92,12 +100,12 @@ extension DiskStore {
     /// entries no read can return, then eviction in the index's order down to the limits.
     /// On the way, stale files (shadowed by a row, orphans, abandoned temporaries) go, rows of
     /// large entries whose file is gone go, and large entries' files without a row get one.
-    func planStoreGarbageCollection(_ store: EntryStore, now: Double, limits: Limits, reclaim: Reclaim) -> RemovalPlan
-    {
+    func planStoreGarbageCollection(_ store: EntryStore, now: Double, limits: Limits, reclaim: Reclaim) -> RemovalPlan {
         for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where name.hasPrefix(Self.temporaryPrefix) {
             removeIfAbandoned(temporary: name)
         }
         let scan = scanStore(store, verifyingRows: true)
+        for name in scan.stale { try? fileSystem.removeFile(path(name)) }
         var chosen: [Choice] = []
         var seenFiles = Set<String>()
         var missingRows: [StoreEntry] = []
@@ -133,7 +141,8 @@ extension DiskStore {
         }
         // Damaged files are named by file name, not key: their rows (if any) stay until a read
         // or a later pass finds the file gone.
-        _ = try? store.remove(unchanged: scan.rows.values.filter { $0.location == .file && !seenFiles.contains($0.key) })
+        _ = try? store.remove(
+            unchanged: scan.rows.values.filter { $0.location == .file && !seenFiles.contains($0.key) })
         _ = try? store.insertIfAbsent(missingRows)
         let freed = chosen.reduce(0) { $0 + $1.size }
         let victims = chooseStoreVictims(

@@ -62,7 +62,7 @@ package final class DiskStore: Sendable {
     }
 
     /// Reads and verifies one entry file (FileSystem+Entries.swift): open, fstat, pread,
-    /// close; no write (recency is recorded by the caller, through ``noteRead(_:info:isLocked:at:foundSlidingLifespanOver:)``).
+    /// close; no write (recency is recorded by the caller, through ``noteRead(_:key:info:isLocked:at:foundSlidingLifespanOver:sliding:)``).
     /// The payload is the buffer the kernel filled, indices from 0; nothing is allocated
     /// before the header's lengths are checked against the file and the maximum entry size.
     package func read(_ fileName: String) -> ReadResult {

@@ -28,7 +28,8 @@ final class Store: Sendable {
         if let fileSystem {
             return Store(
                 disk: DiskStore(
-                    folder: path, fileSystem: fileSystem, usesStore: usesStore ? nil : false, rowSizeLimit: rowSizeLimit))
+                    folder: path, fileSystem: fileSystem, usesStore: usesStore ? nil : false, rowSizeLimit: rowSizeLimit
+                ))
         }
         let identity = DiskStore.resolvedPath(of: path)
         return shared.withLock { stores in
