@@ -33,7 +33,8 @@ let package = Package(
         .target(
             name: "Cashier",
             dependencies: [
-                "CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON", "CashierEviction", "CashierStore",
+                "CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON", "CashierEviction",
+                "CashierStore",
             ]),
         // SQLite through its C API, found at run time by CashierPlatform: builds without sqlite3.h
         // or libsqlite3.so.
