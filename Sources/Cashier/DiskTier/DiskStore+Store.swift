@@ -48,6 +48,9 @@ extension DiskStore {
         /// The last use this process wrote into each row it used lately (a bounded memo:
         /// forgotten wholesale past 4,096 keys), so a granularity's repeated uses cost nothing.
         var persistedUses: [String: Double] = [:]
+        /// Whether files older than the store may lack rows still (an import is under way): a
+        /// row written meanwhile removes its key's file, which no row would announce.
+        var importPending = false
     }
 
     /// The open store, opening it if the folder has one (or, with `options`, creating it);
@@ -126,6 +129,15 @@ extension DiskStore {
         }
     }
 
+    /// Why a write cannot go on without the store: the folder has a store file that could not
+    /// be opened. `nil` when the store is open, or SQLite is unavailable (every entry a file).
+    func storeOpenFailure() -> SystemError? {
+        guard case .closed = storeState.withLock({ $0.phase }),
+            fileSystem.info(Self.storeFileName, in: folder) != nil
+        else { return nil }
+        return SystemError(code: EIO, operation: "open the folder's store", path: path(Self.storeFileName))
+    }
+
     /// Hands over what is still to be reported of the store (for the cache's events).
     package func takeStoreNotices() -> [StoreNotice] {
         storeState.withLock { state in
@@ -145,13 +157,26 @@ extension DiskStore {
         scheduleImport(into: store)
     }
 
-    /// Gives every entry file of the folder that has no row one (`StoreLocation.file`), on
-    /// the sweep queue, holding the folder lock.
-    private func scheduleImport(into store: EntryStore) {
+    /// Gives every entry file of the folder that has no row one (`StoreLocation.file`), on the
+    /// sweep queue, holding the folder lock, inside an expiring background activity as a sweep
+    /// is: it never waits for the lock (another process holding it: tried again a second later),
+    /// so a suspended app neither holds nor waits on it. An import the system refuses is left to
+    /// garbage collection, which indexes unindexed files too.
+    private func scheduleImport(into store: EntryStore, after delay: Double? = nil) {
+        storeState.withLock { $0.importPending = true }
         pendingSweeps.enter()
-        sweepQueue.async { [self] in
+        let work: @Sendable () -> Void = { [self] in
             defer { pendingSweeps.leave() }
-            withFolderLock { importFiles(into: store) }
+            let outcome = withBackgroundActivity("Cashier store import") {
+                withFolderLock(waiting: false) { importFiles(into: store) }
+            }
+            if case .some(.some) = outcome { storeState.withLock { $0.importPending = false } }
+            if case .some(.none) = outcome { scheduleImport(into: store, after: 1) }
+        }
+        if let delay {
+            sweepQueue.asyncAfter(deadline: .now() + delay, execute: work)
+        } else {
+            sweepQueue.async(execute: work)
         }
     }
 
@@ -263,7 +288,9 @@ extension DiskStore {
                 throw Self.systemError(error, store, "write")
             }
         }
-        if replaced != nil { try? fileSystem.removeFile(path(Self.fileName(for: header.key))) }
+        if replaced != nil || storeState.withLock({ $0.importPending }) {
+            try? fileSystem.removeFile(path(Self.fileName(for: header.key)))
+        }
         noteGrowth(record.count)
     }
 

@@ -162,8 +162,8 @@ extension DiskStore {
         return RemovalPlan(choices: victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
     }
 
-    /// Chooses entries in the index's eviction order `order` (unlocked first; then locked ones,
-    /// least recently used first) until the folder would occupy at most `limit` and the volume would
+    /// Chooses unlocked entries in the index's eviction order `order` (a locked entry is never
+    /// evicted) until the folder would occupy at most `limit` and the volume would
     /// have `minimumFreeSpace` free, counting `freedFirst` bytes removed before them.
     ///
     /// Each entry removed is taken to free its size. A row frees a little more (its page's
@@ -207,9 +207,8 @@ extension DiskStore {
             if asked < 0 || candidates.count < asked { break }
             asked *= 4
         }
-        if freed < needed, let entries = try? store.entries() {
-            take(entries.filter(\.isLocked).sorted { ($0.lastUse, $0.size) < ($1.lastUse, $1.size) })
-        }
+        // Locked entries are never evicted (they are not candidates): a folder of locked entries
+        // may stay over its limit.
         return victims
     }
 

@@ -145,6 +145,10 @@ package final class DiskStore: Sendable {
             checkStoreFile()
             try prepareFolder(options)
             store = entryStore(creatingWith: options)
+            // A store that is there but cannot be opened now (another process's lock past the
+            // timeout, an I/O error) may hold an older row of this key, which reads find first:
+            // a file written instead would be hidden by it. The write fails; nothing is lost.
+            if store == nil, let failure = storeOpenFailure() { throw failure }
         }
         if let store, size <= rowLimit {
             let record = payload.withUnsafeBytes { payloadBytes in
