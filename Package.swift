@@ -72,7 +72,7 @@ let package = Package(
             name: "CashierTests",
             dependencies: [
                 "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierJSON", "CashierEviction",
-                "CashierTestSupport",
+                "CashierStore", "CashierSQLite", "CashierTestSupport",
             ],
             exclude: ["Fixtures"]),
         .testTarget(
