@@ -190,10 +190,7 @@ import Testing
     /// The first write to a 0.1.0 folder makes the store; when it is a small write of a key
     /// that has a file, that file must go too (the import that follows finds the key's row and
     /// leaves the file alone), or the old value comes back once the row is evicted or expires.
-    @Test(
-        .disabled(
-            "bug: the first small write to a 0.1.0 folder makes the store and writes the row before the import; the import skips the key (it has a row) and its 0.1.0 file stays beside the row"
-        ))
+    @Test
     func theWriteThatMakesTheStoreRemovesTheFileOfTheKeyItWrites() throws {
         let configuration = try copyFixtures(version: 2)
         let cache = Cache(configuration)
@@ -284,9 +281,7 @@ import Testing
         #expect(cache.totalSize == 0)
     }
 
-    @Test(
-        .disabled(
-            "bug: planStoreGarbageCollection skips a file shadowed by its key's row (scanStore) and never removes it"))
+    @Test
     func garbageCollectionRemovesAFileShadowedByARowOfTheSameKey() throws {
         let key = CacheKey<Data>("shadowed")
         let cache = cache()

@@ -32,10 +32,7 @@ import Testing
     static func small(_ index: Int) -> Data { Data(repeating: UInt8(truncatingIfNeeded: index), count: 1_500) }
     static func large(_ index: Int) -> Data { Data(repeating: UInt8(truncatingIfNeeded: index), count: 20_000) }
 
-    @Test(
-        .disabled(
-            "bug: EntryStore.remove(unchanged:) matches rows by location = 0, but a record laid out as an entry file is stored with location 2 or 3 (RowRecord), so sweeps, garbage collection and removeExpired remove no row"
-        ))
+    @Test
     func writesPastTheLimitLeaveTheFolderWithinItPlusOneEntryAndOneCheckpoint() throws {
         let events = EventLog()
         let cache = cache(events: events)
@@ -61,10 +58,7 @@ import Testing
         )
     }
 
-    @Test(
-        .disabled(
-            "bug: EntryStore.remove(unchanged:) matches rows by location = 0, but a record laid out as an entry file is stored with location 2 or 3 (RowRecord), so sweeps, garbage collection and removeExpired remove no row"
-        ))
+    @Test
     func aSweepFromAFreshInstanceBringsAFolderOverTheLimitDown() throws {
         do {
             let unlimited = Cache(makeConfiguration(folder, clock: clock))
@@ -83,10 +77,7 @@ import Testing
 
     /// A sweep trims to 90% of the limit (``DiskStore/Limits/sweepTarget``), not much further:
     /// what it evicts past that is hit ratio lost for nothing.
-    @Test(
-        .disabled(
-            "bug: EntryStore.remove(unchanged:) matches rows by location = 0, but a record laid out as an entry file is stored with location 2 or 3 (RowRecord), so sweeps, garbage collection and removeExpired remove no row; then a sweep scales what it evicts by occupied/total bytes with the -wal counted in occupied; a log comparable to the limit makes it evict most entries, locked ones included"
-        ))
+    @Test
     func aSweepLeavesTheFolderNearItsTargetNotEmpty() throws {
         let cache = cache()
         for index in 0..<2_000 {
@@ -97,10 +88,7 @@ import Testing
         #expect(cache.totalSize >= Self.limit / 2, "\(cache.count) entries, \(cache.totalSize) bytes left")
     }
 
-    @Test(
-        .disabled(
-            "bug: EntryStore.remove(unchanged:) matches rows by location = 0, but a record laid out as an entry file is stored with location 2 or 3 (RowRecord), so sweeps, garbage collection and removeExpired remove no row; then a sweep scales what it evicts by occupied/total bytes with the -wal counted in occupied; a log comparable to the limit makes it evict most entries, locked ones included"
-        ))
+    @Test
     func lockedEntriesSurviveSweepsWhileUnlockedOnesGo() throws {
         let events = EventLog()
         let cache = cache(events: events)

@@ -80,13 +80,3 @@ import Testing
         #expect(next.value(for: CacheKey<Data>("k0")) != nil)
     }
 }
-
-extension TemporaryFolder {
-    /// What a size limit bounds, at rest: the store file (its log folded in by a checkpoint) and the entry files.
-    fileprivate var occupiedBytes: Int {
-        (entryFiles + [DiskStore.storeFileName, DiskStore.storeFileName + "-wal"]).reduce(0) { total, name in
-            let attributes = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(name).path)
-            return total + ((attributes?[.size] as? Int) ?? 0)
-        }
-    }
-}
