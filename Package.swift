@@ -34,6 +34,7 @@ let package = Package(
             name: "Cashier",
             dependencies: [
                 "CashierPlatform", "CashierInternals", "CashierEntryFormat", "CashierJSON", "CashierEviction",
+                "CashierStore",
             ]),
         // SQLite through its C API, found at run time by CashierPlatform: builds without sqlite3.h
         // or libsqlite3.so.
@@ -71,7 +72,7 @@ let package = Package(
             name: "CashierTests",
             dependencies: [
                 "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierJSON", "CashierEviction",
-                "CashierTestSupport",
+                "CashierStore", "CashierSQLite", "CashierTestSupport",
             ],
             exclude: ["Fixtures"]),
         .testTarget(

@@ -163,9 +163,11 @@ extension Cache {
                 publish(key.name, value)
             }
         } catch let error as CacheError {
+            reportStoreNotices()
             emit(.failure(key: key.name, error: error))
             throw error
         }
+        reportStoreNotices()
         emit(.write(key: key.name, bytes: metadata.size))
         if disk == nil {
             for record in evicted {
@@ -279,7 +281,7 @@ extension Cache {
         store.keyLocks.withLock(name) {
             memory.remove(name)
             do throws(SystemError) {
-                try disk?.remove(DiskStore.fileName(for: name))
+                try disk?.remove(key: name)
             } catch {
                 failure = error
             }

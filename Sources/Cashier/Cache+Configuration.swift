@@ -18,8 +18,8 @@ extension Cache {
         /// ``memoryCostLimit``: by default ``EvictionPolicy/frequencyAware``, which keeps values read
         /// often over values read once (a scan); ``EvictionPolicy/leastRecentlyUsed`` for strict
         /// least-recently-used order. Locked entries go only when every value held is locked.
-        /// The disk tier evicts the least recently used entries whatever this says.
-        /// See <doc:StorageAndLimits>.
+        /// It orders the disk tier's sweeps and garbage collection too: frequency-aware through
+        /// the folder's store, or least recently used first. See <doc:StorageAndLimits>.
         public var evictionPolicy: EvictionPolicy = .frequencyAware
         /// Bytes of values the memory tier keeps, each value counted as its encoded size (the
         /// payload written or read); ``evictionPolicy`` chooses which go first, locked ones last. `nil` for no
@@ -30,7 +30,8 @@ extension Cache {
         /// memory than its encoding, so the bound is kept well below what iOS tolerates before it
         /// ends an app for its memory use. See ``Cache/purgeMemory()``.
         public var memoryCostLimit: Int? = Configuration.defaultMemoryCostLimit
-        /// Bytes on disk (headers included) past which least recently used entries are evicted, off the caller's thread;
+        /// Bytes the cache's folder may occupy (its store, the store's log and large entries' files)
+        /// past which entries are evicted, in ``evictionPolicy``'s order, off the caller's thread;
         /// `nil` for no bound.
         ///
         /// The default depends on ``location``: 150 MiB (``Cache/Configuration-swift.struct/defaultDiskSizeLimit``)
@@ -80,6 +81,13 @@ extension Cache {
         public var now: @Sendable () -> Date = { Date() }
         /// The file-system seam, for fault-injection tests; `nil` for the real one.
         package var fileSystem: (any FileSystem)? = nil
+        /// The largest entry kept as a row of the folder's store; `nil` for the store's own
+        /// threshold (``DiskStore/rowSizeLimit``), 0 to keep every entry a file (with its row in
+        /// the index): what tests of the file format use. The first cache on a folder decides.
+        package var rowSizeLimit: Int? = nil
+        /// Whether the folder's store is used; `false` keeps the folder as SQLite's absence does
+        /// (every entry a file, indexed by a folder scan): what tests of that design use.
+        package var usesStore = true
 
         /// A configuration with every setting at its default.
         public init(name: String) {

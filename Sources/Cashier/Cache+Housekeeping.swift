@@ -163,10 +163,14 @@ extension Cache {
         }
     }
 
-    /// Bytes the cache's files take on disk, headers included (file lengths, exact to the byte).
+    /// Bytes of the cache's entries, headers included: each small entry's record and each large
+    /// entry's file length, exact to the byte.
     ///
-    /// The first call scans the folder once; later calls are kept current by this process's writes.
-    /// 0 for a memory-only cache.
+    /// Read from the folder's store, which indexes every entry, without scanning the folder; in a
+    /// folder without a store (not yet written by this release, or SQLite unavailable) the first call scans the
+    /// folder once and later calls are kept current by this process's writes. What the folder
+    /// occupies on disk (the store's free pages and log included) is what
+    /// ``Configuration-swift.struct/diskSizeLimit`` bounds. 0 for a memory-only cache.
     public var totalSize: Int {
         isFolderRefused(key: nil) ? 0 : disk?.totals().size ?? 0
     }

@@ -12,12 +12,13 @@ extension Cache {
 
     /// What a returned `set` promises.
     public enum Durability: Sendable, Hashable {
-        /// Temporary file then rename: after a process crash the old or the new entry is
-        /// there, never a mix. After a power loss an entry may be lost or cut short; the
-        /// checksum makes that a miss, never a wrong value.
+        /// Temporary file then rename (a small entry: one SQLite transaction): after a process
+        /// crash the old or the new entry is there, never a mix. After a power loss an entry
+        /// may be lost or cut short; the checksum makes that a miss, never a wrong value.
         case standard
-        /// Also syncs the file before the rename and the folder after it, so a
-        /// returned `set` survives a power loss. Several times slower.
+        /// Also syncs the file before the rename and the folder after it (a small entry: its
+        /// transaction, `synchronous = FULL`), so a returned `set` survives a power loss.
+        /// Several times slower.
         case synchronized
     }
 
@@ -36,6 +37,9 @@ extension Cache {
     }
 
     var limits: DiskStore.Limits {
-        DiskStore.Limits(size: configuration.diskSizeLimit, minimumFreeSpace: configuration.minimumFreeDiskSpace)
+        var limits = DiskStore.Limits(
+            size: configuration.diskSizeLimit, minimumFreeSpace: configuration.minimumFreeDiskSpace)
+        limits.evictionOrder = configuration.evictionPolicy == .leastRecentlyUsed ? .leastRecentlyUsed : .frequencyAware
+        return limits
     }
 }

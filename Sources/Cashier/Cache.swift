@@ -37,7 +37,9 @@ public final class Cache: Sendable {
         self.configuration = configuration
         let path = Self.folderPath(for: configuration)
         folder = path.map { URL(fileURLWithPath: $0, isDirectory: true) }
-        store = Store.forFolder(path, fileSystem: configuration.fileSystem)
+        store = Store.forFolder(
+            path, fileSystem: configuration.fileSystem, rowSizeLimit: configuration.rowSizeLimit,
+            usesStore: configuration.usesStore)
         // Each new cache judges the folder again on first use (its sharing may differ; the
         // folder may have changed): one lstat then, none here.
         store.disk?.forgetFolderStatus()
@@ -131,12 +133,22 @@ public final class Cache: Sendable {
     /// Reports what housekeeping removed (counters and events), after the barrier is lifted:
     /// `onEvent` is the app's code and may call the cache.
     func report(_ removals: [DiskStore.Removal]) {
+        reportStoreNotices()
         for removal in removals {
             switch removal {
             case .evicted(let key, let bytes): emit(.evicted(key: key, bytes: bytes))
             case .discarded(let key, let reason): emit(.discarded(key: key, reason: reason))
             case .removed: break
             }
+        }
+    }
+
+    /// Reports what befell the folder's store since the last report (a damaged store set aside,
+    /// SQLite missing) as failures without a key: the cache went on without what was lost.
+    func reportStoreNotices() {
+        guard let disk else { return }
+        for notice in disk.takeStoreNotices() {
+            emit(.failure(key: nil, error: notice.cacheError))
         }
     }
 

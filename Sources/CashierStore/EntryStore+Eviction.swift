@@ -114,7 +114,7 @@ extension EntryStore {
     /// its place), then trims the ghost to half the entries, oldest first: an entry still new
     /// whose key leaves becomes reused (frequency 1), as it would have been had it come back
     /// while its key was remembered.
-    private func rememberEvicted(_ evicted: [StoreEntry], _ connection: StoreConnection) throws(SQLiteError) {
+    func rememberEvicted(_ evicted: [StoreEntry], _ connection: StoreConnection) throws(SQLiteError) {
         let census = try connection.sqlite.cached(EvictionSQL.ghostCensus)
         let counted = try census.step()
         var ghosts = counted ? census.int64(at: 0) : 0

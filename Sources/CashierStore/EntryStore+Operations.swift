@@ -266,7 +266,7 @@ enum SQL {
         "INSERT INTO entry(\(columns), record) VALUES(?, ?, ?, ?, ?, ?, ?, ?) "
         + "ON CONFLICT(key) DO UPDATE SET location = excluded.location, "
         + "size = excluded.size, last_use = excluded.last_use, expiry = excluded.expiry, "
-        + "locked = excluded.locked, frequency = excluded.frequency, record = excluded.record"
+        + "locked = excluded.locked, frequency = max(frequency, excluded.frequency), record = excluded.record"
     // A row found by the key index whose key differs means a damaged index: no update, and the
     // slow path's read reports the damage.
     static let upsert = insert + " WHERE key = excluded.key"

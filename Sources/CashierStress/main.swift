@@ -16,6 +16,12 @@ import Foundation
 //       and garbage collection every 50 ms, checking every value it reads.
 //       Prints "done" and waits for a line on standard input, then collects
 //       garbage and prints "report COUNT TOTAL-SIZE".
+//   CashierStress rows-churn DIR SEED
+//       As churn, with small values only: every entry a row of the folder's store.
+//   CashierStress rows-write DIR KEYS WRITES PREFIX...
+//       For each write i < WRITES and each PREFIX, stores a small value of generation i
+//       under PREFIX-(i % KEYS), printing "wrote i" once they returned, then "done"
+//       (SmallValues.swift).
 //   CashierStress check DIR
 //       Reads every key of the workload and prints what it found.
 //   CashierStress relaunch DIR write|read
@@ -89,6 +95,16 @@ case ("churn", 3):
             say("ready")
         }
     }
+
+case ("rows-churn", 3):
+    guard let seed = UInt64(arguments[2]) else { fail("SEED must be a number", status: 2) }
+    SmallValues.churn(folder: arguments[1], seed: seed)
+
+case ("rows-write", let count) where count >= 5:
+    guard let keys = Int(arguments[2]), keys > 0, let writes = Int(arguments[3]) else {
+        fail("KEYS and WRITES must be numbers", status: 2)
+    }
+    SmallValues.write(folder: arguments[1], keys: keys, writes: writes, prefixes: Array(arguments.dropFirst(4)))
 
 case ("share", 5):
     guard let seed = UInt64(arguments[2]), let operations = Int(arguments[3]), let limit = Int(arguments[4]) else {
@@ -194,7 +210,7 @@ case ("slide", let count) where count >= 4:
 
 default:
     fail(
-        "usage: CashierStress churn DIR SEED | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | slide DIR write|read SECONDS...",
+        "usage: CashierStress churn DIR SEED | rows-churn DIR SEED | rows-write DIR KEYS WRITES PREFIX... | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | slide DIR write|read SECONDS...",
         status: 2)
 }
 

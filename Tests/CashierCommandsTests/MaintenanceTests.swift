@@ -162,6 +162,9 @@ import Testing
         _ = cashier("remove", folder.path, "blob")
         var configuration = Cache.Configuration(name: "check")
         configuration.location = .directory(folder.url)
+        // A folder without a store (as 0.1.0 and SQLite's absence leave one): these tests read and
+        // damage entry files; StoreRowsTests cover folders with a store.
+        configuration.usesStore = false
         configuration.appVersion = "1.0"
         let cache = Cache(configuration)
         #expect(cache.keys == ["avatar", "note", "profile"])
@@ -191,7 +194,7 @@ import Testing
         }
         #expect(rows.count == 7)
         #expect(rows.contains { $0.hasPrefix("user.avatar ") && $0.contains(" yes ") })
-        #expect(rows.contains { $0.hasPrefix("weather.today ") && $0.hasSuffix("expired") })
+        #expect(rows.contains { $0.hasPrefix("weather.today ") && $0.contains(" expired ") })
         #expect(rows.contains { $0.hasPrefix("user.profile ") && ($0.contains(" in 59m ") || $0.contains(" in 1h ")) })
         #expect(cashier("verify", folder.path).status == .success)
     }
@@ -289,7 +292,7 @@ import Testing
             second.output.contains(".discarded(key: \"article.42\", reason: .schemaMismatch(stored: 1, expected: 2))"))
         #expect(second.output.contains(".migrated(key: \"settings\", from: 1, to: 2)"))
         #expect(folder.fileNames == files)
-        #expect(folder.entryFiles.count == 7)
+        #expect(DiskStore(folder: folder.path).totals().count == 7)
     }
 
     @Test func demoRefusesAFolderHoldingOtherKeysEntries() throws {

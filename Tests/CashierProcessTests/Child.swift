@@ -109,6 +109,22 @@ extension TemporaryFolder {
         }
     }
 
+    /// Bytes of the folder's store file and its log, by `stat`.
+    var storeBytes: Int {
+        [DiskStore.storeFileName, DiskStore.storeFileName + "-wal"].reduce(0) { total, name in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(name).path)
+            return total + ((attributes?[.size] as? Int) ?? 0)
+        }
+    }
+
+    /// What a size limit bounds, at rest: the store file and the entry files (the log, which a
+    /// checkpoint folds into the store, is the slack a limit allows).
+    var occupiedBytes: Int {
+        let attributes = try? FileManager.default.attributesOfItem(
+            atPath: url.appendingPathComponent(DiskStore.storeFileName).path)
+        return entryBytes + ((attributes?[.size] as? Int) ?? 0)
+    }
+
     func configuration(sizeLimit: Int? = nil) -> Cache.Configuration {
         var configuration = Cache.Configuration(name: "stress")
         configuration.location = .directory(url)

@@ -15,24 +15,24 @@ import Testing
     @Test(arguments: hostileKeys)
     func anyStringIsAKeyAndStaysInTheFolder(hostile: HostileKey) throws {
         let name = hostile.name
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         let key = CacheKey<String>(name)
         try cache.set("value of \(name.count)", for: key)
-        #expect(Cache(makeConfiguration(folder)).value(for: key) == "value of \(name.count)")
-        #expect(Cache(makeConfiguration(folder)).keys == [name])
-        let files = folder.fileNames.filter { !$0.hasPrefix(".") }
+        #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: key) == "value of \(name.count)")
+        #expect(Cache(makeConfiguration(folder, storage: .files)).keys == [name])
+        let files = folder.fileNames.filter { !$0.hasPrefix(".") && !$0.hasPrefix(DiskStore.storeFileName) }
         #expect(files == [DiskStore.fileName(for: name)])
         cache.removeValue(for: key)
         #expect(folder.entryFiles.isEmpty)
     }
 
     @Test func keysThatDifferOnlyByNormalizationAreOneKey() throws {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set(1, for: CacheKey<Int>("\u{E9}"))
         try cache.set(2, for: CacheKey<Int>("e\u{301}"))
         // Swift's String == treats these as equal, and so does the cache, on disk too (KeyIdentityTests).
-        #expect(Cache(makeConfiguration(folder)).count == 1)
-        #expect(Cache(makeConfiguration(folder)).value(for: CacheKey<Int>("\u{E9}")) == 2)
+        #expect(Cache(makeConfiguration(folder, storage: .files)).count == 1)
+        #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: CacheKey<Int>("\u{E9}")) == 2)
     }
 
     @Test(arguments: ["", ".", "..", "a/../../b", "name with spaces", "🧀"])
@@ -49,7 +49,7 @@ import Testing
     @Test func folderThatIsAFileMakesSetThrowNamingKeyAndCause() throws {
         try Data("x".utf8).write(to: folder.url)
         let events = EventLog()
-        let cache = Cache(makeConfiguration(folder, events: events))
+        let cache = Cache(makeConfiguration(folder, events: events, storage: .files))
         #expect {
             try cache.set(1, for: CacheKey<Int>("k"))
         } throws: { error in
@@ -62,16 +62,16 @@ import Testing
     }
 
     @Test func folderDeletedWhileInUseIsRecreatedByTheNextWrite() throws {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set(1, for: CacheKey<Int>("a"))
         try FileManager.default.removeItem(at: folder.url)
         #expect(cache.value(for: CacheKey<Int>("b")) == nil)
         try cache.set(2, for: CacheKey<Int>("b"))
-        #expect(Cache(makeConfiguration(folder)).value(for: CacheKey<Int>("b")) == 2)
+        #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: CacheKey<Int>("b")) == 2)
     }
 
     @Test func valueThatCannotBeEncodedThrowsEncodingFailed() {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         #expect {
             try cache.set(Double.nan, for: CacheKey<Double>("nan"))
         } throws: { error in
@@ -81,16 +81,16 @@ import Testing
     }
 
     @Test func failedWriteKeepsThePreviousValue() throws {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         let key = CacheKey<Double>("x")
         try cache.set(1.5, for: key)
         #expect(throws: CacheError.self) { try cache.set(.infinity, for: key) }
         #expect(cache.value(for: key) == 1.5)
-        #expect(Cache(makeConfiguration(folder)).value(for: key) == 1.5)
+        #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: key) == 1.5)
     }
 
     @Test func completeProtectionWritesOwnerOnlyFilesAndFolder() throws {
-        var configuration = makeConfiguration(folder)
+        var configuration = makeConfiguration(folder, storage: .files)
         configuration.fileProtection = .complete
         try Cache(configuration).set(1, for: CacheKey<Int>("k"))
         let folderMode = try #require(
@@ -103,13 +103,13 @@ import Testing
     }
 
     @Test func noTemporaryFileIsLeftAfterWrites() throws {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         for i in 0..<20 { try cache.set(i, for: CacheKey<Int>("k\(i % 3)")) }
         #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskStore.temporaryPrefix) })
     }
 
     @Test func abandonedTemporaryFilesAreRemovedByGarbageCollection() throws {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set(1, for: CacheKey<Int>("k"))
         // A writer that died: a pid that cannot be running.
         try Data("half".utf8).write(to: folder.url.appendingPathComponent(".tmp-2147483646-1"))

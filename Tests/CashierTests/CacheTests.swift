@@ -39,11 +39,11 @@ import Testing
     }
 
     @Test func overwriteReplacesTheValueInOneFile() throws {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set(User(name: "A", age: 1), for: profile)
         try cache.set(User(name: "B", age: 2), for: profile)
         #expect(cache.value(for: profile)?.name == "B")
-        #expect(Cache(makeConfiguration(folder)).value(for: profile)?.name == "B")
+        #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: profile)?.name == "B")
         #expect(folder.entryFiles.count == 1)
     }
 
@@ -58,7 +58,7 @@ import Testing
 
     @Test func entryReportsMetadata() throws {
         let clock = TestClock()
-        let cache = Cache(makeConfiguration(folder, clock: clock, appVersion: "3.1"))
+        let cache = Cache(makeConfiguration(folder, clock: clock, appVersion: "3.1", storage: .files))
         try cache.set(User(name: "A", age: 1), for: profile, lifespan: .seconds(60))
         clock.advance(by: 10)
         let entry = try #require(cache.entry(for: profile))
@@ -125,7 +125,8 @@ import Testing
     }
 
     @Test func propertyListKeyWritesABinaryPlist() throws {
-        try Cache(makeConfiguration(folder)).set([1, 2, 3], for: CacheKey<[Int]>("list", codec: .propertyList))
+        try Cache(makeConfiguration(folder, storage: .files)).set(
+            [1, 2, 3], for: CacheKey<[Int]>("list", codec: .propertyList))
         let bytes = try Data(contentsOf: folder.url.appendingPathComponent(folder.entryFiles[0]))
         #expect(bytes.range(of: Data("bplist00".utf8)) != nil)
     }

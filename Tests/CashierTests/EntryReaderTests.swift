@@ -23,7 +23,7 @@ import Darwin
     let reads = ReadRecordingFileSystem()
 
     private func cache(memoryCountLimit: Int? = 0) -> Cache {
-        var configuration = makeConfiguration(folder, events: events)
+        var configuration = makeConfiguration(folder, events: events, storage: .files)
         configuration.fileSystem = reads
         configuration.memoryCountLimit = memoryCountLimit
         return Cache(configuration)

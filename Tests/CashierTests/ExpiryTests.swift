@@ -78,7 +78,7 @@ import Testing
         try cache.set(1, for: key)
         clock.advance(by: 5)
         #expect(cache.value(for: key) == nil)
-        #expect(folder.entryFiles.count == 1)
+        #expect(cache.count == 1)
         let entry = try #require(cache.entry(for: key))
         #expect(entry.isExpired)
         #expect(entry.value == 1)
@@ -143,13 +143,13 @@ import Testing
     let key = CacheKey<User>("profile", schemaVersion: 1)
 
     func writeEntry() throws -> URL {
-        try Cache(makeConfiguration(folder)).set(User(name: "Ada", age: 36), for: key)
+        try Cache(makeConfiguration(folder, storage: .files)).set(User(name: "Ada", age: 36), for: key)
         return folder.url.appendingPathComponent(DiskStore.fileName(for: "profile"))
     }
 
     func expectCorruptMiss() {
         let events = EventLog()
-        let cache = Cache(makeConfiguration(folder, events: events))
+        let cache = Cache(makeConfiguration(folder, events: events, storage: .files))
         #expect(cache.value(for: key) == nil)
         #expect(events.discards.count == 1)
         #expect(events.discards.first?.1 == .corrupt)
@@ -194,7 +194,7 @@ import Testing
         for _ in 0..<200 {
             let count = Int(generator.next() % 400)
             try Data((0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }).write(to: url)
-            #expect(Cache(makeConfiguration(folder)).value(for: key) == nil)
+            #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: key) == nil)
         }
     }
 
@@ -203,13 +203,15 @@ import Testing
             at: folder.url.appendingPathComponent(DiskStore.fileName(for: "profile")), withIntermediateDirectories: true
         )
         let events = EventLog()
-        #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
+        #expect(Cache(makeConfiguration(folder, events: events, storage: .files)).value(for: key) == nil)
     }
 
     @Test func writeOverAFolderInTheEntrysPlaceThrowsAndLeavesNoTemporaryFile() throws {
         let blocker = folder.url.appendingPathComponent(DiskStore.fileName(for: "profile"))
         try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: true)
-        #expect(throws: CacheError.self) { try Cache(makeConfiguration(folder)).set(User(name: "A", age: 1), for: key) }
+        #expect(throws: CacheError.self) {
+            try Cache(makeConfiguration(folder, storage: .files)).set(User(name: "A", age: 1), for: key)
+        }
         var isDirectory: ObjCBool = false
         #expect(
             FileManager.default.fileExists(atPath: blocker.path, isDirectory: &isDirectory) && isDirectory.boolValue)
@@ -217,13 +219,13 @@ import Testing
     }
 
     @Test func entryOfAnotherKeyUnderTheSameFileIsAMissAndLeftAlone() throws {
-        try Cache(makeConfiguration(folder)).set(
+        try Cache(makeConfiguration(folder, storage: .files)).set(
             User(name: "Other", age: 1), for: CacheKey<User>("other", schemaVersion: 1))
         let other = folder.url.appendingPathComponent(DiskStore.fileName(for: "other"))
         try FileManager.default.moveItem(
             at: other, to: folder.url.appendingPathComponent(DiskStore.fileName(for: "profile")))
         let events = EventLog()
-        #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
+        #expect(Cache(makeConfiguration(folder, events: events, storage: .files)).value(for: key) == nil)
         #expect(events.discards.isEmpty)
         #expect(folder.entryFiles.count == 1)
     }
@@ -232,7 +234,7 @@ import Testing
         let url = try writeEntry()
         try Data("garbage".utf8).write(to: url)
         let events = EventLog()
-        let cache = Cache(makeConfiguration(folder, events: events))
+        let cache = Cache(makeConfiguration(folder, events: events, storage: .files))
         cache.collectGarbage()
         #expect(folder.entryFiles.isEmpty)
         #expect(events.discards.first?.1 == .corrupt)
@@ -258,7 +260,7 @@ import Testing
             DiskStore.fileName(for: "blob"), header: header, payload: payload,
             options: .init(
                 filePermissions: 0o644, folderPermissions: 0o755, synchronize: false, completeProtection: false))
-        #expect(Cache(makeConfiguration(folder)).value(for: key) == payload)
+        #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: key) == payload)
     }
 }
 

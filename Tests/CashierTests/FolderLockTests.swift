@@ -39,7 +39,7 @@ import Darwin
 
     @Test func backgroundCollectionSkipsARoundWhileTheLockIsHeldAndCollectsAfter() throws {
         let clock = TestClock()
-        let cache = Cache(makeConfiguration(folder, clock: clock))
+        let cache = Cache(makeConfiguration(folder, clock: clock, storage: .files))
         let key = CacheKey<String>("soon", lifespan: .seconds(10))
         try cache.set("x", for: key)
         clock.advance(by: 60)
@@ -53,7 +53,7 @@ import Darwin
     }
 
     @Test func waitForBackgroundWorkWaitsForASweepRetriedAfterTheLockWasHeld() throws {
-        var configuration = makeConfiguration(folder, clock: TestClock())
+        var configuration = makeConfiguration(folder, clock: TestClock(), storage: .files)
         configuration.diskSizeLimit = 1_000
         let cache = Cache(configuration)
         try cache.set("first", for: CacheKey<String>("first"))

@@ -22,7 +22,7 @@ import Darwin
     let key = CacheKey<String>("token")
 
     private func cache(sharing: Cache.Sharing = .owner) -> Cache {
-        var configuration = makeConfiguration(folder, events: events)
+        var configuration = makeConfiguration(folder, events: events, storage: .files)
         configuration.sharing = sharing
         return Cache(configuration)
     }
@@ -41,7 +41,7 @@ import Darwin
 
     /// A folder holding one entry for `key`, written by a cache that trusted it.
     private func folderWithEntry() throws {
-        try Cache(makeConfiguration(folder)).set("secret", for: key)
+        try Cache(makeConfiguration(folder, storage: .files)).set("secret", for: key)
     }
 
     private var untrustedFailures: [CacheError] {
@@ -123,7 +123,7 @@ import Darwin
 
     @Test func aSymbolicLinkAnotherUserOwnsIsRefusedAndTheUsersOwnIsFollowed() throws {
         let target = TemporaryFolder()
-        try Cache(makeConfiguration(target)).set("secret", for: key)
+        try Cache(makeConfiguration(target, storage: .files)).set("secret", for: key)
         try FileManager.default.createSymbolicLink(atPath: folder.path, withDestinationPath: target.path)
         #expect(cache().value(for: key) == "secret")
         try #require(lchown(folder.path, 12345, 12345) == 0)
@@ -160,7 +160,7 @@ import Darwin
         // Someone else's folder, with an entry of theirs, takes the judged folder's place.
         let elsewhere = TemporaryFolder()
         let planted = CacheKey<String>("planted")
-        try Cache(makeConfiguration(elsewhere)).set("poison", for: planted)
+        try Cache(makeConfiguration(elsewhere, storage: .files)).set("poison", for: planted)
         let plantedFile = DiskStore.fileName(for: planted.name)
         try FileManager.default.moveItem(atPath: folder.path, toPath: folder.path + "-judged")
         defer { try? FileManager.default.removeItem(atPath: folder.path + "-judged") }

@@ -77,7 +77,7 @@ import Testing
         try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
         let path = folder.path + "/" + DiskStore.fileName(for: key.name)
         try Data(file).write(to: URL(fileURLWithPath: path))
-        var configuration = makeConfiguration(folder)
+        var configuration = makeConfiguration(folder, storage: .files)
         configuration.now = { Date(timeIntervalSince1970: 1_800_000_100) }
         let cache = Cache(configuration)
         cache.lock(key)

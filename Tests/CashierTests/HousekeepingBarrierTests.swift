@@ -13,7 +13,7 @@ import Testing
     let payload = String(repeating: "x", count: 200)
 
     func cache(diskLimit: Int? = nil, minimumFreeSpace: Int? = nil) -> Cache {
-        var configuration = makeConfiguration(folder, events: events)
+        var configuration = makeConfiguration(folder, events: events, storage: .filesWithoutStore)
         configuration.fileSystem = files
         configuration.diskSizeLimit = diskLimit
         configuration.minimumFreeDiskSpace = minimumFreeSpace

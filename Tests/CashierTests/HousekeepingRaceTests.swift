@@ -101,11 +101,11 @@ import Glibc
     let folder = TemporaryFolder()
 
     @Test func garbageCollectionReclaimsUnversionedEntriesOfAnotherAppVersion() throws {
-        let old = Cache(makeConfiguration(folder, appVersion: "1.0"))
+        let old = Cache(makeConfiguration(folder, appVersion: "1.0", storage: .files))
         try old.set("old", for: CacheKey<String>("unversioned"))
         try old.set("kept", for: CacheKey<String>("versioned", schemaVersion: 1))
         let events = EventLog()
-        let updated = Cache(makeConfiguration(folder, events: events, appVersion: "2.0"))
+        let updated = Cache(makeConfiguration(folder, events: events, appVersion: "2.0", storage: .files))
         try updated.set("new", for: CacheKey<String>("current"))
         #expect(updated.keys == ["current", "versioned"])
         updated.collectGarbage()
@@ -113,7 +113,7 @@ import Glibc
         #expect(events.discards.first?.0 == "unversioned")
         #expect(events.discards.first?.1 == .appVersionMismatch(stored: "1.0", current: "2.0"))
         #expect(folder.entryFiles.count == 2)
-        let fresh = Cache(makeConfiguration(folder, appVersion: "2.0"))
+        let fresh = Cache(makeConfiguration(folder, appVersion: "2.0", storage: .files))
         #expect(fresh.count == 2)
         #expect(fresh.totalSize == updated.totalSize)
         #expect(fresh.keys == ["current", "versioned"])
@@ -131,8 +131,8 @@ import Glibc
     }
 
     @Test func removeExpiredLeavesOtherAppVersionsToGarbageCollection() throws {
-        try Cache(makeConfiguration(folder, appVersion: "1.0")).set(1, for: CacheKey<Int>("k"))
-        let cache = Cache(makeConfiguration(folder, appVersion: "2.0"))
+        try Cache(makeConfiguration(folder, appVersion: "1.0", storage: .files)).set(1, for: CacheKey<Int>("k"))
+        let cache = Cache(makeConfiguration(folder, appVersion: "2.0", storage: .files))
         cache.removeExpired()
         #expect(folder.entryFiles.count == 1)
     }

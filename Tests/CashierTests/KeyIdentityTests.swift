@@ -28,29 +28,29 @@ import Testing
 
     @Test(arguments: [(composed, decomposed), (decomposed, composed)])
     func freshInstanceReadsUnderTheOtherSpelling(written: String, read: String) throws {
-        try Cache(makeConfiguration(folder)).set("v", for: CacheKey<String>(written))
-        #expect(Cache(makeConfiguration(folder)).value(for: CacheKey<String>(read)) == "v")
+        try Cache(makeConfiguration(folder, storage: .files)).set("v", for: CacheKey<String>(written))
+        #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: CacheKey<String>(read)) == "v")
         #expect(folder.entryFiles.count == 1)
     }
 
     @Test func overwriteUnderTheOtherSpellingReplacesTheValue() throws {
-        try Cache(makeConfiguration(folder)).set("old", for: CacheKey<String>(Self.composed))
-        try Cache(makeConfiguration(folder)).set("new", for: CacheKey<String>(Self.decomposed))
-        #expect(Cache(makeConfiguration(folder)).value(for: CacheKey<String>(Self.composed)) == "new")
+        try Cache(makeConfiguration(folder, storage: .files)).set("old", for: CacheKey<String>(Self.composed))
+        try Cache(makeConfiguration(folder, storage: .files)).set("new", for: CacheKey<String>(Self.decomposed))
+        #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: CacheKey<String>(Self.composed)) == "new")
         #expect(folder.entryFiles.count == 1)
     }
 
     @Test func removeUnderTheOtherSpellingRemovesTheEntry() throws {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set("v", for: CacheKey<String>(Self.composed))
         cache.removeValue(for: CacheKey<String>(Self.decomposed))
         #expect(cache.value(for: CacheKey<String>(Self.composed)) == nil)
-        #expect(Cache(makeConfiguration(folder)).value(for: CacheKey<String>(Self.composed)) == nil)
+        #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: CacheKey<String>(Self.composed)) == nil)
         #expect(folder.entryFiles.isEmpty)
     }
 
     @Test func keysListsEqualSpellingsOnce() throws {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set("1", for: CacheKey<String>(Self.composed))
         try cache.set("2", for: CacheKey<String>(Self.decomposed))
         #expect(cache.keys.count == 1)
@@ -61,15 +61,15 @@ import Testing
 
     @Test func garbageCollectionReclaimsAFileNamedFromAnotherSpelling() throws {
         // As a version before NFC file names wrote a decomposed key.
-        try Cache(makeConfiguration(folder)).set("old", for: CacheKey<String>(Self.decomposed))
+        try Cache(makeConfiguration(folder, storage: .files)).set("old", for: CacheKey<String>(Self.decomposed))
         let file = try #require(folder.entryFiles.first)
         let high = XXHash64.hash(Self.decomposed)
         let low = XXHash64.hash(Self.decomposed, seed: 0x9E37_79B9_7F4A_7C15)
         let legacy = String(format: "%016llx%016llx.cache", high, low)
         try FileManager.default.moveItem(atPath: folder.path + "/" + file, toPath: folder.path + "/" + legacy)
-        try Cache(makeConfiguration(folder)).set("new", for: CacheKey<String>(Self.composed))
+        try Cache(makeConfiguration(folder, storage: .files)).set("new", for: CacheKey<String>(Self.composed))
 
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         cache.collectGarbage()
         #expect(folder.entryFiles == [DiskStore.fileName(for: Self.composed)])
         #expect(cache.keys.count == 1)
@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test func memoryTierAndObserversTakeEitherSpelling() async throws {
-        var configuration = makeConfiguration(folder)
+        var configuration = makeConfiguration(folder, storage: .files)
         configuration.location = .memoryOnly
         let cache = Cache(configuration)
         var iterator = cache.updates(for: CacheKey<String>(Self.composed)).makeAsyncIterator()

@@ -8,6 +8,8 @@ import Testing
 import Glibc
 #endif
 
+/// Size limits as the file design keeps them (a folder without a store: when SQLite is
+/// unavailable), to the byte with 1 KiB entries; the store's limits are StoreIntegrationTests'.
 @Suite struct LimitsTests {
     let folder = TemporaryFolder()
     let clock = TestClock()
@@ -18,7 +20,7 @@ import Glibc
     ) -> Cache {
         makeLimitedCache(
             folder, clock: clock, diskLimit: diskLimit, memoryLimit: memoryLimit, events: events,
-            evictionPolicy: evictionPolicy)
+            evictionPolicy: evictionPolicy, storage: .filesWithoutStore)
     }
 
     /// Writes `count` 1 KiB entries named k0, k1, … and returns one entry's size on disk.
@@ -37,7 +39,7 @@ import Glibc
         }
         #expect(cache.totalSize == lengths.reduce(0, +))
         #expect(cache.count == 5)
-        let fresh = Cache(makeConfiguration(folder))
+        let fresh = Cache(makeConfiguration(folder, storage: .filesWithoutStore))
         #expect(fresh.totalSize == lengths.reduce(0, +))
         #expect(fresh.count == 5)
     }
@@ -47,7 +49,7 @@ import Glibc
         let cache = cache(diskLimit: 10 * 1100, events: events)
         _ = try fill(cache, count: 8)
         // Touch k0 so that k1 is the least recently used.
-        _ = Cache(makeConfiguration(folder)).value(for: CacheKey<Data>("k0"))
+        _ = Cache(makeConfiguration(folder, storage: .filesWithoutStore)).value(for: CacheKey<Data>("k0"))
         _ = cache.value(for: CacheKey<Data>("k0"))
         cache.removeValue(for: CacheKey<Data>("unrelated"))
         _ = try fill(cache, count: 4, from: 8)
@@ -77,7 +79,7 @@ import Glibc
         let cache = cache()
         _ = try fill(cache, count: 3)
         for i in 0..<3 { cache.lock(CacheKey<Data>("k\(i)")) }
-        var configuration = makeConfiguration(folder, clock: clock)
+        var configuration = makeConfiguration(folder, clock: clock, storage: .filesWithoutStore)
         configuration.diskSizeLimit = 1200
         let limited = Cache(configuration)
         limited.collectGarbage()
@@ -91,16 +93,16 @@ import Glibc
         try cache.set(Data(count: 10), for: CacheKey<Data>("old"), lifespan: .seconds(1))
         _ = try fill(cache, count: 4)
         clock.advance(by: 2)
-        var configuration = makeConfiguration(folder, clock: clock, events: events)
+        var configuration = makeConfiguration(folder, clock: clock, events: events, storage: .filesWithoutStore)
         configuration.diskSizeLimit = 2 * 1200
         Cache(configuration).collectGarbage()
         #expect(events.discards.map(\.0) == ["old"])
-        #expect(Cache(makeConfiguration(folder)).count == 2)
-        #expect(Cache(makeConfiguration(folder)).totalSize <= 2 * 1200)
+        #expect(Cache(makeConfiguration(folder, storage: .filesWithoutStore)).count == 2)
+        #expect(Cache(makeConfiguration(folder, storage: .filesWithoutStore)).totalSize <= 2 * 1200)
     }
 
     @Test func minimumFreeDiskSpaceEvictsUntilTheVolumeHasRoom() throws {
-        var configuration = makeConfiguration(folder, clock: clock)
+        var configuration = makeConfiguration(folder, clock: clock, storage: .filesWithoutStore)
         configuration.fileSystem = SpaceReportingFileSystem(capacity: 10_000, folder: folder.path)
         configuration.minimumFreeDiskSpace = 7_000
         let cache = Cache(configuration)
@@ -143,7 +145,7 @@ import Glibc
     }
 
     @Test func garbageCollectionIntervalRunsCollectionInTheBackground() async throws {
-        var configuration = makeConfiguration(folder, clock: clock)
+        var configuration = makeConfiguration(folder, clock: clock, storage: .filesWithoutStore)
         configuration.garbageCollectionInterval = 0.05
         let events = EventLog()
         configuration.onEvent = events.handler
@@ -306,7 +308,7 @@ import Glibc
     /// Listing never makes an entry look used; a read does, by the cache's clock, not the kernel's.
     @Test func listingLeavesAccessTimesAloneAndReadingSetsThemByTheCachesClock() throws {
         let clock = TestClock()
-        let cache = Cache(makeConfiguration(folder, clock: clock))
+        let cache = Cache(makeConfiguration(folder, clock: clock, storage: .filesWithoutStore))
         try cache.set(1, for: CacheKey<Int>("k"))
         let file = folder.entryFiles[0]
         // An access time far in the past that relatime would otherwise update.
@@ -314,7 +316,7 @@ import Glibc
         var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 0, tv_nsec: omit)]
         #expect(utimensat(AT_FDCWD, folder.path + "/" + file, &times, 0) == 0)
         let before = try accessTime(file)
-        var configuration = makeConfiguration(folder, clock: clock)
+        var configuration = makeConfiguration(folder, clock: clock, storage: .filesWithoutStore)
         configuration.memoryCountLimit = 0
         let reader = Cache(configuration)
         #expect(reader.keys == ["k"])

@@ -19,7 +19,7 @@ import Darwin
     let key = CacheKey<String>("pipe")
 
     private func plantFIFO() throws -> Cache {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set("seed", for: CacheKey<String>("other")) // makes the folder
         let path = folder.path + "/" + DiskStore.fileName(for: key.name)
         try #require(mkfifo(path, 0o600) == 0)
@@ -34,14 +34,14 @@ import Darwin
         cache.collectGarbage()
         #expect(cache.value(for: CacheKey<String>("other")) == "seed")
         try cache.set("written", for: key) // the FIFO's name takes a regular entry again
-        #expect(Cache(makeConfiguration(folder)).value(for: key) == "written")
+        #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: key) == "written")
     }
 
     @Test func aSymbolicLinkInAnEntrysPlaceIsNotFollowed() throws {
         let outside = TemporaryFolder()
-        let other = Cache(makeConfiguration(outside))
+        let other = Cache(makeConfiguration(outside, storage: .files))
         try other.set("outside", for: key)
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set("seed", for: CacheKey<String>("other"))
         let name = DiskStore.fileName(for: key.name)
         try #require(symlink(outside.path + "/" + name, folder.path + "/" + name) == 0)

@@ -15,7 +15,7 @@ import Testing
 
     /// Writes `payload` as `key`'s property-list payload, with a sound header and checksum.
     private func plant(_ payload: Data) throws {
-        try Cache(makeConfiguration(folder)).set([1], for: key)
+        try Cache(makeConfiguration(folder, storage: .files)).set([1], for: key)
         let header = EntryHeader(
             key: key.name, typeName: ValueCoding.typeName(of: [Int].self), format: .propertyList,
             createdAt: 1_800_000_000,
@@ -34,13 +34,13 @@ import Testing
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?><plist version=\"1.0\">"
             + String(repeating: "<array>", count: depth) + String(repeating: "</array>", count: depth) + "</plist>"
         try plant(Data(xml.utf8))
-        #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == nil)
+        #expect(Cache(makeConfiguration(folder, events: events, storage: .files)).value(for: key) == nil)
         #expect(events.discards.map(\.1) == [.undecodable])
     }
 
     @Test func binaryPropertyListsCashierWroteStillRead() throws {
-        try Cache(makeConfiguration(folder)).set([1, 2, 3], for: key)
-        #expect(Cache(makeConfiguration(folder, events: events)).value(for: key) == [1, 2, 3])
+        try Cache(makeConfiguration(folder, storage: .files)).set([1, 2, 3], for: key)
+        #expect(Cache(makeConfiguration(folder, events: events, storage: .files)).value(for: key) == [1, 2, 3])
         #expect(events.discards.isEmpty)
     }
 }

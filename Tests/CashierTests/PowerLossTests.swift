@@ -186,6 +186,9 @@ struct PowerLossExplorer {
         let failures = EventLog()
         var configuration = Cache.Configuration(name: "powerloss")
         configuration.location = .directory(folder)
+        // The recorded writer ran on a file-system double, so without a store: its folder is
+        // checked as such (rows' durability is SQLite's: WAL with `synchronous=FULL`).
+        configuration.usesStore = false
         configuration.appVersion = Workload.appVersion
         configuration.memoryCountLimit = 0
         configuration.onEvent = failures.handler

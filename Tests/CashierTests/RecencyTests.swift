@@ -9,6 +9,8 @@ import Glibc
 #endif
 
 /// Least-recently-used order: every read counts, memory hits included, by the cache's clock, across relaunches.
+///
+/// The file design's recency (access times, the folder scan), as a folder without a store keeps it.
 @Suite struct RecencyTests {
     let folder = TemporaryFolder()
     let clock = TestClock()
@@ -19,7 +21,7 @@ import Glibc
     ) -> Cache {
         makeLimitedCache(
             folder, clock: clock, diskLimit: diskLimit, memoryLimit: memoryLimit, events: events,
-            evictionPolicy: evictionPolicy)
+            evictionPolicy: evictionPolicy, storage: .filesWithoutStore)
     }
 
     static func key(_ index: Int) -> CacheKey<Data> { CacheKey("k\(index)") }

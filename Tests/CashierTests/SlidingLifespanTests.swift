@@ -24,7 +24,8 @@ import Glibc
     func cache(
         relaunched: Bool = false, events: EventLog? = nil, _ change: (inout Cache.Configuration) -> Void = { _ in }
     ) -> Cache {
-        var configuration = makeConfiguration(folder, clock: clock, events: events)
+        // The file design's sliding lifespans: access times carry the last use to the next launch.
+        var configuration = makeConfiguration(folder, clock: clock, events: events, storage: .filesWithoutStore)
         if relaunched { configuration.fileSystem = POSIXFileSystem() }
         change(&configuration)
         return Cache(configuration)

@@ -99,7 +99,7 @@ struct UserV2: Codable, Sendable, Equatable {
     }
 
     @Test func memoryTierHonoursVersionsOfOtherKeysWithTheSameName() throws {
-        let cache = Cache(makeConfiguration(folder))
+        let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set(User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))
         #expect(cache.value(for: CacheKey<User>("profile", schemaVersion: 2)) == nil)
         #expect(cache.value(for: CacheKey<String>("profile", schemaVersion: 1)) == nil)
@@ -108,7 +108,7 @@ struct UserV2: Codable, Sendable, Equatable {
     /// Rewrites an entry's type name in place, recomputing the checksum, to simulate a model change.
     private func rewriteTypeName(of key: String, to typeName: String) throws {
         let store = DiskStore(folder: folder.path)
-        guard case .entry(var header, let payload, _) = store.read(DiskStore.fileName(for: key)) else {
+        guard case .entry(var header, let payload, _) = store.read(key: key) else {
             Issue.record("entry missing")
             return
         }

@@ -1,4 +1,5 @@
 import CashierEntryFormat
+import CashierStore
 import Foundation
 
 /// Housekeeping in two steps: a plan, then its application.
@@ -29,6 +30,9 @@ extension DiskStore {
         package var minimumFreeSpace: Int?
         /// Fraction of `size` a sweep trims down to (below 1, so sweeps are rare and small).
         package var sweepTarget: Double = 0.9
+        /// The order the store's index evicts in (``Cache/Configuration-swift.struct/evictionPolicy``);
+        /// without a store, eviction is least recently used.
+        package var evictionOrder = StoreEvictionOrder.frequencyAware
         package init(size: Int?, minimumFreeSpace: Int?) {
             self.size = size
             self.minimumFreeSpace = minimumFreeSpace
@@ -54,6 +58,10 @@ extension DiskStore {
         var choices: [Choice] = []
         /// Whether the index is rebuilt from the folder after the plan is applied.
         var rescansAfterwards = false
+        /// Whether the store gives back the pages of the rows removed after the plan is applied.
+        var reclaimsStore = false
+        /// The order the plan's evictions were chosen in: the store remembers them by it.
+        var evictionOrder: StoreEvictionOrder?
 
         var isEmpty: Bool { choices.isEmpty }
     }
@@ -65,6 +73,8 @@ extension DiskStore {
         var removal: Removal
         /// The file's size: what removing it frees, as far as the plan counts.
         var size: Int
+        /// The entry's row as the plan saw it: removed only if still so (see ``applyInStore(_:evictionOrder:)``).
+        var stored: StoreEntry? = nil
     }
 
     /// Removes each file of `plan` that this process has not written, read or used since it
@@ -75,8 +85,8 @@ extension DiskStore {
     /// memory record going must be one step no write of that key can enter (memory and disk
     /// agree). Everything that only decides (headers, free space) was done when the plan was made.
     package func apply(_ plan: RemovalPlan) -> [Removal] {
-        var removals: [Removal] = []
-        for choice in plan.choices where sequence(of: choice.fileName) == choice.sequence {
+        var removals = applyInStore(plan.choices.filter { $0.stored != nil }, evictionOrder: plan.evictionOrder)
+        for choice in plan.choices where choice.stored == nil && sequence(of: choice.fileName) == choice.sequence {
             guard (try? remove(choice.fileName)) != nil else { continue }
             removals.append(choice.removal)
         }
@@ -86,6 +96,10 @@ extension DiskStore {
     /// Rebuilds the index after `plan` was applied, when the plan asks for it (garbage
     /// collection, which also removed files it does not report). Call after the barrier.
     package func finish(_ plan: RemovalPlan) {
+        if plan.reclaimsStore {
+            if !plan.isEmpty { reclaimStoreSpace() }
+            return
+        }
         if plan.rescansAfterwards { rescan() }
     }
 
@@ -94,6 +108,13 @@ extension DiskStore {
         entries: [(fileName: String, header: EntryHeader, info: FileInfo)],
         damaged: [(fileName: String, error: EntryFormatError, size: Int)]
     ) {
+        if let store = entryStore() {
+            let scan = scanStore(store)
+            return (
+                scan.entries.map { ($0.fileName, $0.header, $0.info) },
+                scan.damaged.map { ($0.name, $0.error, $0.size) }
+            )
+        }
         guard let names = try? fileSystem.contentsOfDirectory(folder) else { return ([], []) }
         var entries: [(String, EntryHeader, FileInfo)] = []
         var damaged: [(String, EntryFormatError, Int)] = []
@@ -110,6 +131,7 @@ extension DiskStore {
     /// Plans the removal of every entry whose header `shouldRemove` accepts. Call holding the
     /// folder lock (``withFolderLock(_:)``) and no key lock: it reads every header.
     package func planRemovals(where shouldRemove: (EntryHeader) -> Bool) -> RemovalPlan {
+        if let store = entryStore() { return planStoreRemovals(store, where: shouldRemove) }
         let known = state.withLock { $0.files }
         let choices = scanHeaders().entries.filter { shouldRemove($0.header) }.map { entry in
             Choice(
@@ -129,6 +151,10 @@ extension DiskStore {
     @discardableResult
     package func removeAllEntries() -> [SystemError] {
         var failures: [SystemError] = []
+        if let store = entryStore() {
+            failures = removeAllFromStore(store)
+            storeState.withLock { $0.occupiedEstimate = nil }
+        }
         for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where Self.isEntryFileName(name) {
             do throws(SystemError) {
                 try fileSystem.removeFile(path(name))
@@ -149,6 +175,9 @@ extension DiskStore {
     /// every header and asks the volume for its free space once. The plan rebuilds the index
     /// once applied (``finish(_:)``).
     package func planGarbageCollection(now: Double, limits: Limits, reclaim: Reclaim) -> RemovalPlan {
+        if let store = entryStore() {
+            return planStoreGarbageCollection(store, now: now, limits: limits, reclaim: reclaim)
+        }
         let names = (try? fileSystem.contentsOfDirectory(folder)) ?? []
         var chosen: [Choice] = []
         var live: [Candidate] = []

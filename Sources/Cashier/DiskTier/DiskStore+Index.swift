@@ -21,11 +21,24 @@ extension DiskStore {
     /// and `now` is its last use. Where reading moves access times (no `O_NOATIME`, a mount
     /// without `noatime`), the read itself may have moved the file's, and it must not count as
     /// a use in the next launch: the access time is set to `now` whatever `info` says.
+    ///
+    /// With the store, the use goes to `key`'s row instead, on the same terms (see
+    /// ``persistStoreUses(_:_:exactly:)``).
     @discardableResult
     package func noteRead(
-        _ fileName: String, info: FileInfo, isLocked: Bool, at now: Double,
-        foundSlidingLifespanOver: Bool = false
+        _ fileName: String, key: String, info: FileInfo, isLocked: Bool, at now: Double,
+        foundSlidingLifespanOver: Bool = false, sliding: Bool = false
     ) -> Double {
+        if let store = openedStore {
+            // A sliding lifespan runs from its last use: that one is written exactly.
+            if sliding {
+                if now > info.accessedAt { persistStoreUses(store, [(key, now)], exactly: true) }
+                return now
+            }
+            guard abs(now - info.accessedAt) >= Self.recencyGranularity else { return info.accessedAt }
+            persistStoreUses(store, [(key, now)])
+            return now
+        }
         state.withLock {
             $0.note(
                 fileName,
@@ -65,6 +78,9 @@ extension DiskStore {
 
     /// Entry count and total bytes, scanning the folder once if this process has not yet.
     package func totals() -> (count: Int, size: Int) {
+        if let store = entryStore(), let count = try? store.count(), let size = try? store.totalSize() {
+            return (count, size)
+        }
         loadIndexIfNeeded()
         return state.withLock { ($0.files.count, $0.totalSize) }
     }

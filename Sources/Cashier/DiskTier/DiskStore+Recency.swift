@@ -1,3 +1,4 @@
+import CashierStore
 import Foundation
 
 /// Least-recently-used order that counts every read and survives a relaunch.
@@ -47,6 +48,13 @@ extension DiskStore {
     /// it comes with its own moment (a ``Lifespan/sinceLastUse(_:)`` entry's last use, which
     /// its lifespan runs from), which only ever moves an access time later.
     package func noteUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) {
+        if let store = openedStore {
+            // A use with its own moment is a sliding lifespan's: its row keeps it exactly, as
+            // garbage collection judges the lifespan by it; the others coarsely.
+            persistStoreUses(store, keys.filter { $0.usedAt == nil }.map { ($0.name, now) })
+            persistStoreUses(store, keys.compactMap { use in use.usedAt.map { (use.name, $0) } }, exactly: true)
+            return
+        }
         for (key, usedAt) in keys {
             let fileName = Self.fileName(for: key)
             let (known, stamp) = recordUse(fileName, at: usedAt ?? now)
@@ -63,5 +71,32 @@ extension DiskStore {
     /// The later of a file's access time and the last use an index holds for it (`nil`: none).
     static func lastUse(info: FileInfo, indexed: Double?) -> Double {
         max(info.accessedAt, indexed ?? -.infinity)
+    }
+}
+
+extension DiskStore {
+    /// Writes uses into their rows (last use and frequency), in one transaction, on the same
+    /// terms as access times: only a use a granularity or more after the row's last use
+    /// changes it. Uses this process wrote less than a granularity ago are not sent at all,
+    /// so a stream of memory hits costs no store call. Best effort, like an access time.
+    ///
+    /// `exactly`: every use is written (a sliding lifespan's last use, which expiry runs from).
+    func persistStoreUses(_ store: EntryStore, _ uses: [(key: String, at: Double)], exactly: Bool = false) {
+        guard !uses.isEmpty else { return }
+        if exactly {
+            try? store.recordUses(uses.map { (Self.storeKey($0.key), Int64($0.at.rounded(.down))) }, granularity: 0)
+            return
+        }
+        let granularity = Self.recencyGranularity
+        let due = storeState.withLock { state -> [(key: String, time: Int64)] in
+            if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
+            return uses.compactMap { use in
+                if let last = state.persistedUses[use.key], use.at - last < granularity, use.at >= last { return nil }
+                state.persistedUses[use.key] = use.at
+                return (Self.storeKey(use.key), Int64(use.at.rounded(.down)))
+            }
+        }
+        guard !due.isEmpty else { return }
+        try? store.recordUses(due, granularity: Int64(granularity))
     }
 }

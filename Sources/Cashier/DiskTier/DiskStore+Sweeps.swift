@@ -15,8 +15,12 @@ extension DiskStore {
     /// Schedules `sweep` off the caller's thread if the folder may be over `limits.size`.
     package func sweepIfNeeded(limits: Limits, sweep: @escaping Sweep) {
         guard let limit = limits.size else { return }
+        if openedStore != nil {
+            // With a store: by the estimate of what the folder occupies (DiskStore+Store.swift).
+            guard storeState.withLock({ $0.occupiedEstimate.map { $0 > limit } ?? true }) else { return }
+        }
         let shouldSchedule = state.withLock { state -> Bool in
-            guard !state.sweepScheduled, !state.loaded || state.totalSize > limit else { return false }
+            guard !state.sweepScheduled, usesStore || !state.loaded || state.totalSize > limit else { return false }
             state.sweepScheduled = true
             return true
         }
@@ -68,6 +72,7 @@ extension DiskStore {
     /// the plan under the key barrier.
     package func planSweep(limits: Limits) -> RemovalPlan {
         state.withLock { $0.sweepScheduled = false }
+        if let store = entryStore() { return planStoreSweep(store, limits: limits) }
         // Another process may have written: the folder, not this process's index, is the truth.
         rescan()
         let (files, total) = state.withLock { ($0.files, $0.totalSize) }

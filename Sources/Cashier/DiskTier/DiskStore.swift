@@ -1,5 +1,6 @@
 import CashierEntryFormat
 import CashierPlatform
+import CashierStore
 import Foundation
 
 /// One cache folder: entry files, their index, and the housekeeping on them.
@@ -28,10 +29,26 @@ package final class DiskStore: Sendable {
     let pendingSweeps = DispatchGroup()
     /// Serializes folder scans in this process so concurrent first questions share one scan.
     let scanLock = NSLock()
+    /// The folder's store of small entries and index of all (DiskStore+Store.swift), once opened.
+    let storeState = Locked(StoreState())
+    /// Serializes opening the store in this process.
+    let storeOpenLock = NSLock()
+    /// Whether small entries go to the store and the index is the store's; otherwise every
+    /// entry is a file and the index is this process's, built by a folder scan.
+    package let usesStore: Bool
+    /// The largest record kept as a row; larger entries are files (see ``rowSizeLimit``).
+    package let rowLimit: Int
 
-    package init(folder: String, fileSystem: any FileSystem = POSIXFileSystem()) {
+    /// `usesStore`: `nil` uses the store with the real file system, and not with a test double
+    /// of it (the store's I/O is SQLite's, which a double does not see).
+    /// `rowSizeLimit`: `nil` for ``rowSizeLimit``; 0 keeps every entry a file, indexed by the store.
+    package init(
+        folder: String, fileSystem: any FileSystem = POSIXFileSystem(), usesStore: Bool? = nil, rowSizeLimit: Int? = nil
+    ) {
         self.folder = folder
         self.fileSystem = fileSystem
+        self.usesStore = usesStore ?? (fileSystem is POSIXFileSystem)
+        self.rowLimit = rowSizeLimit ?? Self.rowSizeLimit
     }
 
     // MARK: Reading
@@ -45,16 +62,39 @@ package final class DiskStore: Sendable {
     }
 
     /// Reads and verifies one entry file (FileSystem+Entries.swift): open, fstat, pread,
-    /// close; no write (recency is recorded by the caller, through ``noteRead(_:info:isLocked:at:foundSlidingLifespanOver:)``).
+    /// close; no write (recency is recorded by the caller, through ``noteRead(_:key:info:isLocked:at:foundSlidingLifespanOver:sliding:)``).
     /// The payload is the buffer the kernel filled, indices from 0; nothing is allocated
     /// before the header's lengths are checked against the file and the maximum entry size.
     package func read(_ fileName: String) -> ReadResult {
         fileSystem.readEntry(path(fileName))
     }
 
+    /// Reads and verifies `key`'s entry wherever it is: its row in the store (checked as a
+    /// file is), or its file (a large entry, or one written before the folder had a store).
+    package func read(key: String) -> ReadResult {
+        let fileName = Self.fileName(for: key)
+        if let store = entryStore(), let found = readFromStore(store, key: key, fileName: fileName) { return found }
+        return read(fileName)
+    }
+
     /// Reads just the header of an entry file (checksum not verified).
     package func readHeader(_ fileName: String) -> Result<(EntryHeader, FileInfo), HeaderFailure> {
         fileSystem.readEntryHeader(path(fileName))
+    }
+
+    /// Reads just the header of `key`'s entry, row or file (checksum not verified).
+    package func readHeader(key: String) -> Result<(EntryHeader, FileInfo), HeaderFailure> {
+        let fileName = Self.fileName(for: key)
+        if let store = entryStore() {
+            switch readFromStore(store, key: key, fileName: fileName, headerOnly: true) {
+            case nil: break
+            case .absent?: return .failure(.absent)
+            case .entry(let header, _, let info)?: return .success((header, info))
+            case .damaged(let error, let info, _)?: return .failure(.damaged(error, size: info.size))
+            case .failed(let error)?: return .failure(.failed(error))
+            }
+        }
+        return readHeader(fileName)
     }
 
     package enum HeaderFailure: Error, Sendable {
@@ -100,6 +140,25 @@ package final class DiskStore: Sendable {
         guard (try? header.checkWritable()) != nil else {
             throw SystemError(code: EFBIG, operation: "write", path: path(fileName))
         }
+        var store: EntryStore?
+        if usesStore {
+            checkStoreFile()
+            try prepareFolder(options)
+            store = entryStore(creatingWith: options)
+            // A store that is there but cannot be opened now (another process's lock past the
+            // timeout, an I/O error) may hold an older row of this key, which reads find first:
+            // a file written instead would be hidden by it. The write fails; nothing is lost.
+            if store == nil, let failure = storeOpenFailure() { throw failure }
+        }
+        if let store, size <= rowLimit {
+            let record = payload.withUnsafeBytes { payloadBytes in
+                var record = header.encode(payload: payloadBytes)
+                record.append(contentsOf: payloadBytes)
+                return record
+            }
+            try writeRow(store, header: header, record: record, options: options)
+            return size
+        }
         do {
             try writeTemporary(temporary, header: header, payload: payload, options: options)
         } catch  where error.code == ENOENT {
@@ -114,6 +173,12 @@ package final class DiskStore: Sendable {
             try? fileSystem.removeFile(temporary)
             throw error
         }
+        if let store {
+            // The file is in place; its row follows (see ``writeFileRow``).
+            if options.synchronize { try fileSystem.synchronizeDirectory(folder) }
+            try writeFileRow(store, header: header, fileName: fileName, size: size, options: options)
+            return size
+        }
         noteWritten(fileName, size: size, isLocked: header.isLocked, at: options.usedAt ?? Date().timeIntervalSince1970)
         // The new entry is in place (and in the index); a failing folder sync only
         // leaves its durability unknown, which the caller is told by the error.
@@ -124,12 +189,7 @@ package final class DiskStore: Sendable {
     private func writeTemporary(_ temporary: String, header: EntryHeader, payload: Data, options: WriteOptions)
         throws(SystemError)
     {
-        if !state.withLock({ $0.folderReady }) {
-            try createFolder(options)
-            // Another user may have made it first, between the check and the mkdir.
-            if let refusal = refusal(for: options.sharing, fresh: true) { throw refusal }
-            state.withLock { $0.folderReady = true }
-        }
+        try prepareFolder(options)
         let written = payload.withUnsafeBytes { payloadBytes in
             let headerBytes = header.encode(payload: payloadBytes)
             return headerBytes.withUnsafeBytes { headerBytes in
@@ -145,6 +205,15 @@ package final class DiskStore: Sendable {
             try? fileSystem.removeFile(temporary)
             throw error
         }
+    }
+
+    /// Makes the folder unless this process knows it is there.
+    private func prepareFolder(_ options: WriteOptions) throws(SystemError) {
+        guard !state.withLock({ $0.folderReady }) else { return }
+        try createFolder(options)
+        // Another user may have made it first, between the check and the mkdir.
+        if let refusal = refusal(for: options.sharing, fresh: true) { throw refusal }
+        state.withLock { $0.folderReady = true }
     }
 
     /// Makes the folder (and any missing parent). A folder made here gets complete data
@@ -183,7 +252,7 @@ package final class DiskStore: Sendable {
         _ change: (inout EntryHeader) -> Void
     ) throws(SystemError) -> (EntryHeader, Int)? {
         // A file another user planted is not rewritten as this user's: taken as absent.
-        guard case .entry(var header, let payload, let info) = read(fileName), header.key == key,
+        guard case .entry(var header, let payload, let info) = read(key: key), header.key == key,
             untrustedEntry(fileName, info: info, sharing: options.sharing) == nil
         else { return nil }
         change(&header)
@@ -195,6 +264,12 @@ package final class DiskStore: Sendable {
     package func remove(_ fileName: String) throws(SystemError) {
         try fileSystem.removeFile(path(fileName))
         state.withLock { $0.note(fileName, nil) }
+    }
+
+    /// Removes `key`'s entry: its row, and its file (a large entry's, or one older than the store).
+    package func remove(key: String) throws(SystemError) {
+        if let store = entryStore() { try removeFromStore(store, key: key) }
+        try remove(Self.fileName(for: key))
     }
 
     /// Runs `body` holding the folder's advisory lock, shared with other processes.

@@ -38,3 +38,21 @@ package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
         return CacheError(kind: kind, key: key, path: path, message: description, code: code)
     }
 }
+
+extension DiskStore.StoreNotice {
+    /// The failure a cache reports for it, with no key: it concerns the folder's store.
+    package var cacheError: CacheError {
+        switch self {
+        case .setAside(let setAside):
+            CacheError(
+                kind: .ioFailure, path: setAside.path,
+                message:
+                    "the store of small entries could not be used and was set aside "
+                    + "(\(setAside.movedTo.map { "to \($0)" } ?? "deleted")): \(setAside.reason); "
+                    + "its entries are gone and the cache goes on with a fresh store")
+        case .unavailable(let reason):
+            CacheError(
+                kind: .ioFailure, message: "SQLite is unavailable (\(reason)): every entry is kept as a file")
+        }
+    }
+}

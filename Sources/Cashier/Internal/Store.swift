@@ -21,14 +21,21 @@ final class Store: Sendable {
     /// Keyed on the folder's identity, not its spelling (``DiskStore/resolvedPath(of:)``): one
     /// folder is one cache however its path is spelled. The first instance's spelling is the
     /// one the shared store's files are named by.
-    static func forFolder(_ path: String?, fileSystem: (any FileSystem)?) -> Store {
+    static func forFolder(
+        _ path: String?, fileSystem: (any FileSystem)?, rowSizeLimit: Int? = nil, usesStore: Bool = true
+    ) -> Store {
         guard let path else { return Store(disk: nil) }
-        if let fileSystem { return Store(disk: DiskStore(folder: path, fileSystem: fileSystem)) }
+        if let fileSystem {
+            return Store(
+                disk: DiskStore(
+                    folder: path, fileSystem: fileSystem, usesStore: usesStore ? nil : false, rowSizeLimit: rowSizeLimit
+                ))
+        }
         let identity = DiskStore.resolvedPath(of: path)
         return shared.withLock { stores in
             if let store = stores[identity]?.store { return store }
             stores = stores.filter { $0.value.store != nil }
-            let store = Store(disk: DiskStore(folder: path))
+            let store = Store(disk: DiskStore(folder: path, usesStore: usesStore, rowSizeLimit: rowSizeLimit))
             stores[identity] = WeakStore(store: store)
             return store
         }

@@ -57,6 +57,7 @@ extension Cache {
     /// Reports what a read found once its key's lock is released: its events, then the memory
     /// uses (a read from disk is disk work).
     func finishRead(_ report: ReadReport) {
+        reportStoreNotices()
         for event in report.events { emit(event) }
         recordMemoryUses()
     }
@@ -72,7 +73,7 @@ extension Cache {
         canMigrate: (Int) -> Bool = { _ in false }, report: inout ReadReport
     ) -> JudgedEntry? {
         let fileName = DiskStore.fileName(for: name)
-        switch disk.read(fileName) {
+        switch disk.read(key: name) {
         case .absent:
             return nil
         case .failed(let error):
@@ -106,7 +107,7 @@ extension Cache {
         _ name: String, _ fileName: String, from disk: DiskStore, _ reason: DiscardReason,
         because error: (any Error)? = nil, report: inout ReadReport
     ) {
-        try? disk.remove(fileName)
+        try? disk.remove(key: name)
         memory.remove(name)
         report.events.append(.discarded(key: name, reason: reason))
         if let error {
@@ -186,8 +187,8 @@ extension Cache {
             }
         }
         let stamp = disk.noteRead(
-            entry.fileName, info: entry.info, isLocked: metadata.isLocked, at: usedAt,
-            foundSlidingLifespanOver: usedAt != now)
+            entry.fileName, key: key.name, info: entry.info, isLocked: metadata.isLocked, at: usedAt,
+            foundSlidingLifespanOver: usedAt != now, sliding: metadata.lifespan.slidingSeconds != nil)
         if memory.limit != 0 {
             memory.insert(
                 TypedRecord(
@@ -233,7 +234,7 @@ extension Cache {
         if let record = memory.peek(name) { return memory.currentMetadata(of: record) }
         let fileName = DiskStore.fileName(for: name)
         guard let disk, disk.refusal(for: configuration.sharing) == nil,
-            case .success(let (header, info)) = disk.readHeader(fileName),
+            case .success(let (header, info)) = disk.readHeader(key: name),
             header.key == name
         else { return nil }
         return EntryMetadata(header, size: info.size, lastUsedAt: disk.lastUse(of: fileName, info: info))

@@ -86,12 +86,32 @@ final class EventLog: Sendable {
     func clear() { state.withLock { $0.events.removeAll() } }
 }
 
+/// Where a test's entries go on disk.
+enum TestStorage {
+    /// The default: small entries are rows of the folder's store.
+    case store
+    /// Every entry a file, indexed by the store: for tests that read or damage entry files.
+    case files
+    /// No store, as when SQLite is unavailable: for tests of the file design itself (access
+    /// times as recency, the folder scan as index).
+    case filesWithoutStore
+
+    func apply(to configuration: inout Cache.Configuration) {
+        switch self {
+        case .store: break
+        case .files: configuration.rowSizeLimit = 0
+        case .filesWithoutStore: configuration.usesStore = false
+        }
+    }
+}
+
 /// A configuration on `folder` with a test clock and an event log.
 func makeConfiguration(
     _ folder: TemporaryFolder, clock: TestClock = TestClock(), events: EventLog? = nil,
-    appVersion: String? = "1.0"
+    appVersion: String? = "1.0", storage: TestStorage = .store
 ) -> Cache.Configuration {
     var configuration = Cache.Configuration(name: "test")
+    storage.apply(to: &configuration)
     configuration.location = .directory(folder.url)
     configuration.now = clock.function
     configuration.appVersion = appVersion
@@ -102,9 +122,9 @@ func makeConfiguration(
 /// A cache on `folder` with a disk size limit and a memory count limit (the limit and recency suites).
 func makeLimitedCache(
     _ folder: TemporaryFolder, clock: TestClock, diskLimit: Int?, memoryLimit: Int?, events: EventLog?,
-    evictionPolicy: EvictionPolicy = .frequencyAware
+    evictionPolicy: EvictionPolicy = .frequencyAware, storage: TestStorage = .store
 ) -> Cache {
-    var configuration = makeConfiguration(folder, clock: clock, events: events)
+    var configuration = makeConfiguration(folder, clock: clock, events: events, storage: storage)
     configuration.diskSizeLimit = diskLimit
     configuration.memoryCountLimit = memoryLimit
     configuration.evictionPolicy = evictionPolicy

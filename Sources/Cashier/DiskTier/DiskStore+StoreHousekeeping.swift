@@ -1,0 +1,263 @@
+import CashierEntryFormat
+import CashierStore
+import Foundation
+
+/// Housekeeping when the folder has a store: plans read the index (eviction order, sizes)
+/// and the records (headers, checksums) from the store and list the folder only for large
+/// entries' files; applying a plan removes rows in one transaction and unlinks large entries'
+/// files, under the key barrier as for files (DiskStore+Housekeeping.swift); finishing gives
+/// the freed pages back to the file system, off the barrier.
+extension DiskStore {
+    /// An entry a pass over the folder found: its header, what stands for its `stat`, and its
+    /// row when it has one (a large entry's file found without one has none).
+    struct ScannedEntry {
+        var fileName: String
+        var header: EntryHeader
+        var info: FileInfo
+        var stored: StoreEntry?
+    }
+
+    /// Every entry, rows and files (a file shadowed by its key's row is stale and skipped),
+    /// and the damaged ones by key or file name.
+    /// `stale`: entry files no read finds (one whose key's row holds the record, an orphan named
+    /// from another spelling): garbage collection removes them.
+    func scanStore(_ store: EntryStore, verifyingRows: Bool = false) -> (
+        entries: [ScannedEntry], damaged: [(name: String, error: EntryFormatError, size: Int, stored: StoreEntry?)],
+        rows: [String: StoreEntry], stale: [String]
+    ) {
+        var stale: [String] = []
+        var entries: [ScannedEntry] = []
+        var damaged: [(String, EntryFormatError, Int, StoreEntry?)] = []
+        var rows: [String: StoreEntry] = [:]
+        do throws(StoreError) {
+            try store.forEachRecord { stored in
+                rows[stored.entry.key] = stored.entry
+                guard stored.entry.location == .row else { return }
+                let info = Self.rowInfo(stored.entry)
+                switch Self.readRecord(stored.record, verifying: verifyingRows) {
+                case .success(let header) where Self.storeKey(header.key) == stored.entry.key:
+                    entries.append(
+                        ScannedEntry(
+                            fileName: Self.fileName(for: header.key), header: header, info: info, stored: stored.entry))
+                case .success:
+                    damaged.append((stored.entry.key, .badField("key"), info.size, stored.entry))
+                case .failure(let error):
+                    damaged.append((stored.entry.key, error, info.size, stored.entry))
+                }
+            }
+        } catch {
+            if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
+        }
+        let names = (try? fileSystem.contentsOfDirectory(folder)) ?? []
+        for name in names where Self.isEntryFileName(name) {
+            switch readHeader(name) {
+            case .success(let (header, info)):
+                let row = rows[Self.storeKey(header.key)]
+                // A file whose key has a row holding its record is an older write, never read.
+                if row?.location == .row || !Self.isHome(name, of: header.key) {
+                    stale.append(name)
+                    continue
+                }
+                entries.append(ScannedEntry(fileName: name, header: header, info: info, stored: row))
+            case .failure(.damaged(let error, let size)):
+                damaged.append((name, error, size, nil))
+            case .failure:
+                continue
+            }
+        }
+        return (entries, damaged, rows, stale)
+    }
+
+    /// A row's record read as a file would be: the header, and with `verifying` the checksum.
+    static func readRecord(_ record: [UInt8], verifying: Bool) -> Result<EntryHeader, EntryFormatError> {
+        let outcome = EntryReader.read(size: record.count, wantsPayload: verifying) { buffer, offset in
+            let count = min(buffer.count, max(0, record.count - offset))
+            if count > 0 {
+                record.withUnsafeBytes {
+                    buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: count)
+                }
+            }
+            return count
+        }
+        switch outcome {
+        case .entry(let header, _): return .success(header)
+        case .damaged(let error, _): return .failure(error)
+        case .outOfMemory: return .failure(.lengthMismatch(expected: record.count, actual: 0))
+        }
+    }
+
+    /// Plans the removal of every entry whose header `shouldRemove` accepts, rows and files.
+    func planStoreRemovals(_ store: EntryStore, where shouldRemove: (EntryHeader) -> Bool) -> RemovalPlan {
+        let choices = scanStore(store).entries.filter { shouldRemove($0.header) }.map { entry in
+            Choice(
+                fileName: entry.fileName, sequence: nil, removal: .removed(key: entry.header.key),
+                size: entry.info.size, stored: entry.stored)
+        }
+        return RemovalPlan(choices: choices, reclaimsStore: true)
+    }
+
+    /// Plans garbage collection with a store: damaged rows and files, expired entries and
+    /// entries no read can return, then eviction in the index's order down to the limits.
+    /// On the way, stale files (shadowed by a row, orphans, abandoned temporaries) go, rows of
+    /// large entries whose file is gone go, and large entries' files without a row get one.
+    func planStoreGarbageCollection(_ store: EntryStore, now: Double, limits: Limits, reclaim: Reclaim) -> RemovalPlan {
+        for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where name.hasPrefix(Self.temporaryPrefix) {
+            removeIfAbandoned(temporary: name)
+        }
+        let scan = scanStore(store, verifyingRows: true)
+        for name in scan.stale { try? fileSystem.removeFile(path(name)) }
+        var chosen: [Choice] = []
+        var seenFiles = Set<String>()
+        var missingRows: [StoreEntry] = []
+        for entry in scan.entries {
+            let header = entry.header
+            if entry.stored?.location != .row {
+                seenFiles.insert(Self.storeKey(header.key))
+                if entry.stored == nil {
+                    missingRows.append(Self.fileRow(header, size: entry.info.size, lastUse: entry.info.accessedAt))
+                }
+            }
+            let lastUse = max(entry.info.accessedAt, entry.stored.map { Double($0.lastUse) } ?? -.infinity)
+            var reason: DiscardReason?
+            if reclaim.expired, header.isExpired(at: now, lastUsedAt: lastUse) {
+                reason = .expired
+            } else if case .some(let appVersion) = reclaim.otherAppVersionsThan, header.schemaVersion == nil,
+                header.appVersion != appVersion
+            {
+                reason = .appVersionMismatch(stored: header.appVersion, current: appVersion)
+            }
+            if let reason {
+                chosen.append(
+                    Choice(
+                        fileName: entry.fileName, sequence: nil, removal: .discarded(key: header.key, reason: reason),
+                        size: entry.info.size, stored: entry.stored))
+            }
+        }
+        for (name, _, size, stored) in scan.damaged {
+            chosen.append(
+                Choice(
+                    fileName: stored == nil ? name : Self.fileName(for: name), sequence: nil,
+                    removal: .discarded(key: name, reason: .corrupt), size: size, stored: stored))
+        }
+        // Damaged files are named by file name, not key: their rows (if any) stay until a read
+        // or a later pass finds the file gone.
+        _ = try? store.remove(
+            unchanged: scan.rows.values.filter { $0.location == .file && !seenFiles.contains($0.key) })
+        _ = try? store.insertIfAbsent(missingRows)
+        let freed = chosen.reduce(0) { $0 + $1.size }
+        let victims = chooseStoreVictims(
+            store, order: limits.evictionOrder, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace,
+            freedFirst: freed, excluding: Set(chosen.compactMap { $0.stored?.key }))
+        return RemovalPlan(choices: chosen + victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
+    }
+
+    /// Plans a sweep with a store: entries in the index's eviction order until the folder
+    /// occupies at most `limits.sweepTarget` of `limits.size`. The store's own files count:
+    /// what the folder occupies is measured, not the entries' sizes added up.
+    func planStoreSweep(_ store: EntryStore, limits: Limits) -> RemovalPlan {
+        guard let limit = limits.size else { return RemovalPlan() }
+        let victims = chooseStoreVictims(
+            store, order: limits.evictionOrder, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil,
+            startingAbove: limit)
+        return RemovalPlan(choices: victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
+    }
+
+    /// Chooses unlocked entries in the index's eviction order `order` (a locked entry is never
+    /// evicted) until the folder would occupy at most `limit` and the volume would
+    /// have `minimumFreeSpace` free, counting `freedFirst` bytes removed before them.
+    ///
+    /// Each entry removed is taken to free its size. A row frees a little more (its page's
+    /// share), but only once whole pages are free and given back: a pass that falls short is
+    /// made up by the next sweep, which the measured total schedules.
+    /// `startingAbove`: choose nothing unless the folder occupies more than this.
+    func chooseStoreVictims(
+        _ store: EntryStore, order: StoreEvictionOrder, downTo limit: Int?, minimumFreeSpace: Int?, freedFirst: Int = 0,
+        excluding: Set<String> = [], startingAbove: Int? = nil
+    ) -> [Choice] {
+        // The log first goes into the store and is cut back: what is left is what entries
+        // occupy, not writes waiting for the next automatic checkpoint.
+        _ = try? store.checkpoint()
+        guard let occupied = try? store.occupiedBytes() else { return [] }
+        storeState.withLock { $0.occupiedEstimate = occupied }
+        if let startingAbove, occupied <= startingAbove { return [] }
+        var needed = 0
+        if let limit { needed = occupied - limit - freedFirst }
+        if let minimumFreeSpace, let free = fileSystem.availableCapacity(folder) {
+            needed = max(needed, minimumFreeSpace - free - freedFirst)
+        }
+        guard needed > 0 else { return [] }
+        var victims: [Choice] = []
+        var freed = 0
+        func take(_ candidates: some Sequence<StoreEntry>) {
+            for entry in candidates where !excluding.contains(entry.key) {
+                guard freed < needed else { return }
+                freed += entry.size
+                victims.append(
+                    Choice(
+                        fileName: Self.fileName(for: entry.key), sequence: nil,
+                        removal: .evicted(key: entry.key, bytes: entry.size), size: entry.size, stored: entry))
+            }
+        }
+        // The frequency-aware order sorts every row whatever the limit: ask once, for all.
+        var asked = order == .frequencyAware ? -1 : 256
+        while freed < needed {
+            guard let candidates = try? store.evictionCandidates(order: order, limit: asked) else { return victims }
+            let chosenBefore = Set(victims.map(\.removal.key))
+            take(candidates.lazy.filter { !chosenBefore.contains($0.key) })
+            if asked < 0 || candidates.count < asked { break }
+            asked *= 4
+        }
+        // Locked entries are never evicted (they are not candidates): a folder of locked entries
+        // may stay over its limit.
+        return victims
+    }
+
+    /// Removes the rows of `choices` that are as planned (one transaction), and the files of
+    /// the large entries among them; returns the removals done.
+    func applyInStore(_ choices: [Choice], evictionOrder: StoreEvictionOrder?) -> [Removal] {
+        guard !choices.isEmpty, let store = openedStore else { return [] }
+        var removed: [StoreEntry] = []
+        func isEviction(_ choice: Choice) -> Bool {
+            if case .evicted = choice.removal { true } else { false }
+        }
+        do throws(StoreError) {
+            removed += try store.remove(unchanged: choices.filter { !isEviction($0) }.compactMap(\.stored))
+            removed += try store.remove(
+                unchanged: choices.filter(isEviction).compactMap(\.stored), evictedIn: evictionOrder)
+        } catch {
+            if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
+            return []
+        }
+        let removedKeys = Set(removed.map(\.key))
+        var removals: [Removal] = []
+        for choice in choices {
+            guard let stored = choice.stored, removedKeys.contains(stored.key) else { continue }
+            if stored.location == .file { try? fileSystem.removeFile(path(choice.fileName)) }
+            removals.append(choice.removal)
+        }
+        return removals
+    }
+
+    /// After a plan that removed rows: the freed pages go back to the file system and the log
+    /// is checkpointed, so what the folder occupies goes down, not only the entries' total.
+    func reclaimStoreSpace() {
+        guard let store = openedStore else { return }
+        _ = try? store.reclaimSpace()
+        let occupied = try? store.occupiedBytes()
+        storeState.withLock { $0.occupiedEstimate = occupied }
+    }
+
+    /// Removes every row (and large entry's file), reporting failures as system errors.
+    func removeAllFromStore(_ store: EntryStore) -> [SystemError] {
+        do throws(StoreError) {
+            for entry in try store.removeAll() { try? fileSystem.removeFile(path(Self.fileName(for: entry.key))) }
+        } catch {
+            if case .setAside(let setAside) = error {
+                noteSetAside(setAside, of: store)
+                return []
+            }
+            return [Self.systemError(error, store, "remove all")]
+        }
+        return []
+    }
+}
