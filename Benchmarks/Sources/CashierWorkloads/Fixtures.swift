@@ -90,3 +90,9 @@ public func scanFolder(_ path: String) -> (count: Int, bytes: Int) {
 public func consume<T>(_ value: T) {
     withExtendedLifetime(value) {}
 }
+
+/// The length of the file at `path` (0 when there is none).
+public func fileSize(_ path: String) -> Int {
+    var info = stat()
+    return stat(path, &info) == 0 ? Int(info.st_size) : 0
+}
