@@ -48,11 +48,26 @@ extension Cache {
         _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?,
         copy: (UnsafeMutableRawPointer) -> Void
     ) -> MemoryAnswer {
+        // A cache whose folder has a store checks it at most once a coherence interval (one
+        // coarse clock read a hit); a memory-only one reads no clock.
+        memoryHit(
+            name, valueType: valueType, schemaVersion: schemaVersion,
+            checkedAt: memory.coherenceInterval == nil ? nil : MonotonicClock.nanoseconds(), copy: copy)
+    }
+
+    private func memoryHit(
+        _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, checkedAt: UInt64?,
+        copy: (UnsafeMutableRawPointer) -> Void
+    ) -> MemoryAnswer {
         switch memory.hit(
-            name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion, copy: copy)
+            name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion,
+            checkedAt: checkedAt, copy: copy)
         {
         case .none:
             return .miss
+        case .checkCoherence:
+            checkMemoryCoherence()
+            return memoryHit(name, valueType: valueType, schemaVersion: schemaVersion, checkedAt: nil, copy: copy)
         case .counted:
             break
         case .expiring(let deadline):
@@ -142,6 +157,7 @@ extension Cache {
         do {
             try store.keyLocks.withLock(key.name) {
                 metadata.isLocked = isLockedNow(key.name)
+                let ticket = coherenceTicket()
                 if let disk {
                     let header = EntryHeader(
                         key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
@@ -159,7 +175,7 @@ extension Cache {
                     }
                 }
                 evicted = memory.insert(
-                    TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count))
+                    TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count), ticket: ticket)
                 publish(key.name, value)
             }
         } catch let error as CacheError {
@@ -296,6 +312,7 @@ extension Cache {
     func updateMetadata(named name: String, _ change: @escaping (inout EntryMetadata) -> Void) {
         var failure: CacheError?
         store.keyLocks.withLock(name) {
+            let ticket = coherenceTicket()
             let record = memory.peek(name)
             let options = writeOptions(usedAt: nowSeconds)
             if let disk {
@@ -313,7 +330,8 @@ extension Cache {
                     }
                     if let record {
                         memory.insert(
-                            record.replacing(metadata: EntryMetadata(header, size: size, lastUsedAt: options.usedAt)))
+                            record.replacing(metadata: EntryMetadata(header, size: size, lastUsedAt: options.usedAt)),
+                            ticket: ticket)
                     }
                 } catch {
                     failure = error.cacheError(key: name)

@@ -84,6 +84,9 @@ extension Cache {
         /// threshold (``DiskStore/rowSizeLimit``), 0 to keep every entry a file (with its row in
         /// the index): what tests of the file format use. The first cache on a folder decides.
         package var rowSizeLimit: Int? = nil
+        /// How often at most, in nanoseconds, a memory hit checks whether another process changed
+        /// the folder's store (DiskStore+Coherence.swift); 0 checks at every hit, as tests do.
+        package var memoryCoherenceNanoseconds: UInt64 = Cache.Configuration.memoryCoherenceInterval
 
         /// A configuration with every setting at its default.
         public init(name: String) {
