@@ -60,6 +60,7 @@ public enum Pairs {
     /// (building one makes its fixtures: folders of up to `scale.entries` entries).
     public static let all: [(id: String, make: @Sendable (Scale) -> Pair)] = [
         ("memory", { memoryHit($0, keyCount: 100) }), ("memory-10k", { memoryHit($0, keyCount: 10_000) }),
+        ("memory-folder", memoryHitWithFolder),
         ("write", standardWrite), ("sync", synchronizedWrite),
         ("sync-floor", synchronizedWriteFloor),
         ("read", { coldRead($0, keyCount: 100) }), ("read-10k", { coldRead($0, keyCount: 10_000) }),

@@ -48,7 +48,7 @@ print(pad("goal", 52) + pad("Cashier", 11) + pad("baseline", 11) + pad("ratio", 
 var met = 0
 var referencesMet = 0
 var references = 0
-// --only ID: one pair (memory, memory-10k, write, sync, sync-floor, read, read-10k, open, size, sweep, threads,
+// --only ID: one pair (memory, memory-10k, memory-folder, write, sync, sync-floor, read, read-10k, open, size, sweep, threads,
 // read-64k, read-1m, write-64k, write-1m), for profiling it.
 let only = arguments.firstIndex(of: "--only").flatMap {
     arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil
