@@ -50,24 +50,18 @@ extension Cache {
     ) -> MemoryAnswer {
         // A cache whose folder has a store checks it at most once a coherence interval (one
         // coarse clock read a hit); a memory-only one reads no clock.
-        memoryHit(
-            name, valueType: valueType, schemaVersion: schemaVersion,
-            checkedAt: memory.coherenceInterval == nil ? nil : MonotonicClock.nanoseconds(), copy: copy)
-    }
-
-    private func memoryHit(
-        _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, checkedAt: UInt64?,
-        copy: (UnsafeMutableRawPointer) -> Void
-    ) -> MemoryAnswer {
-        switch memory.hit(
+        var answer = memory.hit(
             name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion,
-            checkedAt: checkedAt, copy: copy)
-        {
-        case .none:
-            return .miss
-        case .checkCoherence:
+            checkedAt: memory.coherenceInterval == nil ? nil : MonotonicClock.nanoseconds(), copy: copy)
+        if case .checkCoherence = answer {
             checkMemoryCoherence()
-            return memoryHit(name, valueType: valueType, schemaVersion: schemaVersion, checkedAt: nil, copy: copy)
+            answer = memory.hit(
+                name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion,
+                copy: copy)
+        }
+        switch answer {
+        case .none, .checkCoherence:
+            return .miss
         case .counted:
             break
         case .expiring(let deadline):

@@ -55,6 +55,7 @@ extension Cache {
 
     /// Reads the store's version and empties the memory tier if it is not the one last seen;
     /// the uses of the values dropped are written down first. Call holding no key lock.
+    @inline(never)
     func checkMemoryCoherence() {
         guard let disk else { return }
         let version = disk.storeVersion()

@@ -158,8 +158,10 @@ final class MemoryTier: Sendable {
         _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?,
         checkedAt now: UInt64? = nil, copy: (UnsafeMutableRawPointer) -> Void
     ) -> Hit {
-        withRecords(orIfNone: .none) { state in
-            if let now, state.coherence.claimCheck(at: now, interval: coherenceInterval ?? 0) {
+        // Read here, not in the closure: capturing `self` there costs a retain and a release a hit.
+        let interval = coherenceInterval ?? 0
+        return withRecords(orIfNone: .none) { state in
+            if let now, state.coherence.claimCheck(at: now, interval: interval) {
                 return .checkCoherence
             }
             // A miss is the order's to learn in peekUsable(_:valueType:schemaVersion:appVersion:),
