@@ -11,7 +11,9 @@ extension Cache {
     /// ``CacheEvent/discarded(key:reason:)``, and any entry in a folder the cache refuses
     /// (``CacheError/Kind/untrustedFolder``, reported as ``CacheEvent/failure(key:error:)``). A memory hit does no
     /// decoding, and no I/O except on a ``Lifespan/sinceLastUse(_:)`` entry, whose file's access time
-    /// it sets at most once a minute; otherwise this reads one file. Never throws, never traps.
+    /// it sets at most once a minute, and, at most every 10 ms, a check of the folder's store for
+    /// another process's writes (a few microseconds, no entry read); otherwise this reads one
+    /// file. Never throws, never traps.
     @inlinable
     public func value<V>(for key: CacheKey<V>) -> V? {
         // Inlinable so that callers specialize it for their value type: a memory hit then
@@ -170,6 +172,7 @@ extension Cache {
                 }
                 evicted = memory.insert(
                     TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count), ticket: ticket)
+                settleCoherenceBaseline(after: ticket)
                 publish(key.name, value)
             }
         } catch let error as CacheError {

@@ -131,10 +131,20 @@ import Testing
         // A store made anew (another inode) counts from scratch: a change whatever its version.
         #expect(tier.adopt(.version(device: 1, inode: 9, dataVersion: 4)) == 1)
         tier.insert(record("a", "1"))
-        #expect(tier.adopt(.unknown) == 1)
-        tier.insert(record("a", "1"))
-        #expect(tier.adopt(.unknown) == 1) // unknown is never current
-        #expect(tier.coherenceDrops == 4)
+        // A store that cannot say (its folder removed) drops nothing, and is never current.
+        #expect(tier.adopt(.unknown) == 0)
+        #expect(tier.count == 1)
+        #expect(!tier.isCurrent(.unknown))
+        #expect(tier.coherenceDrops == 2)
+    }
+
+    @Test func theFirstStoreSeenIsABaselineNotAChange() {
+        let tier = MemoryTier(limit: 10, coherenceInterval: 0)
+        tier.insert(record("a", "1")) // read before the folder had a store
+        #expect(tier.adopt(.none) == 0)
+        #expect(tier.adopt(.version(device: 1, inode: 2, dataVersion: 3)) == 0)
+        #expect(tier.count == 1)
+        #expect(tier.adopt(.version(device: 1, inode: 2, dataVersion: 4)) == 1)
     }
 
     @Test func aValueFoundBeforeTheTierWasEmptiedIsNotStored() {

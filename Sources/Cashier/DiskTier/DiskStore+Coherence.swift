@@ -14,6 +14,11 @@ enum StoreVersion: Equatable, Sendable {
     /// The store could not say: equal to nothing, so the tier empties.
     case unknown
 
+    /// Whether this is a store's version (not ``none``, not ``unknown``).
+    var isStore: Bool {
+        if case .version = self { true } else { false }
+    }
+
     static func == (lhs: StoreVersion, rhs: StoreVersion) -> Bool {
         switch (lhs, rhs) {
         case (.none, .none): true
@@ -71,7 +76,20 @@ extension Cache {
     func coherenceTicket() -> CoherenceTicket? {
         guard memory.coherenceInterval != nil, let disk else { return nil }
         if let ticket = memory.coherenceTicket() { return ticket }
-        return memory.adoptBaseline(disk.storeVersion())
+        let version = disk.storeVersion()
+        // No store yet: no baseline either; the write that makes the store takes one after it
+        // (``settleCoherenceBaseline(after:)``), the first check otherwise.
+        guard version.isStore else { return CoherenceTicket(epoch: 0, needsBaseline: true) }
+        return memory.adoptBaseline(version)
+    }
+
+    /// After a write whose ticket found no store: the store the write made gives the baseline,
+    /// microseconds after its creation rather than at the next check.
+    func settleCoherenceBaseline(after ticket: CoherenceTicket?) {
+        guard let ticket, ticket.needsBaseline, memory.coherenceTicket() == nil, let disk else { return }
+        let version = disk.storeVersion()
+        guard version.isStore else { return }
+        _ = memory.adoptBaseline(version)
     }
 }
 

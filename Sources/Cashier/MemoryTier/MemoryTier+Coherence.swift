@@ -30,6 +30,8 @@ struct Coherence {
 /// only if the tier was not emptied meanwhile (``MemoryTier/insert(_:ticket:)``).
 struct CoherenceTicket {
     var epoch: UInt64
+    /// The folder had no store when the ticket was taken, so the tier has no baseline yet.
+    var needsBaseline = false
 }
 
 extension MemoryTier {
@@ -66,12 +68,19 @@ extension MemoryTier {
     /// Takes `version`, just read from the store, as current: when it differs from the one
     /// last seen, every record goes (another process may have replaced or removed any of
     /// them) and the epoch moves on. Returns the number of records dropped.
+    ///
+    /// A store that cannot say (``StoreVersion/unknown``: its folder removed, say) changes
+    /// nothing: what the tier holds is not known to be stale, and a memory hit still answers
+    /// without the disk. The first version seen, with no baseline before (the folder had no
+    /// store when this tier's values came), is taken as the baseline.
     @discardableResult
     func adopt(_ version: StoreVersion) -> Int {
         withRecords(orIfNone: 0) { state in
+            if case .unknown = version { return 0 }
+            if !version.isStore, state.coherence.seen == nil { return 0 }
             let seen = state.coherence.seen
             state.coherence.seen = version
-            if seen == version || (seen == nil && state.records.isEmpty) { return 0 }
+            if seen == nil || seen == version { return 0 }
             let dropped = state.records.count
             state.unlinkAll()
             state.coherence.epoch &+= 1
