@@ -11,8 +11,7 @@ struct MemoryCoherenceProcessTests {
     @Test("A value another process replaces or removes is not served from this process's memory")
     func anotherProcessesWritesAreNotServedFromMemory() throws {
         let folder = TemporaryFolder()
-        // The folder's store exists before this process uses it (its first check would
-        // otherwise find a store where there was none and empty the tier once, to be safe).
+        // The folder's store exists before this process uses it, as in an app whose extension wrote first.
         try runChild(folder, ["set", "other", "first"])
         var configuration = folder.configuration()
         configuration.memoryCoherenceNanoseconds = 0
