@@ -61,6 +61,12 @@ int32_t touch(const char *path, struct timespec accessed) {
     return utimensat(AT_FDCWD, path, times, 0);
 }
 
+/* Sources/Cashier/MemoryTier/MemoryTier+Coherence.swift MonotonicClock (and Sources/CashierStoreBench/Coherence.swift):
+   clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW_APPROX) as UInt64 nanoseconds, counting through sleep; CLOCK_MONOTONIC_RAW
+   for the benchmark's comparison. */
+uint64_t coarse_monotonic_nanoseconds(void) { return clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW_APPROX); }
+uint64_t precise_monotonic_nanoseconds(void) { return clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW); }
+
 /* Sources/Cashier/DiskTier/FileSystem.swift tryLockExclusively: flock(fd, LOCK_EX | LOCK_NB), EWOULDBLOCK when held. */
 _Static_assert(EWOULDBLOCK == EAGAIN, "EWOULDBLOCK");
 int32_t try_lock(int32_t fd) { return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : (errno == EWOULDBLOCK ? 1 : -1); }

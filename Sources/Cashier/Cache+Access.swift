@@ -11,7 +11,9 @@ extension Cache {
     /// ``CacheEvent/discarded(key:reason:)``, and any entry in a folder the cache refuses
     /// (``CacheError/Kind/untrustedFolder``, reported as ``CacheEvent/failure(key:error:)``). A memory hit does no
     /// decoding, and no I/O except on a ``Lifespan/sinceLastUse(_:)`` entry, whose file's access time
-    /// it sets at most once a minute; otherwise this reads one file. Never throws, never traps.
+    /// it sets at most once a minute, and, at most every 10 ms, a check of the folder's store for
+    /// another process's writes (a few microseconds, no entry read); otherwise this reads one
+    /// file. Never throws, never traps.
     @inlinable
     public func value<V>(for key: CacheKey<V>) -> V? {
         // Inlinable so that callers specialize it for their value type: a memory hit then
@@ -48,10 +50,19 @@ extension Cache {
         _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?,
         copy: (UnsafeMutableRawPointer) -> Void
     ) -> MemoryAnswer {
-        switch memory.hit(
-            name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion, copy: copy)
-        {
-        case .none:
+        // A cache whose folder has a store checks it at most once a coherence interval (one
+        // coarse clock read a hit); a memory-only one reads no clock.
+        var answer = memory.hit(
+            name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion,
+            checkedAt: memory.coherenceInterval == nil ? nil : MonotonicClock.nanoseconds(), copy: copy)
+        if case .checkCoherence = answer {
+            checkMemoryCoherence()
+            answer = memory.hit(
+                name, valueType: valueType, schemaVersion: schemaVersion, appVersion: configuration.appVersion,
+                copy: copy)
+        }
+        switch answer {
+        case .none, .checkCoherence:
             return .miss
         case .counted:
             break
@@ -142,6 +153,7 @@ extension Cache {
         do {
             try store.keyLocks.withLock(key.name) {
                 metadata.isLocked = isLockedNow(key.name)
+                let ticket = coherenceTicket()
                 if let disk {
                     let header = EntryHeader(
                         key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
@@ -159,7 +171,8 @@ extension Cache {
                     }
                 }
                 evicted = memory.insert(
-                    TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count))
+                    TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count), ticket: ticket)
+                settleCoherenceBaseline(after: ticket)
                 publish(key.name, value)
             }
         } catch let error as CacheError {
@@ -296,6 +309,7 @@ extension Cache {
     func updateMetadata(named name: String, _ change: @escaping (inout EntryMetadata) -> Void) {
         var failure: CacheError?
         store.keyLocks.withLock(name) {
+            let ticket = coherenceTicket()
             let record = memory.peek(name)
             let options = writeOptions(usedAt: nowSeconds)
             if let disk {
@@ -313,7 +327,8 @@ extension Cache {
                     }
                     if let record {
                         memory.insert(
-                            record.replacing(metadata: EntryMetadata(header, size: size, lastUsedAt: options.usedAt)))
+                            record.replacing(metadata: EntryMetadata(header, size: size, lastUsedAt: options.usedAt)),
+                            ticket: ticket)
                     }
                 } catch {
                     failure = error.cacheError(key: name)

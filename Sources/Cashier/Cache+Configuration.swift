@@ -88,6 +88,9 @@ extension Cache {
         /// Whether the folder's store is used; `false` keeps the folder as SQLite's absence does
         /// (every entry a file, indexed by a folder scan): what tests of that design use.
         package var usesStore = true
+        /// How often at most, in nanoseconds, a memory hit checks whether another process changed
+        /// the folder's store (DiskStore+Coherence.swift); 0 checks at every hit, as tests do.
+        package var memoryCoherenceNanoseconds: UInt64 = Cache.Configuration.memoryCoherenceInterval
 
         /// A configuration with every setting at its default.
         public init(name: String) {

@@ -45,7 +45,8 @@ public final class Cache: Sendable {
         store.disk?.forgetFolderStatus()
         memory = MemoryTier(
             limit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimit,
-            policy: configuration.evictionPolicy, tracksUse: store.disk != nil)
+            policy: configuration.evictionPolicy, tracksUse: store.disk != nil,
+            coherenceInterval: store.disk?.usesStore == true ? configuration.memoryCoherenceNanoseconds : nil)
         let memory = self.memory
         // Made before subscribing and never changed: the handler, which other instances may
         // call from the moment it is subscribed, reads nothing that init writes later.

@@ -9,6 +9,7 @@ import Foundation
 //   swift run -c release CashierStoreBench footprint     # 100,000 × 187-byte values, fresh processes
 //                                                        # (KEYS=long: 43-byte keys instead of `user-N`)
 //   swift run -c release CashierStoreBench sweep         # a sweep of 10% of 100,000 entries, by order
+//   swift run -c release CashierStoreBench coherence     # what a memory tier's coherence check costs
 //
 // Each table prints medians of interleaved rounds (ROUNDS=7 by default).
 
@@ -449,6 +450,7 @@ case "threshold": threshold()
 case "baselines": baselines()
 case "footprint": footprint()
 case "sweep": sweep()
+case "coherence": coherence()
 case "fresh-engine": freshProcess(engine: true, folder: arguments[2])
 case "fresh-raw": freshProcess(engine: false, folder: arguments[2])
 case "ops": operations(engine: arguments[2] == "engine", operation: arguments[3], count: Int(arguments[4])!)

@@ -37,6 +37,8 @@ import Foundation
 //       With the cache's clock at each SECONDS (since 1970) in turn, writes a value
 //       with a lifespan of `.sinceLastUse(100)`, or reads it and prints "hit" or
 //       "miss" per read; exits without any other disk work, as a killed app would.
+//   CashierStress coherence DIR set KEY VALUE | coherence DIR remove KEY
+//       Sets a `String` value, or removes it, and prints "done" (Coherence.swift).
 //
 // Exit status: 0 when every value read was sound, 1 when one was not, 2 on usage errors.
 
@@ -208,9 +210,12 @@ case ("slide", let count) where count >= 4:
     // No waitForBackgroundWork, and `exit` runs no deinit: what the next launch sees was written by the reads.
     exit(0)
 
+case ("coherence", _):
+    runCoherence(Array(arguments.dropFirst()))
+
 default:
     fail(
-        "usage: CashierStress churn DIR SEED | rows-churn DIR SEED | rows-write DIR KEYS WRITES PREFIX... | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | slide DIR write|read SECONDS...",
+        "usage: CashierStress churn DIR SEED | rows-churn DIR SEED | rows-write DIR KEYS WRITES PREFIX... | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | slide DIR write|read SECONDS... | coherence DIR set KEY VALUE | coherence DIR remove KEY",
         status: 2)
 }
 

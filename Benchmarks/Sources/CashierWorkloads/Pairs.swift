@@ -61,6 +61,7 @@ public enum Pairs {
     /// (building one makes its fixtures: folders of up to `scale.entries` entries).
     public static let all: [(id: String, make: @Sendable (Scale) -> Pair)] = [
         ("memory", { memoryHit($0, keyCount: 100) }), ("memory-10k", { memoryHit($0, keyCount: 10_000) }),
+        ("memory-folder", memoryHitWithFolder),
         ("write", standardWrite), ("sync", synchronizedWrite),
         ("sync-floor", synchronizedWriteFloor),
         ("read", { coldRead($0, keyCount: 100) }), ("read-10k", { coldRead($0, keyCount: 10_000) }),
@@ -271,7 +272,8 @@ public enum Pairs {
                     try? FileManager.default.removeItem(at: folder.url)
                     fill(folder, count: count - 1)
                     // The entries are rows: half the store, which the sweep trims to 90% of.
-                    let storeBytes = fileSize(folder.path + "/store.sqlite") + fileSize(folder.path + "/store.sqlite-wal")
+                    let storeBytes =
+                        fileSize(folder.path + "/store.sqlite") + fileSize(folder.path + "/store.sqlite-wal")
                     limit = Int(Double(storeBytes) / 2 / 0.9)
                 }
             ) {

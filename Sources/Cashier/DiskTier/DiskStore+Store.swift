@@ -167,7 +167,7 @@ extension DiskStore {
         pendingSweeps.enter()
         let work: @Sendable () -> Void = { [self] in
             defer { pendingSweeps.leave() }
-            let outcome = withBackgroundActivity("Cashier store import") {
+            let outcome: Void?? = withBackgroundActivity("Cashier store import") {
                 withFolderLock(waiting: false) { importFiles(into: store) }
             }
             if case .some(.some) = outcome { storeState.withLock { $0.importPending = false } }

@@ -14,12 +14,20 @@ final class MemoryTier: Sendable {
     let limit: Int?
     /// The bound on the records' total ``MemoryRecord/cost``; `nil` for none.
     let costLimit: Int?
+    /// How often, in nanoseconds of ``MonotonicClock``, a hit checks whether another process
+    /// changed the folder's store (MemoryTier+Coherence.swift); `nil` for never (a memory-only
+    /// cache, a folder without a store): such a tier reads no clock.
+    let coherenceInterval: UInt64?
 
     /// `tracksUse`: whether ``takeUsedNames()`` will be called (a cache with a disk tier); under
     /// ``EvictionPolicy/frequencyAware`` nothing is kept for it otherwise.
-    init(limit: Int?, costLimit: Int? = nil, policy: EvictionPolicy = .leastRecentlyUsed, tracksUse: Bool = true) {
+    init(
+        limit: Int?, costLimit: Int? = nil, policy: EvictionPolicy = .leastRecentlyUsed, tracksUse: Bool = true,
+        coherenceInterval: UInt64? = nil
+    ) {
         self.limit = limit.map { max(0, $0) }
         self.costLimit = costLimit.map { max(0, $0) }
+        self.coherenceInterval = limit == 0 ? nil : coherenceInterval
         var state = State()
         if policy == .frequencyAware { state.frequency = FrequencyOrder(tracksUse: tracksUse) }
         self.state = Locked(state)
@@ -33,9 +41,17 @@ final class MemoryTier: Sendable {
     }
 
     /// Stores `record`, replacing any under its name; returns what the count and cost limits pushed out.
+    ///
+    /// `ticket`: the ``coherenceTicket`` taken before the disk work that produced `record`; when
+    /// the tier was emptied since (another process changed the store meanwhile), `record` may
+    /// already be stale: it is not stored, and neither is anything under its name.
     @discardableResult
-    func insert(_ record: MemoryRecord) -> [MemoryRecord] {
+    func insert(_ record: MemoryRecord, ticket: CoherenceTicket? = nil) -> [MemoryRecord] {
         withRecords(orIfNone: []) { state in
+            if let ticket, ticket.epoch != state.coherence.epoch {
+                state.remove(record.name)
+                return []
+            }
             var evicted: [MemoryRecord] = []
             if let limit, state.frequency != nil, state.records[record.name] == nil {
                 // Room first, then the newcomer (as the policy's simulations do), while an
@@ -134,11 +150,20 @@ final class MemoryTier: Sendable {
     /// used and hands `copy` the value's address, all in one critical section.
     ///
     /// Not generic, no allocation, no dynamic cast, no reference counting of the record.
+    ///
+    /// `checkedAt`: the ``MonotonicClock`` now, when the tier has a ``coherenceInterval``: once
+    /// that interval has passed since the last check, the answer is ``Hit/checkCoherence``
+    /// (nothing copied), and the caller checks the store before asking again without it.
     func hit(
         _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, appVersion: String?,
-        copy: (UnsafeMutableRawPointer) -> Void
+        checkedAt now: UInt64? = nil, copy: (UnsafeMutableRawPointer) -> Void
     ) -> Hit {
-        withRecords(orIfNone: .none) { state in
+        // Read here, not in the closure: capturing `self` there costs a retain and a release a hit.
+        let interval = coherenceInterval ?? 0
+        return withRecords(orIfNone: .none) { state in
+            if let now, state.coherence.claimCheck(at: now, interval: interval) {
+                return .checkCoherence
+            }
             // A miss is the order's to learn in peekUsable(_:valueType:schemaVersion:appVersion:),
             // which the read's way to the disk goes through: once per read.
             guard let record = state.usable(name, valueType, schemaVersion, appVersion), let storage = record.storage
@@ -174,6 +199,8 @@ final class MemoryTier: Sendable {
         /// The same for a ``Lifespan/sinceLastUse(_:)`` entry (`infinity` when locked): if the
         /// read finds it valid, the caller records the use with ``MemoryTier/noteUse(_:at:countingHit:)``.
         case sliding(until: Double)
+        /// Nothing looked up: the store must be checked first (another process may have written).
+        case checkCoherence
     }
 
     /// The record for `name` if it holds a value usable for a read of `valueType` under
@@ -196,11 +223,13 @@ final class MemoryTier: Sendable {
 
     /// `body` run under the lock; or, when the limit is 0 and the tier never holds anything,
     /// `empty`, without taking the lock or hashing a name.
-    private func withRecords<R>(orIfNone empty: R, _ body: (inout State) -> R) -> R {
+    func withRecords<R>(orIfNone empty: R, _ body: (inout State) -> R) -> R {
         limit == 0 ? empty : state.withLock(body)
     }
 
-    private struct State {
+    struct State {
+        /// What the tier knows of the folder's store (MemoryTier+Coherence.swift).
+        var coherence = Coherence()
         var records: [String: MemoryRecord] = [:]
         /// Under ``EvictionPolicy/leastRecentlyUsed``: which record leaves first, every record
         /// in `records` in it, and what was used since ``takeUsed()``.

@@ -33,6 +33,7 @@ extension Cache {
     ///
     /// Unusable entries on disk are removed and reported here.
     func load<V>(_ key: CacheKey<V>) -> Found<V>? {
+        keepMemoryCoherentIfDue()
         if let found = memoryEntry(key) { return found }
         guard let disk, !isFolderRefused(key: key.name) else { return nil }
         var report = ReadReport()
@@ -136,6 +137,7 @@ extension Cache {
         let expectation = EntryExpectation(
             name: key.name, schemaVersion: key.schemaVersion, typeName: ValueCoding.typeName(of: V.self),
             appVersion: configuration.appVersion)
+        let ticket = coherenceTicket()
         guard
             let entry = readJudged(
                 key.name, from: disk, expecting: expectation, canMigrate: { key.migration(from: $0) != nil },
@@ -192,7 +194,8 @@ extension Cache {
         if memory.limit != 0 {
             memory.insert(
                 TypedRecord(
-                    name: key.name, metadata: metadata, value: value, cost: entry.payload.count, persistedUse: stamp))
+                    name: key.name, metadata: metadata, value: value, cost: entry.payload.count, persistedUse: stamp),
+                ticket: ticket)
         }
         return Found(value: value, metadata: metadata, origin: .disk)
     }
@@ -210,6 +213,7 @@ extension Cache {
             else { return nil }
             return memory.currentMetadata(of: record)
         }
+        keepMemoryCoherentIfDue()
         if let metadata = usableRecord() { return metadata }
         guard let disk, !isFolderRefused(key: name) else { return nil }
         var report = ReadReport()

@@ -1,0 +1,105 @@
+import CashierStore
+import Foundation
+
+/// Which state of the folder's store a memory tier's values were read from (see ``Coherence``).
+///
+/// SQLite's `data_version` (``EntryStore/dataVersion()``) changes when another connection, in
+/// practice another process, commits to the store, not on this process's own writes (one
+/// writer connection per folder and process); the file's device and inode tell a store set
+/// aside or deleted and made anew, whose fresh connection counts from scratch.
+enum StoreVersion: Equatable, Sendable {
+    /// The folder has no store (not yet written, SQLite missing): nothing to compare.
+    case none
+    case version(device: UInt64, inode: UInt64, dataVersion: Int64)
+    /// The store could not say: equal to nothing, so the tier empties.
+    case unknown
+
+    /// Whether this is a store's version (not ``none``, not ``unknown``).
+    var isStore: Bool {
+        if case .version = self { true } else { false }
+    }
+
+    static func == (lhs: StoreVersion, rhs: StoreVersion) -> Bool {
+        switch (lhs, rhs) {
+        case (.none, .none): true
+        case (.version(let a, let b, let c), .version(let d, let e, let f)): a == d && b == e && c == f
+        default: false
+        }
+    }
+}
+
+extension DiskStore {
+    /// The version of the folder's store now, opening a store the folder has (another process
+    /// may have made it since this one looked), and reopening one set aside or deleted since
+    /// (``checkStoreFile()``, which indexes large entries' files anew). Two `lstat`s and a
+    /// `PRAGMA data_version` under the store's write lock: a few microseconds.
+    func storeVersion() -> StoreVersion {
+        guard usesStore, let store = entryStore() else { return .none }
+        checkStoreFile()
+        var info = stat()
+        guard lstat(store.path, &info) == 0 else { return .unknown }
+        do throws(StoreError) {
+            let dataVersion = try store.dataVersion()
+            return .version(
+                device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino),
+                dataVersion: dataVersion)
+        } catch {
+            if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
+            return .unknown
+        }
+    }
+}
+
+extension Cache {
+    /// Empties the memory tier when the folder's store changed since it last looked (another
+    /// process wrote): checks at most once a ``MemoryTier/coherenceInterval``. The reads that
+    /// do not go through ``memoryHit(_:valueType:schemaVersion:copy:)`` call it first.
+    func keepMemoryCoherentIfDue() {
+        if memory.claimCoherenceCheck() { checkMemoryCoherence() }
+    }
+
+    /// Reads the store's version and empties the memory tier if it is not the one last seen;
+    /// the uses of the values dropped are written down first. Call holding no key lock.
+    @inline(never)
+    func checkMemoryCoherence() {
+        guard let disk else { return }
+        let version = disk.storeVersion()
+        guard !memory.isCurrent(version) else { return }
+        recordMemoryUses()
+        memory.adopt(version)
+    }
+
+    /// The ticket for disk work (a read, a write) whose value will be stored in memory: taken
+    /// before that work, it keeps a value the work found from being stored when the tier was
+    /// emptied meanwhile. The first one reads the store's version as the tier's baseline.
+    /// `nil` for a tier that checks nothing. Needs no key lock.
+    func coherenceTicket() -> CoherenceTicket? {
+        guard memory.coherenceInterval != nil, let disk else { return nil }
+        if let ticket = memory.coherenceTicket() { return ticket }
+        let version = disk.storeVersion()
+        // No store yet: no baseline either; the write that makes the store takes one after it
+        // (``settleCoherenceBaseline(after:)``), the first check otherwise.
+        guard version.isStore else { return CoherenceTicket(epoch: 0, needsBaseline: true) }
+        return memory.adoptBaseline(version)
+    }
+
+    /// After a write whose ticket found no store: the store the write made gives the baseline,
+    /// microseconds after its creation rather than at the next check.
+    func settleCoherenceBaseline(after ticket: CoherenceTicket?) {
+        guard let ticket, ticket.needsBaseline, memory.coherenceTicket() == nil, let disk else { return }
+        let version = disk.storeVersion()
+        guard version.isStore else { return }
+        _ = memory.adoptBaseline(version)
+    }
+}
+
+extension Cache.Configuration {
+    /// How often at most a memory hit checks the folder's store for another process's writes:
+    /// 10 ms, so a value another process replaced or removed is served from memory for at most
+    /// that long after its commit, plus one tick of the coarse clock (4 ms at Linux's usual
+    /// 250 Hz) and the check's few microseconds. A check costs about 6 µs (`CashierStoreBench
+    /// coherence`: `dataVersion()` 4 µs, an `lstat` 1 µs, on a loaded 2-core Linux machine), so
+    /// checking on every hit (about 100 ns) was out; once every 10 ms it is under 0.1% of a
+    /// thread that does nothing but hit.
+    static let memoryCoherenceInterval: UInt64 = 10_000_000
+}
