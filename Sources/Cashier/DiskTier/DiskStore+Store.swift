@@ -180,17 +180,21 @@ extension DiskStore {
         }
     }
 
-    /// Rows for entry files that have none: each file's header says its key.
+    /// Rows for entry files that have none: each file's header says its key. Each row is
+    /// written under its key's lock, once the file is found still there: a removal or a write
+    /// of the key since the folder was listed is never undone by a row for a file now gone.
     func importFiles(into store: EntryStore) {
         guard let found = try? fileSystem.scan(folder, statting: Self.isEntryFileName) else { return }
-        var entries: [StoreEntry] = []
         for (name, info) in found {
             guard let info, info.isRegularFile, case .success(let (header, _)) = readHeader(name),
                 Self.isHome(name, of: header.key)
             else { continue }
-            entries.append(Self.fileRow(header, size: info.size, lastUse: info.accessedAt))
+            let row = Self.fileRow(header, size: info.size, lastUse: info.accessedAt)
+            keyLocks.withLock(header.key) {
+                guard fileSystem.info(name, in: folder) != nil else { return }
+                _ = try? store.insertIfAbsent([row])
+            }
         }
-        _ = try? store.insertIfAbsent(entries)
     }
 
     /// The key a row is stored under: the spelling file names are hashed from (NFC, see
