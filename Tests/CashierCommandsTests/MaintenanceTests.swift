@@ -282,7 +282,11 @@ import Testing
     @Test func aSecondDemoReusesTheFolderAndStartsAfresh() throws {
         let first = cashier(["demo", folder.path], now: Date())
         #expect(first.status == .success)
-        let files = folder.fileNames
+        // SQLite's -wal and -shm come and go with its connections, and the folder lock with housekeeping.
+        func lasting() -> [String] {
+            folder.fileNames.filter { !$0.hasPrefix(DiskStore.storeFileName + "-") && $0 != DiskStore.lockFileName }
+        }
+        let files = lasting()
         let second = cashier(["demo", folder.path], now: Date())
         #expect(second.status == .success)
         #expect(second.error.isEmpty)
@@ -291,7 +295,7 @@ import Testing
         #expect(
             second.output.contains(".discarded(key: \"article.42\", reason: .schemaMismatch(stored: 1, expected: 2))"))
         #expect(second.output.contains(".migrated(key: \"settings\", from: 1, to: 2)"))
-        #expect(folder.fileNames == files)
+        #expect(lasting() == files)
         #expect(DiskStore(folder: folder.path).totals().count == 7)
     }
 
