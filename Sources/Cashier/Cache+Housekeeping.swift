@@ -191,9 +191,7 @@ extension Cache {
         if let disk {
             guard !isFolderRefused(key: nil) else { return [] }
             let appVersion = configuration.appVersion
-            return disk.scanHeaders().entries
-                .filter { $0.header.schemaVersion != nil || $0.header.appVersion == appVersion }
-                .map(\.header.key).sorted()
+            return disk.keys { $0.schemaVersion != nil || $0.appVersion == appVersion }.sorted()
         }
         return memory.allRecords.map(\.name).sorted()
     }
