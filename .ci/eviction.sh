@@ -2,8 +2,10 @@
 # Keeps the eviction policies honest (issue 26): replays the disk-tier traces (seconds
 # in a debug build) through every policy of CashierEviction and fails if LRU, SIEVE or
 # S3-FIFO stops agreeing with libCacheSim's committed numbers, or the adaptive policy (the
-# memory tier's) or the store's frequency-aware order (a real EntryStore, sweeps and all)
-# misses its goal (within 0.02 of the best classical policy, never below LRU). No pip:
+# memory tier's), the store's frequency-aware order (a real EntryStore, sweeps and all) or
+# a real Cache's disk tier (no memory tier, size limit, its own background sweeps; about
+# 1.5 minutes in a debug build) misses its goal (within 0.02 of the best classical policy,
+# never below LRU). No pip:
 # the reference table is Benchmarks/Eviction/reference.tsv. The full run, all traces:
 #   swift run -c release CashierReplay
 set -euo pipefail

@@ -11,6 +11,8 @@ enum Replay {
         var only: String?
         /// The store rows record a use when the row's `last_use` is this many requests behind.
         var granularity: Int64 = 1
+        /// How the disk-tier traces are replayed through a real `Cache` (``CacheReplay``); `nil` skips it.
+        var cache: CacheReplay.Settings? = CacheReplay.Settings()
     }
 
     /// A policy under test, made fresh per trace.
@@ -24,9 +26,21 @@ enum Replay {
     }
 
     /// The policies, the memory tier (Cashier) and, on the disk-tier traces, the store's two
-    /// orders through a real `EntryStore` (Store LRU, Store: ``DiskReplay``).
+    /// orders through a real `EntryStore` (Store LRU, Store: ``DiskReplay``) and a real `Cache`'s
+    /// disk tier under each policy (Cache disk LRU, Cache disk: ``CacheReplay``).
     static func contenders(_ options: Options) -> [Contender] {
         let granularity = options.granularity
+        // The smoke run (CI) replays only the checked one: a real cache's run takes seconds.
+        let cacheRows = options.cache.map { settings in
+            [
+                Contender(name: "Cache disk LRU", reference: nil, tier: options.smoke ? "none" : "disk") {
+                    CacheReplay.replay($0, policy: .leastRecentlyUsed, settings: settings).hitRatio
+                },
+                Contender(name: "Cache disk", reference: nil, tier: "disk") {
+                    CacheReplay.replay($0, policy: .frequencyAware, settings: settings).hitRatio
+                },
+            ]
+        }
         return [
             Contender(name: "LRU", reference: "LRU") { hitRatio(LeastRecentlyUsed<UInt64>(), $0) },
             Contender(name: "SIEVE", reference: "SIEVE") { hitRatio(Sieve<UInt64>(), $0) },
@@ -40,7 +54,7 @@ enum Replay {
             Contender(name: "Store", reference: nil, tier: "disk") {
                 DiskReplay.hitRatio($0, order: .frequencyAware, granularity: granularity)
             },
-        ]
+        ] + (cacheRows ?? [])
     }
 
     /// How far each policy may be from libCacheSim's: LRU is exact, SIEVE and S3-FIFO
@@ -127,7 +141,10 @@ enum Replay {
         let names = contenders.map { $0.reference == nil ? $0.name : "\($0.name) (libCacheSim)" }
         let columns =
             ["trace", "cache"] + names
-            + ["ARC (libCacheSim)", "Belady", "Cashier/Belady", "Store/Belady", "best", "goal", "store goal"]
+            + [
+                "ARC (libCacheSim)", "Belady", "Cashier/Belady", "Store/Belady", "Cache disk/Belady", "best", "goal",
+                "store goal", "cache disk goal",
+            ]
         print(columns.joined(separator: "\t"))
         var passed = true
         for trace in traces {
@@ -163,12 +180,17 @@ enum Replay {
             // The disk tier's goal is the store's frequency-aware order, sweeps and all.
             let store = ours["Store"]
             if let store, !meetsGoal(store) { passed = false }
+            // And the real cache's disk tier, which sweeps in that order.
+            let disk = ours["Cache disk"]
+            if let disk, !meetsGoal(disk) { passed = false }
+            func fraction(_ ratio: Double?) -> String {
+                ratio.flatMap { ratio in belady.map { format(ratio / $0) } } ?? "-"
+            }
+            func verdict(_ ratio: Double?) -> String { ratio.map { meetsGoal($0) ? "pass" : "FAIL" } ?? "-" }
             cells += [
                 expected["ARC"].map(format) ?? "-", belady.map(format) ?? "-",
-                belady.map { format(adaptive / $0) } ?? "-",
-                store.flatMap { store in belady.map { format(store / $0) } } ?? "-",
-                format(best), meetsGoal(adaptive) ? "pass" : "FAIL",
-                store.map { meetsGoal($0) ? "pass" : "FAIL" } ?? "-",
+                fraction(adaptive), fraction(store), fraction(disk),
+                format(best), verdict(adaptive), verdict(store), verdict(disk),
             ]
             print(cells.joined(separator: "\t"))
         }

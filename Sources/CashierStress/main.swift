@@ -33,6 +33,9 @@ import Foundation
 //       Reads each KEY (a `Data` value) twice, from disk then from memory, waits
 //       for the cache's background work and prints "touched N" (N values found):
 //       a launch whose reads the next launch's eviction order must remember.
+//   CashierStress frequency DIR START READS ONE-TIME
+//       With the clock at START, writes "hot" and reads it READS times minutes apart,
+//       then writes ONE-TIME keys read never; prints "hot N" (Frequency.swift).
 //   CashierStress slide DIR write|read SECONDS...
 //       With the cache's clock at each SECONDS (since 1970) in turn, writes a value
 //       with a lifespan of `.sinceLastUse(100)`, or reads it and prints "hit" or
@@ -185,6 +188,9 @@ case ("touch", let count) where count >= 3:
     cache.waitForBackgroundWork()
     say("touched \(found)")
 
+case ("frequency", _):
+    runFrequency(arguments)
+
 case ("slide", let count) where count >= 4:
     let moments = arguments.dropFirst(3).compactMap(Double.init)
     guard moments.count == count - 3 else { fail("slide takes moments in seconds since 1970", status: 2) }
@@ -215,7 +221,7 @@ case ("coherence", _):
 
 default:
     fail(
-        "usage: CashierStress churn DIR SEED | rows-churn DIR SEED | rows-write DIR KEYS WRITES PREFIX... | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | slide DIR write|read SECONDS... | coherence DIR set KEY VALUE | coherence DIR remove KEY",
+        "usage: CashierStress churn DIR SEED | rows-churn DIR SEED | rows-write DIR KEYS WRITES PREFIX... | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | frequency DIR START READS ONE-TIME | slide DIR write|read SECONDS... | coherence DIR set KEY VALUE | coherence DIR remove KEY",
         status: 2)
 }
 
