@@ -42,7 +42,8 @@ let package = Package(
         // The store of small entries: one SQLite file per cache folder, an index of every entry.
         .target(name: "CashierStore", dependencies: ["CashierSQLite"]),
         // Measures the store against files and the raw C API (no product: nothing depends on it).
-        .executableTarget(name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite"]),
+        .executableTarget(
+            name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite", "CashierPlatform"]),
         // The tool's commands live in a library so tests can drive them in-process.
         .target(
             name: "CashierCommands",

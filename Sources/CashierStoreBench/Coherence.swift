@@ -1,3 +1,4 @@
+import CashierPlatform
 import CashierStore
 import Foundation
 
@@ -30,20 +31,8 @@ func coherence() {
         return samples.sorted()[samples.count / 2]
     }
     var sink: UInt64 = 0
-    var time = timespec()
-    #if canImport(Darwin)
-    let coarse = nanoseconds(1_000_000) { sink &+= clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW_APPROX) }
-    let precise = nanoseconds(1_000_000) { sink &+= clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW) }
-    #else
-    let coarse = nanoseconds(1_000_000) {
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
-        sink &+= UInt64(time.tv_nsec)
-    }
-    let precise = nanoseconds(1_000_000) {
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        sink &+= UInt64(time.tv_nsec)
-    }
-    #endif
+    let coarse = nanoseconds(1_000_000) { sink &+= Platform.coarseMonotonicNanoseconds() }
+    let precise = nanoseconds(1_000_000) { sink &+= Platform.preciseMonotonicNanoseconds() }
     let version = nanoseconds(20_000) { sink &+= UInt64(bitPattern: (try? store.dataVersion()) ?? 0) }
     var info = stat()
     let lstatCost = nanoseconds(20_000) { sink &+= UInt64(lstat(store.path, &info)) }

@@ -1,3 +1,4 @@
+import CashierPlatform
 import Foundation
 
 /// What a memory tier knows of its folder's store, so it never serves for long a value another
@@ -92,19 +93,8 @@ extension MemoryTier {
     var coherenceDrops: Int { withRecords(orIfNone: 0) { $0.coherence.drops } }
 }
 
-/// A cheap monotonic clock that keeps counting while the device sleeps, in nanoseconds: what
-/// the memory tier's coherence checks are spaced by. Coarse (a few milliseconds on Linux),
-/// which is all a check interval of milliseconds needs, for a few nanoseconds a read.
+/// The clock the memory tier's coherence checks are spaced by (CashierPlatform's coarse one).
 enum MonotonicClock {
-    static func nanoseconds() -> UInt64 {
-        #if canImport(Darwin)
-        // <time.h>: clock_gettime_nsec_np, CLOCK_MONOTONIC_RAW_APPROX (read from the commpage, no system call).
-        return clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW_APPROX)
-        #else
-        // CLOCK_MONOTONIC_COARSE: the vDSO's last tick, no system call.
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
-        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
-        #endif
-    }
+    @inline(__always)
+    static func nanoseconds() -> UInt64 { Platform.coarseMonotonicNanoseconds() }
 }
