@@ -42,7 +42,7 @@ final class MemoryTier: Sendable {
 
     /// Stores `record`, replacing any under its name; returns what the count and cost limits pushed out.
     ///
-    /// `ticket`: the ``coherenceTicket`` taken before the disk work that produced `record`; when
+    /// `ticket`: the ``coherenceTicket()`` taken before the disk work that produced `record`; when
     /// the tier was emptied since (another process changed the store meanwhile), `record` may
     /// already be stale: it is not stored, and neither is anything under its name.
     @discardableResult
@@ -187,7 +187,7 @@ final class MemoryTier: Sendable {
         }
     }
 
-    /// What ``hit(_:valueType:schemaVersion:appVersion:copy:)`` found.
+    /// What ``hit(_:valueType:schemaVersion:appVersion:checkedAt:copy:)`` found.
     enum Hit {
         /// Nothing usable: the read goes on to the disk.
         case none
