@@ -34,13 +34,19 @@ tool="$(swift build --show-bin-path)/cashier-tool"
 echo "-- a demo folder, one entry damaged"
 limit 120 "$tool" demo "$work/Cashier/demo" > /dev/null
 limit 60 "$tool" list "$work/Cashier/demo" --json > "$work/list.json"
-# Fields are one a line, sorted: an entry's "file" comes before its "key".
-blob="$(awk -F'"' '$2 == "file" { file = $4 } $2 == "key" && $4 == "session.blob" { print file }' "$work/list.json")"
-[ -n "$blob" ] || { echo "no session.blob in the demo folder" >&2; exit 1; }
-# One payload byte changed: a checksum mismatch, a damaged row that still shows its key.
-last="$(tail -c 1 "$work/Cashier/demo/$blob")"
-printf '%s' "$([ "$last" = X ] && echo Y || echo X)" \
-    | dd of="$work/Cashier/demo/$blob" bs=1 seek=$(($(wc -c < "$work/Cashier/demo/$blob") - 1)) conv=notrunc status=none
+# Small entries are rows of the folder's store: one byte of session.blob's record changed
+# (through Python's own SQLite) is a checksum mismatch, a damaged row that still shows its key.
+grep -q '"session.blob"' "$work/list.json" || { echo "no session.blob in the demo folder" >&2; exit 1; }
+python3 - "$work/Cashier/demo/store.sqlite" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+row = db.execute("SELECT id, record FROM entry WHERE key = 'session.blob'").fetchone()
+assert row is not None and row[1], "session.blob is not a row of the store"
+record = bytearray(row[1])
+record[-1] ^= 0x58
+db.execute("UPDATE entry SET record = ? WHERE id = ?", (bytes(record), row[0]))
+db.commit()
+PY
 
 echo "-- cashier-tool report"
 limit 60 "$tool" report "$work/Cashier/demo" --output "$work/report.html" --size-limit 4K
