@@ -96,3 +96,14 @@ public func fileSize(_ path: String) -> Int {
     var info = stat()
     return stat(path, &info) == 0 ? Int(info.st_size) : 0
 }
+
+/// A folder of `count` files of an entry's size, named as entries: what 0.1.0 scanned to know
+/// what it held (and any file-per-entry cache must), now that entries are rows of the store.
+public func entryFiles(_ count: Int, label: String) -> Scratch {
+    let files = Scratch(label)
+    try? FileManager.default.createDirectory(at: files.url, withIntermediateDirectories: true)
+    for index in 0..<count {
+        _ = FileManager.default.createFile(atPath: files.path + "/\(index).cache", contents: Data(count: 256))
+    }
+    return files
+}

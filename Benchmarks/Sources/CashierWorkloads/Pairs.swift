@@ -195,29 +195,24 @@ public enum Pairs {
         fill(folder, count: scale.entries)
         let operations = scale.times(20)
         let key = userKey(scale.entries / 2)
+        let files = entryFiles(scale.entries, label: "open-files")
         return Pair(
             name: "open a cache of \(scale.entries) entries and read one key",
-            baselineName: "readdir + fstatat of the folder",
+            baselineName: "readdir + fstatat of as many entry files",
             goal: .atMost(0.05),
             baseline: Workload(operations: operations) {
-                for _ in 0..<operations { consume(scanFolder(folder.path)) }
+                for _ in 0..<operations { consume(scanFolder(files.path)) }
             },
             cashier: Workload(operations: operations) {
                 for _ in 0..<operations { consume(Cache(folder.configuration()).value(for: key)) }
             },
-            fixtures: [folder])
+            fixtures: [folder, files])
     }
 
     public static func totalSize(_ scale: Scale) -> Pair {
         let folder = Scratch("size")
         fill(folder, count: scale.entries)
-        // What 0.1.0 read for `totalSize` (and any file-per-entry cache must): a folder of as
-        // many entry files, scanned. The entries themselves are rows of the store now.
-        let files = Scratch("size-files")
-        try? FileManager.default.createDirectory(at: files.url, withIntermediateDirectories: true)
-        for index in 0..<scale.entries {
-            _ = FileManager.default.createFile(atPath: files.path + "/\(index).cache", contents: Data(count: 256))
-        }
+        let files = entryFiles(scale.entries, label: "size-files")
         let operations = scale.times(10)
         // The entries' bytes as the store's index adds them up (the folder holds its store now).
         let exact = Cache(folder.configuration()).totalSize
