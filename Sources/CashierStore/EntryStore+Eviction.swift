@@ -58,12 +58,7 @@ extension EntryStore {
     package func removeEvicted(_ keys: [String], order: StoreEvictionOrder) throws(StoreError) -> [StoreEntry] {
         try withConnection { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
-                var removed: [StoreEntry] = []
-                for key in keys {
-                    guard let (id, entry) = try existingWithID(key, connection) else { continue }
-                    try delete(id: id, connection)
-                    removed.append(entry)
-                }
+                let removed = try delete(keys, connection)
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
                 return removed
             }

@@ -89,16 +89,19 @@ extension EntryStore {
     @discardableResult
     package func remove(_ keys: [String]) throws(StoreError) -> [StoreEntry] {
         try withConnection { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in
-                var removed: [StoreEntry] = []
-                for key in keys {
-                    guard let (id, entry) = try existingWithID(key, connection) else { continue }
-                    try delete(id: id, connection)
-                    removed.append(entry)
-                }
-                return removed
-            }
+            try transaction(connection) { () throws(SQLiteError) in try delete(keys, connection) }
         }
+    }
+
+    /// Deletes the rows of `keys` inside the caller's transaction; returns those that were there.
+    func delete(_ keys: [String], _ connection: StoreConnection) throws(SQLiteError) -> [StoreEntry] {
+        var removed: [StoreEntry] = []
+        for key in keys {
+            guard let (id, entry) = try existingWithID(key, connection) else { continue }
+            try delete(id: id, connection)
+            removed.append(entry)
+        }
+        return removed
     }
 
     /// Removes up to `count` unlocked entries, least recently used first; returns them.

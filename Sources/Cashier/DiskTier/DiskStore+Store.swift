@@ -246,19 +246,23 @@ extension DiskStore {
                 return other
             }
         }
-        let record = stored.record
-        let outcome = EntryReader.read(size: record.count, wantsPayload: !headerOnly) { buffer, offset in
-            let count = min(buffer.count, max(0, record.count - offset))
-            record.withUnsafeBytes { bytes in
-                guard count > 0 else { return }
-                buffer.baseAddress!.copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
-            }
-            return count
-        }
-        switch outcome {
+        switch Self.readEntry(fromRecord: stored.record, wantsPayload: !headerOnly) {
         case .entry(let header, let payload): return .entry(header, payload: payload ?? Data(), info: info)
         case .damaged(let error, let header): return .damaged(error, info: info, header: header)
         case .outOfMemory: return .failed(SystemError(code: ENOMEM, operation: "read", path: store.path))
+        }
+    }
+
+    /// Reads a row's record as `EntryReader` reads a file: the same checks, from bytes in memory.
+    static func readEntry(fromRecord record: [UInt8], wantsPayload: Bool) -> EntryReader.Outcome {
+        EntryReader.read(size: record.count, wantsPayload: wantsPayload) { buffer, offset in
+            let count = min(buffer.count, max(0, record.count - offset))
+            if count > 0 {
+                record.withUnsafeBytes {
+                    buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: count)
+                }
+            }
+            return count
         }
     }
 
@@ -372,8 +376,6 @@ extension DiskStore {
             default: code = EIO
             }
         }
-        var system = SystemError(code: code, operation: "\(operation) in the store (\(error))", path: store.path)
-        system.refusal = nil
-        return system
+        return SystemError(code: code, operation: "\(operation) in the store (\(error))", path: store.path)
     }
 }

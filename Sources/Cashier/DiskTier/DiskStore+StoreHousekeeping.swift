@@ -102,16 +102,7 @@ extension DiskStore {
 
     /// A row's record read as a file would be: the header, and with `verifying` the checksum.
     static func readRecord(_ record: [UInt8], verifying: Bool) -> Result<EntryHeader, EntryFormatError> {
-        let outcome = EntryReader.read(size: record.count, wantsPayload: verifying) { buffer, offset in
-            let count = min(buffer.count, max(0, record.count - offset))
-            if count > 0 {
-                record.withUnsafeBytes {
-                    buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: count)
-                }
-            }
-            return count
-        }
-        switch outcome {
+        switch readEntry(fromRecord: record, wantsPayload: verifying) {
         case .entry(let header, _): return .success(header)
         case .damaged(let error, _): return .failure(error)
         case .outOfMemory: return .failure(.lengthMismatch(expected: record.count, actual: 0))
