@@ -152,17 +152,25 @@ extension Cache {
         var evicted: [MemoryRecord] = []
         do {
             try store.keyLocks.withLock(key.name) {
-                metadata.isLocked = isLockedNow(key.name)
                 let ticket = coherenceTicket()
                 if let disk {
-                    let header = EntryHeader(
+                    var header = EntryHeader(
                         key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
                         payloadLength: payload.count)
                     try header.checkWritable()
+                    // A row keeps a stored lock by itself, in its write's statement; otherwise
+                    // the write looks first (the memory record, else the file's header).
+                    var options = writeOptions(usedAt: now)
+                    if let record = memory.peek(key.name) {
+                        header.isLocked = memory.currentMetadata(of: record).isLocked
+                    } else if disk.keepsLockInRow(ofSize: header.length + payload.count) {
+                        options.keepsStoredLock = true
+                    } else {
+                        header.isLocked = isLockedNow(key.name)
+                    }
                     do throws(SystemError) {
-                        metadata.size = try disk.write(
-                            DiskStore.fileName(for: key.name), header: header, payload: payload,
-                            options: writeOptions(usedAt: now))
+                        (metadata.size, metadata.isLocked) = try disk.writeEntry(
+                            DiskStore.fileName(for: key.name), header: header, payload: payload, options: options)
                     } catch {
                         // Most failures leave the old entry in place; a failed folder sync comes
                         // after the rename. Either way the file is the truth: forget the memory copy.
@@ -170,6 +178,7 @@ extension Cache {
                         throw error.cacheError(key: key.name)
                     }
                 }
+                if disk == nil { metadata.isLocked = isLockedNow(key.name) }
                 evicted = memory.insert(
                     TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count), ticket: ticket)
                 settleCoherenceBaseline(after: ticket)

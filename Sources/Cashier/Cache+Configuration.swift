@@ -91,6 +91,10 @@ extension Cache {
         /// How often at most, in nanoseconds, a memory hit checks whether another process changed
         /// the folder's store (DiskStore+Coherence.swift); 0 checks at every hit, as tests do.
         package var memoryCoherenceNanoseconds: UInt64 = Cache.Configuration.memoryCoherenceInterval
+        /// How often at most, in nanoseconds, a write of a row judges the folder and the store
+        /// file anew (``DiskStore/judgesAnew(rowWrite:)``); 0 at every write, as tests do. The
+        /// first cache on a folder decides.
+        package var folderRecheckNanoseconds: UInt64 = DiskStore.recheckInterval
 
         /// A configuration with every setting at its default.
         public init(name: String) {

@@ -39,7 +39,7 @@ public final class Cache: Sendable {
         folder = path.map { URL(fileURLWithPath: $0, isDirectory: true) }
         store = Store.forFolder(
             path, fileSystem: configuration.fileSystem, rowSizeLimit: configuration.rowSizeLimit,
-            usesStore: configuration.usesStore)
+            usesStore: configuration.usesStore, recheckInterval: configuration.folderRecheckNanoseconds)
         // Each new cache judges the folder again on first use (its sharing may differ; the
         // folder may have changed): one lstat then, none here.
         store.disk?.forgetFolderStatus()

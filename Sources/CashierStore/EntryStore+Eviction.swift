@@ -116,7 +116,7 @@ extension EntryStore {
         var next = (counted ? census.int64(at: 1) : 0) + 1
         census.reset()
         let remember = try connection.sqlite.cached(EvictionSQL.remember)
-        for entry in evicted where entry.frequency == 0 {
+        for entry in evicted.filter({ $0.frequency == 0 }).sorted(by: { $0.key < $1.key }) {
             defer { remember.reset() }
             try remember.bind(entry.key, at: 1)
             try remember.bind(next, at: 2)

@@ -24,12 +24,44 @@ extension EntryStore {
         }
     }
 
-    /// Inserts or updates the row of `entry.key`; `overFiles: false` leaves a file entry's row
-    /// alone. Returns whether a row changed.
-    private func write(_ entry: StoreEntry, record: [UInt8], overFiles: Bool, _ connection: StoreConnection)
-        throws(SQLiteError) -> Bool
+    /// What ``upsert(_:record:keepingLock:)`` did.
+    package enum KeepingLockOutcome: Sendable, Equatable {
+        /// The entry is written; `replacedFile` is the large entry it replaced, whose file is
+        /// the caller's to remove.
+        case written(replacedFile: StoreEntry?)
+        /// Nothing is written: the key's entry is locked, and the caller writes its record again
+        /// marked locked (the record's header says so too).
+        case locked
+    }
+
+    /// Writes an unlocked entry as ``upsert(_:record:)`` does, unless the key's entry is locked
+    /// (``KeepingLockOutcome/locked``): a write keeps a lock, and this finds it in the same
+    /// statement. A read before each write cost a third of an overwrite (callgrind).
+    package func upsert(_ entry: StoreEntry, record: [UInt8], keepingLock: Bool) throws(StoreError)
+        -> KeepingLockOutcome
     {
-        let write = try connection.statement(overFiles ? .upsert : .upsertOverRows)
+        guard keepingLock, !entry.isLocked else { return .written(replacedFile: try upsert(entry, record: record)) }
+        return try withConnection { connection throws(SQLiteError) in
+            if try write(entry, record: record, overFiles: false, overLocked: false, connection) {
+                return .written(replacedFile: nil)
+            }
+            return try transaction(connection) { () throws(SQLiteError) in
+                let previous = try existing(entry.key, connection)
+                if previous?.isLocked == true { return .locked }
+                _ = try write(entry, record: record, overFiles: true, connection)
+                guard let previous, previous.location == .file else { return .written(replacedFile: nil) }
+                return .written(replacedFile: previous)
+            }
+        }
+    }
+
+    /// Inserts or updates the row of `entry.key`; `overFiles: false` leaves a file entry's row
+    /// alone, and `overLocked: false` a locked one. Returns whether a row changed.
+    private func write(
+        _ entry: StoreEntry, record: [UInt8], overFiles: Bool, overLocked: Bool = true, _ connection: StoreConnection
+    ) throws(SQLiteError) -> Bool {
+        let write = try connection.statement(
+            overFiles ? .upsert : overLocked ? .upsertOverRows : .upsertOverUnlockedRows)
         defer { write.reset() }
         // A record laid out as an entry file repeats the key after its header, and its header
         // is mostly zero bytes: the row keeps less (``RowRecord``).
@@ -275,6 +307,8 @@ enum SQL {
     static let upsert = insert + " WHERE key = excluded.key"
     /// Leaves a file entry's row alone (changes nothing): the write then looks at what it replaces.
     static let upsertOverRows = insert + " WHERE location <> 1 AND key = excluded.key"
+    /// Leaves a file entry's row and a locked row alone: the write then looks at what it replaces.
+    static let upsertOverUnlockedRows = insert + " WHERE location <> 1 AND locked = 0 AND key = excluded.key"
     static let record = "SELECT \(columns), record FROM entry WHERE key = ?"
     static let entry = "SELECT \(columns), id FROM entry WHERE key = ?"
     static let expired = "SELECT \(columns) FROM entry WHERE expiry IS NOT NULL AND expiry <= ?"

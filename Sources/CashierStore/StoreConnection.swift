@@ -37,13 +37,14 @@ final class StoreConnection {
 
 /// The statements of the hot paths: an array slot each in ``StoreConnection``.
 enum HotStatement: Int, CaseIterable {
-    case upsert, upsertOverRows, record, entry, delete, begin, commit, rollback
+    case upsert, upsertOverRows, upsertOverUnlockedRows, record, entry, delete, begin, commit, rollback
     case touch, expired, evictionOrder, evict, setLocked, count, totalSize, fileBytes, dataVersion, keys, entries
 
     var sql: String {
         switch self {
         case .upsert: SQL.upsert
         case .upsertOverRows: SQL.upsertOverRows
+        case .upsertOverUnlockedRows: SQL.upsertOverUnlockedRows
         case .record: SQL.record
         case .entry: SQL.entry
         case .delete: "DELETE FROM entry WHERE id = ?"

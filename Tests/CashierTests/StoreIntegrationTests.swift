@@ -78,6 +78,31 @@ import Testing
         #expect(Cache(makeConfiguration(folder, clock: clock)).value(for: key) == smaller)
     }
 
+    /// A write of a row finds a stored lock in its own statement (it reads nothing first): the
+    /// lock is kept in the row's column and in its record's header, over a locked file or row.
+    @Test func overwritingALockedEntryWithARowKeepsTheLockInTheRowAndItsRecord() throws {
+        let key = CacheKey<Data>("pinned")
+        do {
+            let first = cache()
+            try first.set(Self.large, for: key)
+            first.lock(key)
+        }
+        try cache().set(Self.small, for: key)
+        #expect(try folder.row(for: key.name)?.location == .row)
+        #expect(try folder.row(for: key.name)?.isLocked == true)
+        #expect(!folder.hasEntryFile(for: key.name))
+        let changed = Self.small + Data([1])
+        try cache().set(changed, for: key)
+        #expect(try folder.row(for: key.name)?.isLocked == true)
+        let fresh = cache()
+        #expect(fresh.entry(for: key)?.isLocked == true)
+        #expect(fresh.value(for: key) == changed)
+        fresh.unlock(key)
+        try cache().set(Self.small, for: key)
+        #expect(try folder.row(for: key.name)?.isLocked == false)
+        #expect(cache().entry(for: key)?.isLocked == false)
+    }
+
     @Test func removingAValueRemovesItsRowAndItsFile() throws {
         let cache = cache()
         try cache.set(Self.small, for: CacheKey<Data>("small"))

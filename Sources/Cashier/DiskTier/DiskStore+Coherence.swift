@@ -103,3 +103,9 @@ extension Cache.Configuration {
     /// thread that does nothing but hit.
     static let memoryCoherenceInterval: UInt64 = 10_000_000
 }
+
+extension DiskStore {
+    /// ``recheckInterval``'s default: 10 ms, the memory tier's coherence interval, so a folder or
+    /// store replaced under a running cache is seen by its writes no later than by its hits.
+    package static let recheckInterval: UInt64 = 10_000_000
+}

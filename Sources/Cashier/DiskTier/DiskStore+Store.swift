@@ -274,32 +274,64 @@ extension DiskStore {
             isRegularFile: true, isDirectory: false, owner: geteuid())
     }
 
-    /// Writes `record` as `header.key`'s row, and removes the large entry's file it replaces.
-    func writeRow(_ store: EntryStore, header: EntryHeader, record: [UInt8], options: WriteOptions)
-        throws(SystemError)
+    /// Writes `header` and `payload` as `header.key`'s row, and removes the large entry's file
+    /// it replaces. Returns whether the entry is locked: with ``WriteOptions/keepsStoredLock``,
+    /// an unlocked write over a locked row is written again, locked.
+    func writeRow(_ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions)
+        throws(SystemError) -> Bool
     {
         synchronize(store, options.synchronize)
+        var header = header
+        var outcome = try upsertRow(store, header: header, payload: payload, options: options)
+        if outcome == .locked {
+            header.isLocked = true
+            outcome = try upsertRow(store, header: header, payload: payload, options: options)
+        }
+        if outcome != .written(replacedFile: nil) || storeState.withLock({ $0.importPending }) {
+            try? fileSystem.removeFile(path(Self.fileName(for: header.key)))
+        }
+        noteGrowth(header.length + payload.count)
+        return header.isLocked
+    }
+
+    /// The record of `header` and `payload`, as an entry file holds it.
+    static func record(_ header: EntryHeader, payload: Data) -> [UInt8] {
+        payload.withUnsafeBytes { payloadBytes in
+            var record = header.encode(payload: payloadBytes)
+            record.append(contentsOf: payloadBytes)
+            return record
+        }
+    }
+
+    private func upsertRow(_ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions)
+        throws(SystemError) -> EntryStore.KeepingLockOutcome
+    {
+        let record = Self.record(header, payload: payload)
         let entry = StoreEntry(
             key: Self.storeKey(header.key), location: .row, size: record.count,
             lastUse: Int64((options.usedAt ?? Date().timeIntervalSince1970).rounded(.down)),
             expiry: Self.fixedExpiry(header), isLocked: header.isLocked)
-        let replaced: StoreEntry?
         do throws(StoreError) {
-            replaced = try store.upsert(entry, record: record)
+            return try store.upsert(entry, record: record, keepingLock: options.keepsStoredLock)
         } catch {
             guard case .setAside(let setAside) = error else { throw Self.systemError(error, store, "write") }
             // The store was damaged and a fresh one took its place: the write goes there.
             noteSetAside(setAside, of: store)
             do throws(StoreError) {
-                replaced = try store.upsert(entry, record: record)
+                return try store.upsert(entry, record: record, keepingLock: options.keepsStoredLock)
             } catch {
                 throw Self.systemError(error, store, "write")
             }
         }
-        if replaced != nil || storeState.withLock({ $0.importPending }) {
-            try? fileSystem.removeFile(path(Self.fileName(for: header.key)))
-        }
-        noteGrowth(record.count)
+    }
+
+    /// Whether a write of `size` bytes (header and payload) becomes a row that keeps a stored
+    /// lock by itself (``WriteOptions/keepsStoredLock``), so the caller need not read the entry
+    /// first: the store is open and indexes every file (no import pending, which could leave a
+    /// locked 0.1.0 file without a row).
+    package func keepsLockInRow(ofSize size: Int) -> Bool {
+        guard size <= rowLimit, openedStore != nil else { return false }
+        return !storeState.withLock { $0.importPending }
     }
 
     /// Writes the row of a large entry whose file was just put in place. When the row cannot

@@ -35,7 +35,9 @@ extension DiskStore {
                 guard stored.entry.location == .row else { return }
                 let info = Self.rowInfo(stored.entry)
                 switch Self.readRecord(stored.record, verifying: verifyingRows) {
-                case .success(let header) where Self.storeKey(header.key) == stored.entry.key:
+                // `==` on strings is canonical equivalence: the same test as `storeKey` (NFC)
+                // spelling equal, without normalizing every key.
+                case .success(let header) where header.key == stored.entry.key:
                     entries.append(
                         ScannedEntry(
                             fileName: Self.fileName(for: header.key), header: header, info: info, stored: stored.entry))
@@ -75,13 +77,11 @@ extension DiskStore {
             return scanHeaders().entries.filter { include($0.header) }.map(\.header.key)
         }
         var keys: [String] = []
-        var rows = Set<String>()
         do throws(StoreError) {
             try store.forEachRecord { stored in
-                rows.insert(stored.entry.key)
                 guard stored.entry.location == .row,
                     case .success(let header) = Self.readRecord(stored.record, verifying: false),
-                    Self.storeKey(header.key) == stored.entry.key, include(header)
+                    header.key == stored.entry.key, include(header)
                 else { return }
                 keys.append(header.key)
             }
@@ -93,8 +93,8 @@ extension DiskStore {
                 include(header)
             else { continue }
             // A file of a key whose row holds the record is stale; a large entry's is listed here.
-            let key = Self.storeKey(header.key)
-            if rows.contains(key), (try? store.entry(for: key))?.location == .row { continue }
+            // Files are few (large entries): one point query each, no set of every row's key.
+            if (try? store.entry(for: Self.storeKey(header.key)))?.location == .row { continue }
             keys.append(header.key)
         }
         return keys

@@ -38,17 +38,22 @@ package final class DiskStore: Sendable {
     package let usesStore: Bool
     /// The largest record kept as a row; larger entries are files (see ``rowSizeLimit``).
     package let rowLimit: Int
+    /// How often at most, in nanoseconds, a row write judges the folder and the store file
+    /// anew (``judgesAnew(rowWrite:)``); 0 at every write.
+    package let recheckInterval: UInt64
 
     /// `usesStore`: `nil` uses the store with the real file system, and not with a test double
     /// of it (the store's I/O is SQLite's, which a double does not see).
     /// `rowSizeLimit`: `nil` for ``rowSizeLimit``; 0 keeps every entry a file, indexed by the store.
     package init(
-        folder: String, fileSystem: any FileSystem = POSIXFileSystem(), usesStore: Bool? = nil, rowSizeLimit: Int? = nil
+        folder: String, fileSystem: any FileSystem = POSIXFileSystem(), usesStore: Bool? = nil, rowSizeLimit: Int? = nil,
+        recheckInterval: UInt64 = DiskStore.recheckInterval
     ) {
         self.folder = folder
         self.fileSystem = fileSystem
         self.usesStore = usesStore ?? (fileSystem is POSIXFileSystem)
         self.rowLimit = rowSizeLimit ?? Self.rowSizeLimit
+        self.recheckInterval = recheckInterval
     }
 
     // MARK: Reading
@@ -116,6 +121,9 @@ package final class DiskStore: Sendable {
         package var excludesFromBackup = false
         /// The moment of the write by the cache's clock, recorded as the entry's last use; `nil`: the real clock.
         package var usedAt: Double?
+        /// Whether a row write keeps the lock of the key's entry (see ``keepsLockInRow(ofSize:)``):
+        /// the caller has not looked, and the write's answer says whether it is locked.
+        package var keepsStoredLock = false
         package init(filePermissions: mode_t, folderPermissions: mode_t, synchronize: Bool, completeProtection: Bool) {
             self.filePermissions = filePermissions
             self.folderPermissions = folderPermissions
@@ -132,17 +140,25 @@ package final class DiskStore: Sendable {
     package func write(_ fileName: String, header: EntryHeader, payload: Data, options: WriteOptions)
         throws(SystemError) -> Int
     {
-        // One lstat: a folder whose owner or mode changed, or that was replaced, is judged anew.
-        if let refusal = refusal(for: options.sharing, fresh: true) { throw refusal }
-        let temporary = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
+        try writeEntry(fileName, header: header, payload: payload, options: options).size
+    }
+
+    /// ``write(_:header:payload:options:)``, answering also whether the entry is locked: with
+    /// ``WriteOptions/keepsStoredLock``, a row write finds a locked entry and writes it locked.
+    package func writeEntry(_ fileName: String, header: EntryHeader, payload: Data, options: WriteOptions)
+        throws(SystemError) -> (size: Int, isLocked: Bool)
+    {
         let size = header.length + payload.count
+        // One lstat: a folder whose owner or mode changed, or that was replaced, is judged anew.
+        let judgesAnew = judgesAnew(rowWrite: size <= rowLimit)
+        if let refusal = refusal(for: options.sharing, fresh: judgesAnew) { throw refusal }
         // Never an entry no read accepts (``EntryHeader/checkWritable()``; `set` says why first).
         guard (try? header.checkWritable()) != nil else {
             throw SystemError(code: EFBIG, operation: "write", path: path(fileName))
         }
         var store: EntryStore?
         if usesStore {
-            checkStoreFile()
+            if judgesAnew { checkStoreFile() }
             try prepareFolder(options)
             store = entryStore(creatingWith: options)
             // A store that is there but cannot be opened now (another process's lock past the
@@ -151,14 +167,9 @@ package final class DiskStore: Sendable {
             if store == nil, let failure = storeOpenFailure() { throw failure }
         }
         if let store, size <= rowLimit {
-            let record = payload.withUnsafeBytes { payloadBytes in
-                var record = header.encode(payload: payloadBytes)
-                record.append(contentsOf: payloadBytes)
-                return record
-            }
-            try writeRow(store, header: header, record: record, options: options)
-            return size
+            return (size, try writeRow(store, header: header, payload: payload, options: options))
         }
+        let temporary = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
         do {
             try writeTemporary(temporary, header: header, payload: payload, options: options)
         } catch  where error.code == ENOENT {
@@ -177,13 +188,13 @@ package final class DiskStore: Sendable {
             // The file is in place; its row follows (see ``writeFileRow``).
             if options.synchronize { try fileSystem.synchronizeDirectory(folder) }
             try writeFileRow(store, header: header, fileName: fileName, size: size, options: options)
-            return size
+            return (size, header.isLocked)
         }
         noteWritten(fileName, size: size, isLocked: header.isLocked, at: options.usedAt ?? Date().timeIntervalSince1970)
         // The new entry is in place (and in the index); a failing folder sync only
         // leaves its durability unknown, which the caller is told by the error.
         if options.synchronize { try fileSystem.synchronizeDirectory(folder) }
-        return size
+        return (size, header.isLocked)
     }
 
     private func writeTemporary(_ temporary: String, header: EntryHeader, payload: Data, options: WriteOptions)

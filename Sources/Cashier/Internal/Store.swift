@@ -22,20 +22,22 @@ final class Store: Sendable {
     /// folder is one cache however its path is spelled. The first instance's spelling is the
     /// one the shared store's files are named by.
     static func forFolder(
-        _ path: String?, fileSystem: (any FileSystem)?, rowSizeLimit: Int? = nil, usesStore: Bool = true
+        _ path: String?, fileSystem: (any FileSystem)?, rowSizeLimit: Int? = nil, usesStore: Bool = true,
+        recheckInterval: UInt64 = DiskStore.recheckInterval
     ) -> Store {
         guard let path else { return Store(disk: nil) }
         if let fileSystem {
             return Store(
                 disk: DiskStore(
-                    folder: path, fileSystem: fileSystem, usesStore: usesStore ? nil : false, rowSizeLimit: rowSizeLimit
-                ))
+                    folder: path, fileSystem: fileSystem, usesStore: usesStore ? nil : false, rowSizeLimit: rowSizeLimit,
+                    recheckInterval: recheckInterval))
         }
         let identity = DiskStore.resolvedPath(of: path)
         return shared.withLock { stores in
             if let store = stores[identity]?.store { return store }
             stores = stores.filter { $0.value.store != nil }
-            let store = Store(disk: DiskStore(folder: path, usesStore: usesStore, rowSizeLimit: rowSizeLimit))
+            let store = Store(disk: DiskStore(
+                    folder: path, usesStore: usesStore, rowSizeLimit: rowSizeLimit, recheckInterval: recheckInterval))
             stores[identity] = WeakStore(store: store)
             return store
         }

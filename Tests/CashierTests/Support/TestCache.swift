@@ -116,6 +116,7 @@ func makeConfiguration(
     configuration.now = clock.function
     configuration.appVersion = appVersion
     configuration.onEvent = events?.handler
+    configuration.folderRecheckNanoseconds = 0
     return configuration
 }
 
