@@ -46,7 +46,8 @@ package final class DiskStore: Sendable {
     /// of it (the store's I/O is SQLite's, which a double does not see).
     /// `rowSizeLimit`: `nil` for ``rowSizeLimit``; 0 keeps every entry a file, indexed by the store.
     package init(
-        folder: String, fileSystem: any FileSystem = POSIXFileSystem(), usesStore: Bool? = nil, rowSizeLimit: Int? = nil,
+        folder: String, fileSystem: any FileSystem = POSIXFileSystem(), usesStore: Bool? = nil,
+        rowSizeLimit: Int? = nil,
         recheckInterval: UInt64 = DiskStore.recheckInterval
     ) {
         self.folder = folder

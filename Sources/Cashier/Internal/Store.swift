@@ -29,14 +29,16 @@ final class Store: Sendable {
         if let fileSystem {
             return Store(
                 disk: DiskStore(
-                    folder: path, fileSystem: fileSystem, usesStore: usesStore ? nil : false, rowSizeLimit: rowSizeLimit,
+                    folder: path, fileSystem: fileSystem, usesStore: usesStore ? nil : false,
+                    rowSizeLimit: rowSizeLimit,
                     recheckInterval: recheckInterval))
         }
         let identity = DiskStore.resolvedPath(of: path)
         return shared.withLock { stores in
             if let store = stores[identity]?.store { return store }
             stores = stores.filter { $0.value.store != nil }
-            let store = Store(disk: DiskStore(
+            let store = Store(
+                disk: DiskStore(
                     folder: path, usesStore: usesStore, rowSizeLimit: rowSizeLimit, recheckInterval: recheckInterval))
             stores[identity] = WeakStore(store: store)
             return store
