@@ -94,7 +94,7 @@ extension Cache {
         /// How often at most, in nanoseconds, a write of a row judges the folder and the store
         /// file anew (``DiskStore/judgesAnew(rowWrite:)``); 0 at every write, as tests do. The
         /// first cache on a folder decides.
-        package var folderRecheckNanoseconds: UInt64 = DiskStore.recheckInterval
+        package var folderRecheckNanoseconds: UInt64 = DiskStore.defaultRecheckInterval
 
         /// A configuration with every setting at its default.
         public init(name: String) {

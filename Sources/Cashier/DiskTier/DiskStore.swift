@@ -48,7 +48,7 @@ package final class DiskStore: Sendable {
     package init(
         folder: String, fileSystem: any FileSystem = POSIXFileSystem(), usesStore: Bool? = nil,
         rowSizeLimit: Int? = nil,
-        recheckInterval: UInt64 = DiskStore.recheckInterval
+        recheckInterval: UInt64 = DiskStore.defaultRecheckInterval
     ) {
         self.folder = folder
         self.fileSystem = fileSystem

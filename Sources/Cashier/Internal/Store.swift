@@ -23,7 +23,7 @@ final class Store: Sendable {
     /// one the shared store's files are named by.
     static func forFolder(
         _ path: String?, fileSystem: (any FileSystem)?, rowSizeLimit: Int? = nil, usesStore: Bool = true,
-        recheckInterval: UInt64 = DiskStore.recheckInterval
+        recheckInterval: UInt64 = DiskStore.defaultRecheckInterval
     ) -> Store {
         guard let path else { return Store(disk: nil) }
         if let fileSystem {
