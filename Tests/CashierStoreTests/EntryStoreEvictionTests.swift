@@ -175,6 +175,50 @@ import Testing
         #expect(try reopened.evictionCandidates(order: .frequencyAware, limit: -1).last?.key == "k0")
     }
 
+    /// The frequency-aware order as one sorted query: the definition the three index walks of
+    /// `EntryStore` must give back exactly (it read every row and sorted them).
+    static let sortedFrequencyAwareOrder = """
+        SELECT key FROM entry WHERE locked = 0 ORDER BY CASE \
+        WHEN frequency > 0 THEN 1 \
+        WHEN EXISTS (SELECT 1 FROM ghost WHERE ghost.key = entry.key) THEN 1 \
+        WHEN (last_use, size, id) <= (SELECT last_use, size, id FROM (SELECT last_use, size, id, \
+        sum(size) OVER (ORDER BY last_use DESC, size DESC, id DESC) AS newer FROM entry AS fresh \
+        WHERE fresh.locked = 0 AND fresh.frequency = 0 \
+        AND NOT EXISTS (SELECT 1 FROM ghost WHERE ghost.key = fresh.key)) \
+        WHERE newer > (SELECT total(size) FROM entry) * 0.05 LIMIT 1) THEN 0 \
+        ELSE 2 END, last_use, size, id
+        """
+
+    /// Random stores (ties in last use, sizes, locked entries, reused entries, keys in the ghost,
+    /// new entries that fit the newest share or not): the walks give the sorted query's order.
+    @Test(arguments: 0..<40)
+    func theIndexWalksGiveTheSortedOrder(seed: Int) throws {
+        var random = SplitMix64(seed: UInt64(seed))
+        let count = Int.random(in: 1...120, using: &random)
+        for index in 0..<count {
+            try write(
+                "k\(index)", size: Int.random(in: 1...(seed % 3 == 0 ? 400 : 20), using: &random),
+                at: Int64.random(in: 0...30, using: &random), locked: Int.random(in: 0..<10, using: &random) == 0)
+        }
+        // Some evicted (into the ghost) and written again, some used.
+        let evicted = try store.evict(order: .frequencyAware, downTo: try store.totalSize() * 3 / 4)
+        for entry in evicted where Bool.random(using: &random) { try write(entry.key, at: 31) }
+        let used = (0..<count).filter { _ in Int.random(in: 0..<4, using: &random) == 0 }.map { "k\($0)" }
+        try store.recordUses(used, at: 32)
+        let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadOnly)
+        let query = try raw.prepare(Self.sortedFrequencyAwareOrder)
+        defer { query.finalize() }
+        var sorted: [String] = []
+        while try query.step() { sorted.append(query.text(at: 0)) }
+        #expect(try store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key) == sorted)
+        var walked: [String] = []
+        try store.forEachEvictionCandidate(order: .frequencyAware) { entry in
+            walked.append(entry.key)
+            return walked.count < 7
+        }
+        #expect(walked == Array(sorted.prefix(7)))
+    }
+
     /// Runs `CashierStoreBench eviction FOLDER ARGUMENTS…` and returns the keys it printed.
     static func child(_ folder: String, _ arguments: String...) throws -> [String] {
         let child = Process()

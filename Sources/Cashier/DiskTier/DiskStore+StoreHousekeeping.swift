@@ -211,24 +211,15 @@ extension DiskStore {
         guard needed > 0 else { return [] }
         var victims: [Choice] = []
         var freed = 0
-        func take(_ candidates: some Sequence<StoreEntry>) {
-            for entry in candidates where !excluding.contains(entry.key) {
-                guard freed < needed else { return }
-                freed += entry.size
-                victims.append(
-                    Choice(
-                        fileName: Self.fileName(for: entry.key), sequence: nil,
-                        removal: .evicted(key: entry.key, bytes: entry.size), size: entry.size, stored: entry))
-            }
-        }
-        // The frequency-aware order sorts every row whatever the limit: ask once, for all.
-        var asked = order == .frequencyAware ? -1 : 256
-        while freed < needed {
-            guard let candidates = try? store.evictionCandidates(order: order, limit: asked) else { return victims }
-            let chosenBefore = Set(victims.map(\.removal.key))
-            take(candidates.lazy.filter { !chosenBefore.contains($0.key) })
-            if asked < 0 || candidates.count < asked { break }
-            asked *= 4
+        // One pass in the order, read as far as it chooses (the rest of the index is not read).
+        _ = try? store.forEachEvictionCandidate(order: order) { entry in
+            guard !excluding.contains(entry.key) else { return true }
+            freed += entry.size
+            victims.append(
+                Choice(
+                    fileName: Self.fileName(for: entry.key), sequence: nil,
+                    removal: .evicted(key: entry.key, bytes: entry.size), size: entry.size, stored: entry))
+            return freed < needed
         }
         // Locked entries are never evicted (they are not candidates): a folder of locked entries
         // may stay over its limit.
