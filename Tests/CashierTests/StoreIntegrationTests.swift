@@ -103,6 +103,27 @@ import Testing
         #expect(cache().entry(for: key)?.isLocked == false)
     }
 
+    /// Row writes judge the folder and the store file at most once per recheck interval, but
+    /// a new instance judges them at its first write: a store deleted under a running cache is
+    /// made again by it, however long the interval.
+    @Test func aNewInstanceJudgesTheStoreFileAnewAtItsFirstWriteWhateverTheInterval() throws {
+        var configuration = makeConfiguration(folder, clock: clock)
+        configuration.folderRecheckNanoseconds = 3_600_000_000_000
+        // No memory tier: its coherence check (`data_version`) would find the store gone too.
+        configuration.memoryCountLimit = 0
+        let first = Cache(configuration)
+        try first.set(Self.small, for: CacheKey<Data>("a"))
+        try first.set(Self.small, for: CacheKey<Data>("b"))
+        folder.removeStore()
+        #expect(!folder.hasStore)
+        let second = Cache(configuration)
+        try second.set(Self.small, for: CacheKey<Data>("c"))
+        #expect(folder.hasStore)
+        #expect(try folder.row(for: "c")?.location == .row)
+        #expect(Cache(makeConfiguration(folder, clock: clock)).value(for: CacheKey<Data>("c")) == Self.small)
+        withExtendedLifetime(first) {}
+    }
+
     @Test func removingAValueRemovesItsRowAndItsFile() throws {
         let cache = cache()
         try cache.set(Self.small, for: CacheKey<Data>("small"))
