@@ -153,23 +153,19 @@ extension Cache {
         do {
             try store.keyLocks.withLock(key.name) {
                 let ticket = coherenceTicket()
+                // A write keeps a lock: the memory record says whether there is one, else the
+                // disk tier finds it as it writes (a row in its own statement).
+                let lockInMemory = memory.peek(key.name).map { memory.currentMetadata(of: $0).isLocked }
+                metadata.isLocked = lockInMemory ?? false
                 if let disk {
-                    var header = EntryHeader(
+                    let header = EntryHeader(
                         key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
                         payloadLength: payload.count)
                     try header.checkWritable()
-                    // A row keeps a stored lock by itself, in its write's statement; otherwise
-                    // the write looks first (the memory record, else the file's header).
                     var options = writeOptions(usedAt: now)
-                    if let record = memory.peek(key.name) {
-                        header.isLocked = memory.currentMetadata(of: record).isLocked
-                    } else if disk.keepsLockInRow(ofSize: header.length + payload.count) {
-                        options.keepsStoredLock = true
-                    } else {
-                        header.isLocked = isLockedNow(key.name)
-                    }
+                    options.keepsStoredLock = lockInMemory == nil
                     do throws(SystemError) {
-                        (metadata.size, metadata.isLocked) = try disk.writeEntry(
+                        (metadata.size, metadata.isLocked) = try disk.write(
                             DiskStore.fileName(for: key.name), header: header, payload: payload, options: options)
                     } catch {
                         // Most failures leave the old entry in place; a failed folder sync comes
@@ -178,7 +174,6 @@ extension Cache {
                         throw error.cacheError(key: key.name)
                     }
                 }
-                if disk == nil { metadata.isLocked = isLockedNow(key.name) }
                 evicted = memory.insert(
                     TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count), ticket: ticket)
                 settleCoherenceBaseline(after: ticket)
@@ -288,11 +283,6 @@ extension Cache {
             if let metadata = storedMetadata(named: name), !metadata.isExpired(at: nowSeconds) { return }
             publish(name, nil)
         }
-    }
-
-    /// Whether `name`'s current entry is locked, so a new write keeps the lock. Call holding its key lock.
-    private func isLockedNow(_ name: String) -> Bool {
-        storedMetadata(named: name)?.isLocked ?? false
     }
 
     // MARK: Untyped operations by name (the facade and housekeeping use them too)

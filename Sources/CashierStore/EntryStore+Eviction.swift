@@ -129,7 +129,7 @@ extension EntryStore {
         for queue in EvictionSQL.Queue.allCases {
             let query = try connection.sqlite.cached(queue.sql(withEdge: edge != nil))
             defer { query.reset() }
-            if let edge, queue != .reused {
+            if let edge, queue.bindsEdge {
                 try query.bind(edge.lastUse, at: 1)
                 try query.bind(edge.size, at: 2)
                 try query.bind(edge.id, at: 3)
@@ -215,6 +215,9 @@ enum EvictionSQL {
         /// New entries after the edge (all of them without one).
         case newest
 
+        /// Whether the queue's query takes the edge (the reused queue does not).
+        var bindsEdge: Bool { self != .reused }
+
         func sql(withEdge: Bool) -> String {
             let select = "SELECT \(SQL.columns), id FROM entry WHERE locked = 0 AND "
             let order = " ORDER BY last_use, size, id"
@@ -223,7 +226,7 @@ enum EvictionSQL {
             case .old:
                 return select + (withEdge ? "\(new) AND (last_use, size, id) <= (?1, ?2, ?3)" : "0") + order
             case .reused:
-                return select + "(frequency > 0 OR EXISTS (SELECT 1 FROM ghost WHERE ghost.key = entry.key))" + order
+                return select + "NOT (\(new))" + order
             case .newest:
                 return select + new + (withEdge ? " AND (last_use, size, id) > (?1, ?2, ?3)" : "") + order
             }

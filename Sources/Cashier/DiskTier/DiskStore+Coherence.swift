@@ -107,5 +107,5 @@ extension Cache.Configuration {
 extension DiskStore {
     /// ``recheckInterval``'s default: 10 ms, the memory tier's coherence interval, so a folder or
     /// store replaced under a running cache is seen by its writes no later than by its hits.
-    package static let defaultRecheckInterval: UInt64 = 10_000_000
+    package static let defaultRecheckInterval = Cache.Configuration.memoryCoherenceInterval
 }

@@ -275,19 +275,20 @@ extension DiskStore {
     }
 
     /// Writes `header` and `payload` as `header.key`'s row, and removes the large entry's file
-    /// it replaces. Returns whether the entry is locked: with ``WriteOptions/keepsStoredLock``,
-    /// an unlocked write over a locked row is written again, locked.
-    func writeRow(_ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions)
+    /// it replaces. Returns whether the entry is locked: `keepingLock`, an unlocked write over a
+    /// locked row is written again, locked.
+    func writeRow(_ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions, keepingLock: Bool)
         throws(SystemError) -> Bool
     {
         synchronize(store, options.synchronize)
         var header = header
-        var outcome = try upsertRow(store, header: header, payload: payload, options: options)
+        var outcome = try upsertRow(store, header: header, payload: payload, options: options, keepingLock: keepingLock)
         if outcome == .locked {
             header.isLocked = true
-            outcome = try upsertRow(store, header: header, payload: payload, options: options)
+            outcome = try upsertRow(store, header: header, payload: payload, options: options, keepingLock: false)
         }
-        if outcome != .written(replacedFile: nil) || storeState.withLock({ $0.importPending }) {
+        let replacedFile = if case .written(replacedFile: .some) = outcome { true } else { false }
+        if replacedFile || storeState.withLock({ $0.importPending }) {
             try? fileSystem.removeFile(path(Self.fileName(for: header.key)))
         }
         noteGrowth(header.length + payload.count)
@@ -303,35 +304,26 @@ extension DiskStore {
         }
     }
 
-    private func upsertRow(_ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions)
-        throws(SystemError) -> EntryStore.KeepingLockOutcome
-    {
+    private func upsertRow(
+        _ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions, keepingLock: Bool
+    ) throws(SystemError) -> EntryStore.KeepingLockOutcome {
         let record = Self.record(header, payload: payload)
         let entry = StoreEntry(
             key: Self.storeKey(header.key), location: .row, size: record.count,
             lastUse: Int64((options.usedAt ?? Date().timeIntervalSince1970).rounded(.down)),
             expiry: Self.fixedExpiry(header), isLocked: header.isLocked)
         do throws(StoreError) {
-            return try store.upsert(entry, record: record, keepingLock: options.keepsStoredLock)
+            return try store.upsert(entry, record: record, keepingLock: keepingLock)
         } catch {
             guard case .setAside(let setAside) = error else { throw Self.systemError(error, store, "write") }
             // The store was damaged and a fresh one took its place: the write goes there.
             noteSetAside(setAside, of: store)
             do throws(StoreError) {
-                return try store.upsert(entry, record: record, keepingLock: options.keepsStoredLock)
+                return try store.upsert(entry, record: record, keepingLock: keepingLock)
             } catch {
                 throw Self.systemError(error, store, "write")
             }
         }
-    }
-
-    /// Whether a write of `size` bytes (header and payload) becomes a row that keeps a stored
-    /// lock by itself (``WriteOptions/keepsStoredLock``), so the caller need not read the entry
-    /// first: the store is open and indexes every file (no import pending, which could leave a
-    /// locked 0.1.0 file without a row).
-    package func keepsLockInRow(ofSize size: Int) -> Bool {
-        guard size <= rowLimit, openedStore != nil else { return false }
-        return !storeState.withLock { $0.importPending }
     }
 
     /// Writes the row of a large entry whose file was just put in place. When the row cannot

@@ -122,8 +122,8 @@ package final class DiskStore: Sendable {
         package var excludesFromBackup = false
         /// The moment of the write by the cache's clock, recorded as the entry's last use; `nil`: the real clock.
         package var usedAt: Double?
-        /// Whether a row write keeps the lock of the key's entry (see ``keepsLockInRow(ofSize:)``):
-        /// the caller has not looked, and the write's answer says whether it is locked.
+        /// Whether the write keeps the lock of the key's stored entry, which the caller has not
+        /// looked at: a row finds it in its own statement, a file reads the stored header first.
         package var keepsStoredLock = false
         package init(filePermissions: mode_t, folderPermissions: mode_t, synchronize: Bool, completeProtection: Bool) {
             self.filePermissions = filePermissions
@@ -133,24 +133,26 @@ package final class DiskStore: Sendable {
         }
     }
 
+    /// Whether `key`'s stored entry is locked, from its header (checksum unverified); false
+    /// when there is none, or the one stored under its name has another key.
+    private func storedLock(of key: String) -> Bool {
+        guard case .success(let (header, _)) = readHeader(key: key), header.key == key else { return false }
+        return header.isLocked
+    }
+
     /// Writes an entry: a temporary file in the folder, renamed over `fileName`.
     ///
     /// Either the new entry is in place when this returns, or it throws and the
     /// old entry (if any) is untouched and no temporary file is left. Returns the
-    /// entry's size in bytes.
+    /// entry's size in bytes and whether it is locked: with ``WriteOptions/keepsStoredLock``, an
+    /// unlocked write over a locked entry is written locked.
     package func write(_ fileName: String, header: EntryHeader, payload: Data, options: WriteOptions)
-        throws(SystemError) -> Int
-    {
-        try writeEntry(fileName, header: header, payload: payload, options: options).size
-    }
-
-    /// ``write(_:header:payload:options:)``, answering also whether the entry is locked: with
-    /// ``WriteOptions/keepsStoredLock``, a row write finds a locked entry and writes it locked.
-    package func writeEntry(_ fileName: String, header: EntryHeader, payload: Data, options: WriteOptions)
         throws(SystemError) -> (size: Int, isLocked: Bool)
     {
+        var header = header
         let size = header.length + payload.count
-        // One lstat: a folder whose owner or mode changed, or that was replaced, is judged anew.
+        // One lstat, at every file write and at most every recheck interval for rows: a folder
+        // whose owner or mode changed, or that was replaced, is judged anew.
         let judgesAnew = judgesAnew(rowWrite: size <= rowLimit)
         if let refusal = refusal(for: options.sharing, fresh: judgesAnew) { throw refusal }
         // Never an entry no read accepts (``EntryHeader/checkWritable()``; `set` says why first).
@@ -167,8 +169,15 @@ package final class DiskStore: Sendable {
             // a file written instead would be hidden by it. The write fails; nothing is lost.
             if store == nil, let failure = storeOpenFailure() { throw failure }
         }
-        if let store, size <= rowLimit {
-            return (size, try writeRow(store, header: header, payload: payload, options: options))
+        // A row keeps a stored lock in its own statement; a file, or a row while files older
+        // than the store may lack rows (an import is pending), reads the stored header first.
+        let row = store != nil && size <= rowLimit
+        let lockInRow = row && options.keepsStoredLock && !storeState.withLock { $0.importPending }
+        if options.keepsStoredLock, !lockInRow, !header.isLocked { header.isLocked = storedLock(of: header.key) }
+        if let store, row {
+            return (
+                size, try writeRow(store, header: header, payload: payload, options: options, keepingLock: lockInRow)
+            )
         }
         let temporary = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
         do {
@@ -268,8 +277,7 @@ package final class DiskStore: Sendable {
             untrustedEntry(fileName, info: info, sharing: options.sharing) == nil
         else { return nil }
         change(&header)
-        let size = try write(fileName, header: header, payload: payload, options: options)
-        return (header, size)
+        return (header, try write(fileName, header: header, payload: payload, options: options).size)
     }
 
     /// Removes an entry file.

@@ -170,7 +170,8 @@ extension Cache {
                     key: key.name, typeName: ValueCoding.typeName(of: V.self), format: format, metadata: metadata,
                     payloadLength: newPayload.count)
                 metadata.size = try disk.write(
-                    entry.fileName, header: newHeader, payload: newPayload, options: writeOptions(usedAt: usedAt))
+                    entry.fileName, header: newHeader, payload: newPayload, options: writeOptions(usedAt: usedAt)
+                ).size
             } catch let error as SystemError {
                 report.events.append(.failure(key: key.name, error: error.cacheError(key: key.name)))
             } catch {
@@ -231,9 +232,8 @@ extension Cache {
     }
 
     /// What is stored for `name` now, judged by nothing (the one read that is not a use and
-    /// decides nothing: whether a write keeps a lock, whether an expiry announcement still
-    /// holds): the memory record, else the file's
-    /// header (checksum unverified). Call holding `name`'s key lock; it takes no lock itself.
+    /// decides nothing: whether a fetch's entry is locked, whether an expiry announcement still
+    /// holds): the memory record, else the stored header (checksum unverified). Call holding `name`'s key lock; it takes no lock itself.
     func storedMetadata(named name: String) -> EntryMetadata? {
         if let record = memory.peek(name) { return memory.currentMetadata(of: record) }
         let fileName = DiskStore.fileName(for: name)
