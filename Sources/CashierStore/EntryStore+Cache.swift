@@ -15,16 +15,7 @@ extension EntryStore {
             defer { query.finalize() }
             while try query.step() {
                 let entry = Self.entry(query)
-                guard entry.location == .row else {
-                    body(StoredRecord(entry: entry, record: []))
-                    continue
-                }
-                let location = query.int64(at: 1)
-                let record =
-                    location == StoreLocation.row.rawValue
-                    ? query.blob(at: 7)
-                    : query.withBlob(at: 7) { RowRecord.restoring($0, location: location, key: entry.key) }
-                body(StoredRecord(entry: entry, record: record))
+                body(StoredRecord(entry: entry, record: try Self.record(query, entry, connection)))
             }
         }
     }

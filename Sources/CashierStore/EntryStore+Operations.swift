@@ -12,12 +12,13 @@ extension EntryStore {
     @discardableResult
     package func upsert(_ entry: StoreEntry, record: [UInt8] = []) throws(StoreError) -> StoreEntry? {
         try withConnection { connection throws(SQLiteError) in
+            let row = Self.row(entry, record, connection)
             // One statement when no large entry is replaced: it skips (changes nothing) when the
             // key's row is a file entry, and only then does the write look at what it replaces.
-            if try write(entry, record: record, overFiles: false, connection) { return nil }
+            if try write(entry, row, overFiles: false, connection) { return nil }
             return try transaction(connection) { () throws(SQLiteError) in
                 let previous = try existing(entry.key, connection)
-                _ = try write(entry, record: record, overFiles: true, connection)
+                _ = try write(entry, row, overFiles: true, connection)
                 guard let previous, previous.location == .file else { return nil }
                 return previous
             }
@@ -42,42 +43,59 @@ extension EntryStore {
     {
         guard keepingLock, !entry.isLocked else { return .written(replacedFile: try upsert(entry, record: record)) }
         return try withConnection { connection throws(SQLiteError) in
-            if try write(entry, record: record, overFiles: false, overLocked: false, connection) {
+            let row = Self.row(entry, record, connection)
+            if try write(entry, row, overFiles: false, overLocked: false, connection) {
                 return .written(replacedFile: nil)
             }
             return try transaction(connection) { () throws(SQLiteError) in
                 let previous = try existing(entry.key, connection)
                 if previous?.isLocked == true { return .locked }
-                _ = try write(entry, record: record, overFiles: true, connection)
+                _ = try write(entry, row, overFiles: true, connection)
                 guard let previous, previous.location == .file else { return .written(replacedFile: nil) }
                 return .written(replacedFile: previous)
             }
         }
     }
 
+    /// What the row of `entry` stores: its `location` and its blob (nil for a file entry). A
+    /// record laid out as an entry file repeats the key after its header, its header is mostly
+    /// zero bytes and its type name and app version are its shape's: the row keeps less
+    /// (``RowRecord``). Called outside any transaction: a new shape commits on its own first.
+    private static func row(_ entry: StoreEntry, _ record: [UInt8], _ connection: StoreConnection) -> (
+        location: Int64, bytes: [UInt8]?
+    ) {
+        guard entry.location == .row else { return (entry.location.rawValue, nil) }
+        let smaller = RowRecord.stored(record, key: entry.key) { names, header in
+            connection.shape(names: names, header: header)
+        }
+        return smaller ?? (StoreLocation.row.rawValue, record)
+    }
+
     /// Inserts or updates the row of `entry.key`; `overFiles: false` leaves a file entry's row
     /// alone, and `overLocked: false` a locked one. Returns whether a row changed.
     private func write(
-        _ entry: StoreEntry, record: [UInt8], overFiles: Bool, overLocked: Bool = true, _ connection: StoreConnection
+        _ entry: StoreEntry, _ row: (location: Int64, bytes: [UInt8]?), overFiles: Bool, overLocked: Bool = true,
+        _ connection: StoreConnection
     ) throws(SQLiteError) -> Bool {
         let write = try connection.statement(
             overFiles ? .upsert : overLocked ? .upsertOverRows : .upsertOverUnlockedRows)
         defer { write.reset() }
-        // A record laid out as an entry file repeats the key after its header, and its header
-        // is mostly zero bytes: the row keeps less (``RowRecord``).
-        let smaller = entry.location == .row ? RowRecord.stored(record, key: entry.key) : nil
         try write.bind(entry.key, at: 1)
-        try write.bind(smaller?.location ?? entry.location.rawValue, at: 2)
+        try write.bind(row.location, at: 2)
         try write.bind(Int64(entry.size), at: 3)
         try write.bind(entry.lastUse, at: 4)
         try write.bind(entry.expiry, at: 5)
         try write.bind(entry.isLocked ? 1 : 0, at: 6)
         try write.bind(Int64(min(entry.frequency, Self.maximumFrequency)), at: 7)
+        guard let bytes = row.bytes else {
+            try write.bind(nil, at: 8)
+            _ = try write.step()
+            return connection.changes > 0
+        }
         // The record is bound without a copy, so the step runs while its bytes are pinned.
-        let stored = smaller?.bytes ?? record
-        let stepped = stored.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
+        let stepped = bytes.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
             do throws(SQLiteError) {
-                if entry.location == .row { try write.bind(blob: bytes, at: 8) } else { try write.bind(nil, at: 8) }
+                try write.bind(blob: bytes, at: 8)
                 _ = try write.step()
                 return .success(())
             } catch {
@@ -96,13 +114,7 @@ extension EntryStore {
             try read.bind(key, at: 1)
             guard try read.step() else { return nil }
             let entry = try Self.entry(read, foundFor: key)
-            guard entry.location == .row else { return StoredRecord(entry: entry, record: []) }
-            let location = read.int64(at: 1)
-            guard location != StoreLocation.row.rawValue else {
-                return StoredRecord(entry: entry, record: read.blob(at: 7))
-            }
-            let record = read.withBlob(at: 7) { RowRecord.restoring($0, location: location, key: key) }
-            return StoredRecord(entry: entry, record: record)
+            return StoredRecord(entry: entry, record: try Self.record(read, entry, connection))
         }
     }
 
@@ -229,6 +241,24 @@ extension EntryStore {
             }
             throw error
         }
+    }
+
+    /// The record of the current row of `row` (`SQL.columns`, then `record`): empty for a file
+    /// entry, restored for a row stored smaller (``RowRecord``). A record that does not restore
+    /// (its shape is missing, its blob is cut) comes back as it is stored: the caller's
+    /// checksum finds it damaged.
+    static func record(_ row: SQLiteStatement, _ entry: StoreEntry, _ connection: StoreConnection) throws(SQLiteError)
+        -> [UInt8]
+    {
+        guard entry.location == .row else { return [] }
+        let location = row.int64(at: 1)
+        guard RowRecord.isRestored(location) else { return row.blob(at: 7) }
+        let shape =
+            location == RowRecord.shaped
+            ? try row.withBlob(at: 7) { RowRecord.shapeID($0)?.id }.map { id throws(SQLiteError) in
+                try connection.shape(id: id)
+            } ?? nil : nil
+        return row.withBlob(at: 7) { RowRecord.restoring($0, location: location, key: entry.key, shape: shape) }
     }
 
     private func existing(_ key: String, _ connection: StoreConnection) throws(SQLiteError) -> StoreEntry? {

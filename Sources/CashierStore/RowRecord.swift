@@ -15,6 +15,11 @@ import Foundation
 ///   a bit for each of its nonzero bytes. Before the map is made, fields are XORed with what
 ///   the rest predicts for them (``predict(_:keyLength:recordLength:restoring:)``), so a
 ///   typical header keeps its created-at, checksum and a few small fields: about 26 bytes.
+/// - `location = 4` (``shaped``): a ``RowShape``'s id (LEB128), then the map of the header XORed
+///   with the shape's header as well, then the record after the key, the type name and the app
+///   version, which the shape holds. Records of one type and app version share a shape: the
+///   header keeps little more than its checksum and the low bytes of its created-at (about 17
+///   bytes with the id, against 26 bytes and the names).
 ///
 /// Lossless, and the checksum covers what a read trusts as before: the record a read returns
 /// is byte for byte the one written, its key bytes are the `key` column, which the read has
@@ -26,6 +31,8 @@ enum RowRecord {
     static let keyElided: Int64 = 2
     /// `location` of a row whose record is stored without its key and its header's zero bytes.
     static let compact: Int64 = 3
+    /// `location` of a row whose record is stored compactly and without its names (``RowShape``).
+    static let shaped: Int64 = 4
     /// Where the key starts in a record laid out as an entry file: `EntryHeader.fixedLength`.
     static let keyOffset = 80
     private static let groups = keyOffset / 8
@@ -33,7 +40,12 @@ enum RowRecord {
     /// The entry's location for a `location` column value; a damaged value reads as a file entry
     /// (its file is then missing: a miss).
     static func location(_ value: Int64) -> StoreLocation {
-        value == keyElided || value == compact ? .row : StoreLocation(rawValue: value) ?? .file
+        isRestored(value) ? .row : StoreLocation(rawValue: value) ?? .file
+    }
+
+    /// Whether a row's `location` says its record is stored smaller than written.
+    static func isRestored(_ location: Int64) -> Bool {
+        location == keyElided || location == compact || location == shaped
     }
 
     /// XORs into `header` (80 bytes) what the rest of the record predicts for some fields, or
@@ -79,14 +91,31 @@ enum RowRecord {
     }
 
     /// What a row stores for `record` of `key`, with its `location`; nil to store it verbatim.
-    static func stored(_ record: [UInt8], key: String) -> (location: Int64, bytes: [UInt8])? {
+    ///
+    /// `shape` is asked for the shape of the record's names (its type name and app version
+    /// bytes) given its predicted header, which a new shape keeps; without one (nil) the row is
+    /// ``compact``, or ``keyElided`` when the map would not be smaller than the header.
+    static func stored(
+        _ record: [UInt8], key: String,
+        shape: (_ names: UnsafeRawBufferPointer, _ header: UnsafeRawBufferPointer) -> RowShape? = { _, _ in nil }
+    ) -> (location: Int64, bytes: [UInt8])? {
         guard let keyLength = elidableKeyLength(record, key: key) else { return nil }
         return record.withUnsafeBytes { source -> (Int64, [UInt8]) in
             let base = source.baseAddress!
-            let rest = UnsafeRawBufferPointer(rebasing: source[(keyOffset + keyLength)...])
             return withUnsafeTemporaryAllocation(byteCount: keyOffset, alignment: 8) { header in
                 header.copyMemory(from: UnsafeRawBufferPointer(start: base, count: keyOffset))
                 predict(header.baseAddress!, keyLength: keyLength, recordLength: source.count, restoring: false)
+                var restStart = keyOffset + keyLength
+                var shapeID: UInt64?
+                if let names = namesRange(source, keyLength: keyLength),
+                    let found = shape(UnsafeRawBufferPointer(rebasing: source[names]), UnsafeRawBufferPointer(header)),
+                    found.header.count == keyOffset, found.id > 0
+                {
+                    xor(header.baseAddress!, found.header)
+                    restStart = names.upperBound
+                    shapeID = UInt64(found.id)
+                }
+                let rest = UnsafeRawBufferPointer(rebasing: source[restStart...])
                 // The map and the kept bytes, built beside the header: at most 2 + 10 + 80 bytes.
                 return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 2 + groups + keyOffset) { map in
                     var groupMask = 0
@@ -106,15 +135,23 @@ enum RowRecord {
                     }
                     map[0] = UInt8(truncatingIfNeeded: groupMask)
                     map[1] = UInt8(truncatingIfNeeded: groupMask >> 8)
-                    let compactLength = maps + kept
-                    let small = compactLength < keyOffset
-                    let prefix = small ? compactLength : keyOffset
+                    let idLength = shapeID.map(leb128Length) ?? 0
+                    // A shaped row always keeps the map; otherwise only when it is smaller.
+                    let mapped = shapeID != nil || maps + kept < keyOffset
+                    let prefix = mapped ? idLength + maps + kept : keyOffset
                     let bytes = [UInt8](unsafeUninitializedCapacity: prefix + rest.count) { out, count in
                         let raw = UnsafeMutableRawPointer(out.baseAddress!)
-                        if small {
+                        if mapped {
+                            if var id = shapeID {
+                                for index in 0..<idLength {
+                                    let more: UInt8 = index < idLength - 1 ? 0x80 : 0
+                                    out[index] = UInt8(truncatingIfNeeded: id & 0x7F) | more
+                                    id >>= 7
+                                }
+                            }
                             let mapBase = UnsafeRawPointer(map.baseAddress!)
-                            raw.copyMemory(from: mapBase, byteCount: maps)
-                            (raw + maps).copyMemory(from: mapBase + 2 + groups, byteCount: kept)
+                            (raw + idLength).copyMemory(from: mapBase, byteCount: maps)
+                            (raw + idLength + maps).copyMemory(from: mapBase + 2 + groups, byteCount: kept)
                         } else {
                             // No smaller than the header itself: keep the header as it is.
                             raw.copyMemory(from: base, byteCount: keyOffset)
@@ -124,10 +161,56 @@ enum RowRecord {
                         }
                         count = prefix + rest.count
                     }
-                    return (small ? compact : keyElided, bytes)
+                    return (shapeID != nil ? shaped : mapped ? compact : keyElided, bytes)
                 }
             }
         }
+    }
+
+    /// XORs the 80 bytes at `header` with `template` (80 bytes), eight at a time.
+    private static func xor(_ header: UnsafeMutableRawPointer, _ template: [UInt8]) {
+        template.withUnsafeBytes { template in
+            for offset in stride(from: 0, to: keyOffset, by: 8) {
+                let value =
+                    header.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                    ^ template.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                header.storeBytes(of: value, toByteOffset: offset, as: UInt64.self)
+            }
+        }
+    }
+
+    /// Where the type name and the app version of `record` lie (right after its key of
+    /// `keyLength` bytes), when its header's lengths fit the record and
+    /// ``RowShape/maximumNamesLength``; else nil.
+    static func namesRange(_ record: UnsafeRawBufferPointer, keyLength: Int) -> Range<Int>? {
+        let typeLength = UInt32(littleEndian: record.loadUnaligned(fromByteOffset: 60, as: UInt32.self))
+        let appLength = UInt32(littleEndian: record.loadUnaligned(fromByteOffset: 64, as: UInt32.self))
+        let limit = UInt32(RowShape.maximumNamesLength)
+        guard typeLength <= limit, appLength <= limit, typeLength + appLength <= limit else { return nil }
+        let start = keyOffset + keyLength
+        let end = start + Int(typeLength + appLength)
+        return end <= record.count ? start..<end : nil
+    }
+
+    /// Bytes of `value` in LEB128 (seven bits a byte, low first, the high bit set on all but the last).
+    static func leb128Length(_ value: UInt64) -> Int {
+        var length = 1
+        var rest = value >> 7
+        while rest != 0 {
+            length += 1
+            rest >>= 7
+        }
+        return length
+    }
+
+    /// A shape id at the start of `stored`, and its length: at most three bytes, at least 1.
+    static func shapeID(_ stored: UnsafeRawBufferPointer) -> (id: Int64, length: Int)? {
+        var id: Int64 = 0
+        for index in 0..<min(3, stored.count) {
+            id |= Int64(stored[index] & 0x7F) << (7 * index)
+            if stored[index] & 0x80 == 0 { return id > 0 ? (id, index + 1) : nil }
+        }
+        return nil
     }
 
     /// The key's UTF-8 length when `record` holds it right after the header, else nil.
@@ -143,36 +226,49 @@ enum RowRecord {
         }
     }
 
-    /// The record written, from a row's stored bytes, its `location` and the key the read
-    /// compared with the row's. Stored bytes too short for what `location` says come back as
-    /// they are (the caller finds them damaged). One allocation: the record is written in place.
-    static func restoring(_ stored: UnsafeRawBufferPointer, location: Int64, key: String) -> [UInt8] {
-        guard location == keyElided || location == compact, let base = stored.baseAddress else {
-            return Array(stored)
+    /// The record written, from a row's stored bytes, its `location`, the key the read
+    /// compared with the row's, and for a ``shaped`` row the shape its id names.
+    /// Stored bytes too short for what `location` says, or naming no shape, come back as they
+    /// are (the caller finds them damaged). One allocation: the record is written in place.
+    static func restoring(
+        _ stored: UnsafeRawBufferPointer, location: Int64, key: String, shape: RowShape? = nil
+    ) -> [UInt8] {
+        guard isRestored(location), let base = stored.baseAddress else { return Array(stored) }
+        var mapStart = 0
+        var found: RowShape?
+        if location == shaped {
+            guard let (id, length) = shapeID(stored), let known = shape, known.id == id, known.header.count == keyOffset
+            else {
+                return Array(stored)
+            }
+            found = known
+            mapStart = length
         }
         var restStart = keyOffset
         var groupMask = 0
-        if location == compact {
-            guard stored.count >= 2 else { return Array(stored) }
-            groupMask = Int(stored[0]) | Int(stored[1]) << 8
+        if location != keyElided {
+            guard stored.count >= mapStart + 2 else { return Array(stored) }
+            groupMask = Int(stored[mapStart]) | Int(stored[mapStart + 1]) << 8
             let present = groupMask.nonzeroBitCount
-            guard groupMask < 1 << groups, stored.count >= 2 + present else { return Array(stored) }
+            guard groupMask < 1 << groups, stored.count >= mapStart + 2 + present else { return Array(stored) }
             var kept = 0
-            for index in 2..<(2 + present) { kept += stored[index].nonzeroBitCount }
-            guard stored.count >= 2 + present + kept else { return Array(stored) }
-            restStart = 2 + present + kept
+            for index in (mapStart + 2)..<(mapStart + 2 + present) { kept += stored[index].nonzeroBitCount }
+            guard stored.count >= mapStart + 2 + present + kept else { return Array(stored) }
+            restStart = mapStart + 2 + present + kept
         } else {
             guard stored.count >= keyOffset else { return Array(stored) }
         }
+        let names = found?.names ?? []
         var key = key
         return key.withUTF8 { keyBytes in
             let restCount = stored.count - restStart
-            let length = keyOffset + keyBytes.count + restCount
+            let namesStart = keyOffset + keyBytes.count
+            let length = namesStart + names.count + restCount
             return [UInt8](unsafeUninitializedCapacity: length) { out, count in
                 let raw = UnsafeMutableRawPointer(out.baseAddress!)
-                if location == compact {
-                    var nextMap = 2
-                    var next = 2 + groupMask.nonzeroBitCount
+                if location != keyElided {
+                    var nextMap = mapStart + 2
+                    var next = mapStart + 2 + groupMask.nonzeroBitCount
                     for group in 0..<groups {
                         let at = group &* 8
                         guard groupMask & (1 << group) != 0 else {
@@ -190,6 +286,7 @@ enum RowRecord {
                             }
                         }
                     }
+                    if let found { xor(raw, found.header) }
                     predict(raw, keyLength: keyBytes.count, recordLength: length, restoring: true)
                 } else {
                     raw.copyMemory(from: base, byteCount: keyOffset)
@@ -197,11 +294,32 @@ enum RowRecord {
                 if let keyBase = keyBytes.baseAddress {
                     (raw + keyOffset).copyMemory(from: keyBase, byteCount: keyBytes.count)
                 }
+                if !names.isEmpty {
+                    names.withUnsafeBytes { (raw + namesStart).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                }
                 if restCount > 0 {
-                    (raw + keyOffset + keyBytes.count).copyMemory(from: base + restStart, byteCount: restCount)
+                    (raw + namesStart + names.count).copyMemory(from: base + restStart, byteCount: restCount)
                 }
                 count = length
             }
         }
     }
+}
+
+/// What the records of one Codable type and app version share in a store: their names (the
+/// type name and app version bytes that follow the key in a record) and the predicted header
+/// (``RowRecord/predict(_:keyLength:recordLength:restoring:)``) of the record that made the
+/// shape, which its rows' headers are XORed with. A ``RowRecord/shaped`` row names its shape
+/// by id. Shapes are rows of the store's `shape` table, written before any row names them and
+/// never changed or removed after: a connection keeps those it has met.
+package struct RowShape: Sendable, Equatable {
+    package let id: Int64
+    package let names: [UInt8]
+    /// 80 bytes; a shape of any other length is damage, and its rows read as damaged.
+    package let header: [UInt8]
+
+    /// Names longer than this (a type name of 1 KiB) keep their row ``RowRecord/compact``.
+    package static let maximumNamesLength = 1024
+    /// Shapes a store holds at most; when it holds them, new names keep their rows compact.
+    package static let maximumCount = 4096
 }

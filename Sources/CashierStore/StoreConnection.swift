@@ -1,4 +1,5 @@
 import CashierSQLite
+import Foundation
 
 /// One connection of the store (the writer, or a pooled reader) with its hot statements held
 /// directly, prepared on first use.
@@ -12,6 +13,14 @@ import CashierSQLite
 final class StoreConnection {
     let sqlite: SQLiteConnection
     private var hot: [SQLiteStatement?] = Array(repeating: nil, count: HotStatement.allCases.count)
+    /// Shapes this connection has met (``RowShape``): they never change once in the file, and a
+    /// connection lives no longer than the file it has open.
+    /// By id, which counts from 1 up to a few thousands (``RowShape/maximumCount``): an array
+    /// slot each, as a read looks one up every time.
+    private var shapesByID: [RowShape?] = []
+    private var shapesByNames: [[UInt8]: RowShape] = [:]
+    /// The shape a write last used: most writes in a row are of one type.
+    private var lastShape: RowShape?
 
     init(_ sqlite: SQLiteConnection) { self.sqlite = sqlite }
 
@@ -30,6 +39,109 @@ final class StoreConnection {
         return try statement.step() ? statement.int64(at: 0) : nil
     }
 
+    /// The shape of id `id`, from memory or the `shape` table; nil when the store has none of
+    /// that id, or one that is damaged (not 80 bytes of header): the row then reads as damaged.
+    /// Throws what SQLite throws, so a busy or damaged file is not taken for a damaged row.
+    func shape(id: Int64) throws(SQLiteError) -> RowShape? {
+        if id > 0, id < shapesByID.count, let known = shapesByID[Int(id)] { return known }
+        let query = try statement(.shapeByID)
+        defer { query.reset() }
+        try query.bind(id, at: 1)
+        guard try query.step() else { return nil }
+        let shape = RowShape(id: id, names: query.blob(at: 0), header: query.blob(at: 1))
+        guard shape.header.count == RowRecord.keyOffset, shape.names.count <= RowShape.maximumNamesLength else {
+            return nil
+        }
+        remember(shape)
+        return shape
+    }
+
+    private func remember(_ shape: RowShape) {
+        // Ids beyond what a store holds (damage, or another writer's duplicates) stay unremembered.
+        guard shape.id > 0, shape.id <= 2 * Int64(RowShape.maximumCount) else { return }
+        let slot = Int(shape.id)
+        if slot >= shapesByID.count { shapesByID += Array(repeating: nil, count: slot + 1 - shapesByID.count) }
+        shapesByID[slot] = shape
+    }
+
+    /// The shape of a record's `names`, made from its predicted `header` when the store has
+    /// none: found in memory, else in the `shape` table, else added to it, in a transaction of
+    /// its own that commits before any row names it. Nil (the row is then stored without a
+    /// shape) when the store holds ``RowShape/maximumCount`` shapes or the transaction fails;
+    /// the writer's own statement meets the same failure and reports it. Called by the writer
+    /// outside any transaction.
+    func shape(names: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer) -> RowShape? {
+        if let lastShape, Self.same(lastShape.names, names) { return lastShape }
+        let key = [UInt8](names)
+        if let known = shapesByNames[key] {
+            lastShape = known
+            return known
+        }
+        guard (try? execute(.begin)) != nil else { return nil }
+        do throws(SQLiteError) {
+            let shape = try findOrAddShape(key, header: [UInt8](header))
+            try execute(.commit)
+            if let shape {
+                shapesByNames[key] = shape
+                remember(shape)
+                lastShape = shape
+            }
+            return shape
+        } catch {
+            try? execute(.rollback)
+            return nil
+        }
+    }
+
+    private static func same(_ bytes: [UInt8], _ other: UnsafeRawBufferPointer) -> Bool {
+        bytes.withUnsafeBytes { bytes in
+            bytes.count == other.count
+                && (bytes.isEmpty || memcmp(bytes.baseAddress!, other.baseAddress!, bytes.count) == 0)
+        }
+    }
+
+    private func findOrAddShape(_ names: [UInt8], header: [UInt8]) throws(SQLiteError) -> RowShape? {
+        let find = try statement(.shapeByNames)
+        defer { find.reset() }
+        let found = try Self.stepping(find, blobs: names) { () throws(SQLiteError) in
+            try find.step() ? RowShape(id: find.int64(at: 0), names: names, header: find.blob(at: 1)) : nil
+        }
+        if let found { return found.header.count == RowRecord.keyOffset ? found : nil }
+        guard try integer(.shapeCount) ?? 0 < Int64(RowShape.maximumCount) else { return nil }
+        let add = try statement(.addShape)
+        defer { add.reset() }
+        try Self.stepping(add, blobs: names, header) { () throws(SQLiteError) in _ = try add.step() }
+        guard let id = try sqlite.integer("SELECT last_insert_rowid()") else { return nil }
+        return RowShape(id: id, names: names, header: header)
+    }
+
+    /// Binds `blobs` to `statement`'s first parameters without copying them and runs `body`
+    /// while their bytes are pinned.
+    private static func stepping<R>(
+        _ statement: SQLiteStatement, blobs first: [UInt8], _ second: [UInt8]? = nil,
+        _ body: () throws(SQLiteError) -> R
+    ) throws(SQLiteError) -> R {
+        let hasSecond = second != nil
+        let result = first.withUnsafeBytes { first in
+            (second ?? []).withUnsafeBytes { second -> Result<R, SQLiteError> in
+                do throws(SQLiteError) {
+                    try statement.bind(blob: first, at: 1)
+                    if hasSecond { try statement.bind(blob: second, at: 2) }
+                    return .success(try body())
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    private func execute(_ which: HotStatement) throws(SQLiteError) {
+        let statement = try statement(which)
+        defer { statement.reset() }
+        _ = try statement.step()
+    }
+
     func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement { try sqlite.prepare(sql) }
     func integer(_ sql: String) throws(SQLiteError) -> Int64? { try sqlite.integer(sql) }
     var changes: Int { sqlite.changes }
@@ -39,6 +151,7 @@ final class StoreConnection {
 enum HotStatement: Int, CaseIterable {
     case upsert, upsertOverRows, upsertOverUnlockedRows, record, entry, delete, begin, commit, rollback
     case touch, expired, evictionOrder, evict, setLocked, count, totalSize, fileBytes, dataVersion, keys, entries
+    case shapeByID, shapeByNames, shapeCount, addShape
 
     var sql: String {
         switch self {
@@ -64,6 +177,10 @@ enum HotStatement: Int, CaseIterable {
         case .dataVersion: "PRAGMA data_version"
         case .keys: "SELECT key FROM entry ORDER BY key"
         case .entries: "SELECT \(SQL.columns) FROM entry"
+        case .shapeByID: "SELECT names, header FROM shape WHERE id = ?"
+        case .shapeByNames: "SELECT id, header FROM shape WHERE names = ? ORDER BY id LIMIT 1"
+        case .shapeCount: "SELECT count(*) FROM shape"
+        case .addShape: "INSERT INTO shape(names, header) VALUES(?, ?)"
         }
     }
 }

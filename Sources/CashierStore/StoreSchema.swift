@@ -21,19 +21,19 @@ import CashierSQLite
 /// 1 KiB 2.06x; no `size` in `entry_by_use` 1.88x; no `auto_vacuum` 1.89x. The table is 89%
 /// of the file and a verbatim record is already 1.5x its payload (80-byte header, key, type
 /// name): the rows, not the schema, set the floor. So the schema stays and the rows shrink
-/// instead (``RowRecord``): 1.58x (`CashierStoreBench footprint`).
+/// instead (``RowRecord``), and `shape` keeps once what the records of a type share.
 enum StoreSchema {
     /// `PRAGMA application_id`: "CshS". A file without it is not a Cashier store.
     static let applicationID: Int64 = 0x4373_6853
     /// `PRAGMA user_version`: the schema's version. 2: `location` 2 and 3 are rows whose
     /// record is stored without its key, and 3 without its header's zero bytes (``RowRecord``).
-    /// 3: the `ghost` table. A version 1 store is a version 2 store without such rows, and a
-    /// version 2 store a version 3 store without `ghost`: opening either for writing adds the
-    /// table, keeping every row, and marks it 3 (an older build then sets it aside rather than
+    /// 3: the `ghost` table. 4: the `shape` table, and `location` 4 (``RowShape``). Each version
+    /// is the one before with something added: opening an older store for writing adds what it
+    /// lacks, keeping every row, and marks it 4 (an older build then sets it aside rather than
     /// misread a row or meet a table it does not know); any other version is set aside.
-    static let version: Int64 = 3
+    static let version: Int64 = 4
     /// Versions this build opens: they are this schema's subsets.
-    static let readableVersions: ClosedRange<Int64> = 1...3
+    static let readableVersions: ClosedRange<Int64> = 1...4
 
     static let table = """
         CREATE TABLE entry(\
@@ -55,12 +55,23 @@ enum StoreSchema {
     /// against 1.0 MB for 50,000 keys of 10 bytes); `id` counts up as keys arrive, so the
     /// oldest go first (found by scanning the table, at a sweep).
     static let ghostTable = "CREATE TABLE ghost(key TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID"
-    /// What a read-only connection to a version 1 or 2 store queries in its place: always empty.
-    static let temporaryGhostTable = "CREATE TEMP TABLE ghost(key TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID"
+    /// What the records of one type and app version share (``RowShape``): written once, never
+    /// changed or removed. No uniqueness constraint (its index would be one more object): a
+    /// writer looks for the names before adding them, inside one transaction.
+    static let shapeTable = "CREATE TABLE shape(id INTEGER PRIMARY KEY, names BLOB NOT NULL, header BLOB NOT NULL)"
+    /// What a read-only connection to an older store queries in place of a table it lacks: always empty.
+    static let temporaryTables = [
+        "ghost": "CREATE TEMP TABLE ghost(key TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID",
+        "shape": "CREATE TEMP TABLE shape(id INTEGER PRIMARY KEY, names BLOB NOT NULL, header BLOB NOT NULL)",
+    ]
 
     /// What `sqlite_schema` must hold, exactly, SQL text included: anything else (a trigger, a
     /// view, a column renamed by damage) is not ours.
-    static let objects: Set<String> = versionTwoObjects.union(["table ghost ghost \(ghostTable)"])
+    static let objects: Set<String> = versionThreeObjects.union([shapeObject])
+    /// What a version 3 store holds: no `shape`.
+    static let versionThreeObjects: Set<String> = versionTwoObjects.union([ghostObject])
+    static let ghostObject = "table ghost ghost \(ghostTable)"
+    static let shapeObject = "table shape shape \(shapeTable)"
     /// What a version 1 or 2 store holds: no `ghost`.
     static let versionTwoObjects: Set<String> = [
         "table entry entry \(table)", "index entry_by_key entry \(keyIndex)", "index entry_by_use entry \(index)",
@@ -107,6 +118,7 @@ enum StoreSchema {
                     try connection.execute(filesIndex)
                     try connection.execute(expiryIndex)
                     try connection.execute(ghostTable)
+                    try connection.execute(shapeTable)
                     try connection.execute("PRAGMA application_id = \(applicationID)")
                     try connection.execute("PRAGMA user_version = \(version)")
                 }
@@ -124,15 +136,15 @@ enum StoreSchema {
             return "store schema version \(foundVersion) is not \(version)"
         }
         let found = try schemaObjects(connection)
-        guard found == objects || (foundVersion < version && found == versionTwoObjects) else {
+        let olderObjects = [versionTwoObjects, versionThreeObjects]
+        guard found == objects || (foundVersion < version && olderObjects.contains(found)) else {
             let names = found.map { $0.split(separator: " ").prefix(2).joined(separator: " ") }
             return "unexpected schema: \(names.sorted().joined(separator: ", "))"
         }
         if readOnly {
-            // An older store read as it is: an empty ghost of this connection's own stands in.
-            if found != objects {
-                try connection.execute(temporaryGhostTable)
-            }
+            // An older store read as it is: empty tables of this connection's own stand in.
+            if !found.contains(ghostObject), let ghost = temporaryTables["ghost"] { try connection.execute(ghost) }
+            if !found.contains(shapeObject), let shape = temporaryTables["shape"] { try connection.execute(shape) }
             return nil
         }
         if foundVersion != version { try migrate(connection) }
@@ -144,12 +156,14 @@ enum StoreSchema {
         return nil
     }
 
-    /// Adds what an older store lacks (`ghost`) and marks it ``version``, in one transaction:
-    /// another process may be doing the same, and either finds the other's work done.
+    /// Adds what an older store lacks (`ghost`, `shape`) and marks it ``version``, in one
+    /// transaction: another process may be doing the same, and either finds the other's work done.
     private static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {
         try connection.execute("BEGIN IMMEDIATE")
         do {
-            if try schemaObjects(connection) == versionTwoObjects { try connection.execute(ghostTable) }
+            let found = try schemaObjects(connection)
+            if !found.contains(ghostObject) { try connection.execute(ghostTable) }
+            if !found.contains(shapeObject) { try connection.execute(shapeTable) }
             try connection.execute("PRAGMA user_version = \(version)")
             try connection.execute("COMMIT")
         } catch {

@@ -42,33 +42,40 @@ import Testing
         #expect(try store.entries().first?.location == .row)
     }
 
-    /// A header as `EntryHeader` writes one: magic, version 2, lengths, timestamps, a checksum.
-    private func entryFile(_ key: String, payload: [UInt8], created: Double, validated: Double, seed: UInt64)
-        -> [UInt8]
-    {
+    /// A header as `EntryHeader` writes one: magic, version 2, lengths, timestamps, a checksum;
+    /// then the key, the type name, the app version and the payload.
+    private func entryFile(
+        _ key: String, payload: [UInt8], created: Double, validated: Double, seed: UInt64, type: String = "User",
+        appVersion: String = ""
+    ) -> [UInt8] {
         var header = [UInt8](repeating: 0, count: 80)
         func put<T: FixedWidthInteger>(_ value: T, at offset: Int) {
             withUnsafeBytes(of: value.littleEndian) { header.replaceSubrange(offset..<offset + $0.count, with: $0) }
         }
         header.replaceSubrange(0..<4, with: Array("CSHR".utf8))
         put(UInt16(2), at: 4)
-        put(UInt32(80 + key.utf8.count + 4), at: 8)
+        put(UInt32(80 + key.utf8.count + type.utf8.count + appVersion.utf8.count), at: 8)
         header[12] = 1
         put(created.bitPattern, at: 16)
         put(validated.bitPattern, at: 24)
         put(UInt64(payload.count), at: 48)
         put(UInt32(key.utf8.count), at: 56)
-        put(UInt32(4), at: 60)
+        put(UInt32(type.utf8.count), at: 60)
+        put(UInt32(appVersion.utf8.count), at: 64)
         var generator = SplitMix64(seed: seed)
         put(UInt64.random(in: 0...UInt64.max, using: &generator), at: 72)
-        return header + Array(key.utf8) + Array("User".utf8) + payload
+        return header + Array(key.utf8) + Array(type.utf8) + Array(appVersion.utf8) + payload
     }
+
+    /// A type name too long for a shape (``RowShape/maximumNamesLength``): its rows stay compact.
+    private let unshapedType = String(repeating: "T", count: RowShape.maximumNamesLength + 1)
 
     @Test(arguments: [(1_764_000_000.25, 1_764_000_000.25), (1_764_000_000.1234, 1_764_009_999.5), (0, -1)])
     func anEntryFilesHeaderIsStoredCompactAndReadsBackVerbatim(_ created: Double, _ validated: Double) throws {
         let payload = (0..<187).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         for (index, key) in ["user-1", "ключ/🙂", String(repeating: "k", count: 3000)].enumerated() {
-            let record = entryFile(key, payload: payload, created: created, validated: validated, seed: UInt64(index))
+            let record = entryFile(
+                key, payload: payload, created: created, validated: validated, seed: UInt64(index), type: unshapedType)
             try write(key, record)
             #expect(try store.record(for: key)?.record == record)
             let (location, length) = try stored(key)
@@ -79,8 +86,109 @@ import Testing
         #expect(try store.entries().allSatisfy { $0.location == .row })
     }
 
-    @Test func aCutCompactRowReadsAsDamageNeverATrap() throws {
+    /// Records of one type and app version share a shape: their rows keep neither the type name
+    /// nor the app version, and their headers little more than the checksum and created-at.
+    @Test(arguments: [(1_764_000_000.25, 1_764_000_000.25), (1_764_000_000.1234, 1_764_009_999.5), (0, -1)])
+    func recordsOfOneTypeShareAShapeAndReadBackVerbatim(_ created: Double, _ validated: Double) throws {
+        let payload = (0..<187).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let names = [("User", ""), ("User", "1.0"), ("Feed", "1.0"), ("", "")]
+        var written: [String: [UInt8]] = [:]
+        for (index, key) in ["user-1", "ключ/🙂", String(repeating: "k", count: 3000), "u"].enumerated() {
+            for (type, appVersion) in names {
+                let key = "\(key)/\(type)/\(appVersion)"
+                let record = entryFile(
+                    key, payload: payload, created: created + Double(index), validated: validated,
+                    seed: UInt64(written.count), type: type, appVersion: appVersion)
+                try write(key, record)
+                written[key] = record
+                let (location, length) = try stored(key)
+                #expect(location == 4)
+                // The key, the names and all but the id, map, checksum and times are not stored.
+                #expect(length <= Int64(payload.count + 1 + 2 + 3 + 8 + 16))
+            }
+        }
+        #expect(try shapes() == names.count)
+        // Another connection, which has met no shape, reads them from the file.
+        let other = try EntryStore(folder: folder.path)
+        for (key, record) in written {
+            #expect(try store.record(for: key)?.record == record)
+            #expect(try other.record(for: key)?.record == record)
+        }
+        var passed = 0
+        try other.forEachRecord { stored in
+            #expect(stored.record == written[stored.entry.key])
+            passed += 1
+        }
+        #expect(passed == written.count)
+    }
+
+    /// Rows of the `shape` table, read behind the store's back.
+    private func shapes() throws -> Int64 {
+        let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadOnly)
+        return try #require(try raw.integer("SELECT count(*) FROM shape"))
+    }
+
+    @Test func twoWritersOfOneTypeEachFindTheShapeTheOtherAdded() throws {
+        let other = try EntryStore(folder: folder.path)
+        let first = entryFile("a", payload: [1], created: 5, validated: 5, seed: 1)
+        let second = entryFile("b", payload: [2], created: 6, validated: 6, seed: 2)
+        try write("a", first)
+        try other.upsert(StoreEntry(key: "b", location: .row, size: second.count, lastUse: 1), record: second)
+        #expect(try shapes() == 1)
+        #expect(try stored("b").location == 4)
+        #expect(try store.record(for: "b")?.record == second)
+        #expect(try other.record(for: "a")?.record == first)
+    }
+
+    @Test func aRowWhoseShapeIsMissingOrDamagedReadsAsDamageNeverATrap() throws {
         let record = entryFile("k", payload: [1, 2, 3], created: 5, validated: 5, seed: 1)
+        try write("k", record)
+        #expect(try stored("k").location == 4)
+        let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
+        for damage in [
+            "UPDATE shape SET header = substr(header, 1, 79)", "UPDATE shape SET header = x'00'",
+            "UPDATE shape SET names = zeroblob(2000)", "UPDATE shape SET id = 7", "DELETE FROM shape",
+        ] {
+            try raw.execute(damage)
+            // A fresh connection, which has not met the shape before it was damaged.
+            let fresh = try EntryStore(folder: folder.path)
+            let read = try fresh.record(for: "k")
+            #expect(read?.record != record, "\(damage)")
+            #expect(read?.entry.location == .row)
+        }
+    }
+
+    @Test func aCutShapedRowReadsAsDamageNeverATrap() throws {
+        let record = entryFile("k", payload: [1, 2, 3], created: 5, validated: 5, seed: 1)
+        try write("k", record)
+        #expect(try stored("k").location == 4)
+        let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
+        for length in [0, 1, 2, 3, 4, 9, 12] {
+            try raw.execute("UPDATE entry SET record = substr(record, 1, \(length)) WHERE key = 'k'")
+            #expect(try store.record(for: "k")?.record != record)
+        }
+        // Ids that name no shape: zero, unterminated, beyond any id.
+        for blob: [UInt8] in [[0x00], [0xFF, 0xFF, 0xFF], [0xFF, 0xFF, 0xFF, 0x7F, 0, 0], [0x80, 0x01]] {
+            let hex = blob.map { String(format: "%02X", $0) }.joined()
+            try raw.execute("UPDATE entry SET record = x'\(hex)' WHERE key = 'k'")
+            #expect(try store.record(for: "k")?.record == blob)
+        }
+    }
+
+    @Test func aStoreHoldingAllTheShapesItMayKeepsNewTypesCompact() throws {
+        let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
+        try raw.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(RowShape.maximumCount)) "
+                + "INSERT INTO shape(names, header) SELECT CAST(i AS BLOB), zeroblob(80) FROM n")
+        let record = entryFile("k", payload: [1, 2, 3], created: 5, validated: 5, seed: 1)
+        try write("k", record)
+        #expect(try stored("k").location == 3)
+        #expect(try store.record(for: "k")?.record == record)
+        #expect(try shapes() == Int64(RowShape.maximumCount))
+    }
+
+    @Test func aCutCompactRowReadsAsDamageNeverATrap() throws {
+        let record = entryFile("k", payload: [1, 2, 3], created: 5, validated: 5, seed: 1, type: unshapedType)
         try write("k", record)
         #expect(try stored("k").location == 3)
         let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
@@ -132,16 +240,30 @@ import Testing
         #expect(try store.record(for: "cut")?.record == [1, 2, 3])
     }
 
-    @Test func aVersionOneStoreIsKeptAndMarkedVersionThree() throws {
+    @Test(arguments: [1, 3])
+    func anOlderStoreIsKeptAndMarkedVersionFour(_ version: Int) throws {
+        let compact = entryFile("compact", payload: [1, 2, 3], created: 5, validated: 5, seed: 1, type: unshapedType)
         try write("old", [5])
+        try write("compact", compact)
         let other = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
-        try other.execute("PRAGMA user_version = 1")
+        try other.execute("DROP TABLE shape")
+        if version < 3 { try other.execute("DROP TABLE ghost") }
+        try other.execute("PRAGMA user_version = \(version)")
+        // Read-only, as `cashier-tool` opens it: rows read, the file is unchanged.
+        var readOnly = EntryStore.Options()
+        readOnly.readOnly = true
+        let reader = try EntryStore(folder: folder.path, options: readOnly)
+        #expect(try reader.record(for: "compact")?.record == compact)
+        #expect(try other.integer("PRAGMA user_version") == Int64(version))
         let reopened = try EntryStore(folder: folder.path)
         #expect(reopened.setAsideAtOpen == nil)
         #expect(try reopened.record(for: "old")?.record == [5])
-        // Version 3 (the ghost table of the frequency-aware eviction) is version 2's superset.
-        #expect(try other.integer("PRAGMA user_version") == 3)
-        try reopened.upsert(StoreEntry(key: "new", location: .row, size: 90, lastUse: 1), record: fileLayout("new"))
-        #expect(try reopened.record(for: "new")?.record == fileLayout("new"))
+        #expect(try reopened.record(for: "compact")?.record == compact)
+        // Version 4 (the shape table) is version 3's superset, and 3 (the ghost table) 2's.
+        #expect(try other.integer("PRAGMA user_version") == 4)
+        let shaped = entryFile("new", payload: [4], created: 6, validated: 6, seed: 2)
+        try reopened.upsert(StoreEntry(key: "new", location: .row, size: shaped.count, lastUse: 1), record: shaped)
+        #expect(try reopened.record(for: "new")?.record == shaped)
+        #expect(try stored("new").location == 4)
     }
 }

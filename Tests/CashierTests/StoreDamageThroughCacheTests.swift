@@ -86,7 +86,7 @@ import Testing
 
     /// Damage to the row's columns rather than its record, written with SQL as damage would.
     @Test(arguments: [
-        "location = 1", "location = 2", "location = 3", "location = 9", "location = -1",
+        "location = 1", "location = 2", "location = 3", "location = 4", "location = 9", "location = -1",
         "record = zeroblob(length(record))", "record = x''", "record = NULL", "size = 1", "size = -5",
     ])
     func aRowWithDamagedColumnsIsAMissOrItsValueNeverAnotherOne(_ assignment: String) throws {
@@ -111,6 +111,29 @@ import Testing
         try cache.set(value, for: key)
         cache.purgeMemory()
         #expect(cache.value(for: key) == value)
+    }
+
+    /// Rows of one type share a shape (the type name and app version, kept once): damage to
+    /// it is damage to each of its rows, a `.corrupt` miss that removes the row, never a wrong
+    /// value; the next write of the type adds the shape again.
+    @Test(arguments: ["DELETE FROM shape", "UPDATE shape SET header = zeroblob(80)", "UPDATE shape SET names = x'00'"])
+    func aDamagedShapeIsACorruptMissForEachOfItsRows(_ damage: String) throws {
+        let keys = (0..<3).map { CacheKey<Data>("shaped-\($0)") }
+        do {
+            let cache = cache()
+            for (index, key) in keys.enumerated() { try cache.set(Self.value(index), for: key) }
+            let connection = try SQLiteConnection(path: folder.storePath, flags: SQLiteCode.openReadWrite)
+            #expect(try connection.integer("SELECT count(*) FROM entry WHERE location = 4") == 3)
+            try connection.execute(damage)
+        }
+        let events = EventLog()
+        let cache = cache(events: events)
+        for key in keys { #expect(cache.value(for: key) == nil) }
+        #expect(Set(events.discards.filter { $0.1 == .corrupt }.map(\.0)) == Set(keys.map(\.name)))
+        #expect(cache.count == 0)
+        try cache.set(Self.value(7), for: keys[0])
+        cache.purgeMemory()
+        #expect(cache.value(for: keys[0]) == Self.value(7))
     }
 
     // MARK: The store file
