@@ -70,7 +70,8 @@ public enum Pairs {
         ("write-64k", { rawWrite($0, bytes: 64 << 10) }), ("write-1m", { rawWrite($0, bytes: 1 << 20) }),
         // Issue 25: against a SQLite key-value table driven through the C API.
         ("sqlite-write", sqliteWrite), ("sqlite-overwrite", sqliteOverwrite), ("sqlite-read", sqliteColdRead),
-        ("sqlite-size", sqliteTotalSize), ("sqlite-evict", sqliteEvictHalf),
+        ("sqlite-size", sqliteTotalSize), ("sqlite-evict", { sqliteEvictHalf($0) }),
+        ("sqlite-evict-reclaim", { sqliteEvictHalf($0, reclaiming: true) }),
     ]
 
     /// Memory hits spread over `keyCount` keys: 100 stay in the CPU caches, 10,000 mostly do not.

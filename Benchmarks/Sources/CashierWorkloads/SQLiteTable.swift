@@ -15,13 +15,17 @@ public final class SQLiteTable {
     private var prepared: [OpaquePointer] = []
 
     /// Opens (creating if needed) the table in the database file at `path`: what an app does on launch.
-    public init(path: String) {
+    /// `reclaimable`: a new file is made with `auto_vacuum = INCREMENTAL`, as Cashier's store is,
+    /// so ``reclaim()`` can give freed pages back to the file system.
+    public init(path: String, reclaimable: Bool = false) {
         self.path = path
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &handle, flags, nil)
         precondition(code == SQLITE_OK && handle != nil, "sqlite3_open_v2(\(path)): \(code)")
         db = handle!
+        // Chosen before the first table; a no-op on a file that has one.
+        if reclaimable { exec("PRAGMA auto_vacuum = INCREMENTAL") }
         exec("PRAGMA journal_mode = WAL")
         exec("PRAGMA synchronous = NORMAL")
         exec(
@@ -113,6 +117,13 @@ public final class SQLiteTable {
         let code = sqlite3_step(statement)
         sqlite3_reset(statement)
         precondition(code == SQLITE_DONE, "evict: \(message)")
+    }
+
+    /// Gives the free pages back to the file system and checkpoints the WAL into the file,
+    /// truncating it: what Cashier's sweep does after it evicts, so the folder shrinks.
+    public func reclaim() {
+        exec("PRAGMA incremental_vacuum")
+        exec("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
     /// Rows `keyPrefix0`… with `value`, `last_use` their index, in one transaction (a fixture, not timed).
