@@ -21,6 +21,9 @@ final class StoreConnection {
     private var shapesByNames: [[UInt8]: RowShape] = [:]
     /// The shape a write last used: most writes in a row are of one type.
     private var lastShape: RowShape?
+    /// Set when the file holds ``RowShape/maximumCount`` shapes: shapes are never removed, so
+    /// new names are not looked for again (a scan of the table and a count each).
+    private var shapesFull = false
 
     init(_ sqlite: SQLiteConnection) { self.sqlite = sqlite }
 
@@ -77,7 +80,7 @@ final class StoreConnection {
             lastShape = known
             return known
         }
-        guard (try? execute(.begin)) != nil else { return nil }
+        guard !shapesFull, (try? execute(.begin)) != nil else { return nil }
         do throws(SQLiteError) {
             let shape = try findOrAddShape(key, header: [UInt8](header))
             try execute(.commit)
@@ -107,7 +110,10 @@ final class StoreConnection {
             try find.step() ? RowShape(id: find.int64(at: 0), names: names, header: find.blob(at: 1)) : nil
         }
         if let found { return found.header.count == RowRecord.keyOffset ? found : nil }
-        guard try integer(.shapeCount) ?? 0 < Int64(RowShape.maximumCount) else { return nil }
+        guard try integer(.shapeCount) ?? 0 < Int64(RowShape.maximumCount) else {
+            shapesFull = true
+            return nil
+        }
         let add = try statement(.addShape)
         defer { add.reset() }
         try Self.stepping(add, blobs: names, header) { () throws(SQLiteError) in _ = try add.step() }
