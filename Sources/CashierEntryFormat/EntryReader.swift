@@ -5,7 +5,9 @@ import Foundation
 ///
 /// No byte of the file decides an allocation before it is checked:
 /// 1. the first ``prefixLength`` bytes (at most; the whole file for most entries) are read
-///    into a block of that size;
+///    into a block of that size, or, when the payload is wanted, the whole file if `fstat`
+///    says it is at most ``wholeReadLength`` (the file system's length, not a field of the
+///    file: one read instead of two);
 /// 2. ``EntryHeader/decodePrefix(_:fileLength:)`` checks the declared header and payload
 ///    lengths against the file's size and ``EntryHeader/maximumEntryLength``;
 /// 3. only then is the block grown to exactly header plus payload (`realloc`: no zero-fill),
@@ -18,6 +20,8 @@ import Foundation
 package enum EntryReader {
     /// How much is read before the header is judged: the header and payload of most entries.
     package static let prefixLength = 4096
+    /// Files up to this long are read in one piece when their payload is wanted: 1 MiB.
+    package static let wholeReadLength = 1 << 20
 
     package enum Outcome {
         /// A sound entry, checksum verified when the payload was read; the payload when asked for.
@@ -40,7 +44,7 @@ package enum EntryReader {
         size: Int, wantsPayload: Bool,
         from read: (UnsafeMutableRawBufferPointer, Int) throws(Failure) -> Int
     ) throws(Failure) -> Outcome {
-        let first = min(max(size, 0), prefixLength)
+        let first = min(max(size, 0), wantsPayload && size <= wholeReadLength ? size : prefixLength)
         guard var block = malloc(max(first, 1)) else { return .outOfMemory }
         var ownsBlock = true
         defer { if ownsBlock { free(block) } }

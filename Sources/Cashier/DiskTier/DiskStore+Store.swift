@@ -229,7 +229,6 @@ extension DiskStore {
             return storeFailure(error, of: store, operation: "read")
         }
         guard let stored else { return nil }
-        let info = Self.rowInfo(stored.entry)
         guard stored.entry.location == .row else {
             // A large entry: its header is its file's.
             if headerOnly { return nil }
@@ -246,6 +245,7 @@ extension DiskStore {
                 return other
             }
         }
+        let info = Self.rowInfo(stored.entry)
         switch Self.readEntry(fromRecord: stored.record, wantsPayload: !headerOnly) {
         case .entry(let header, let payload): return .entry(header, payload: payload ?? Data(), info: info)
         case .damaged(let error, let header): return .damaged(error, info: info, header: header)
@@ -271,8 +271,12 @@ extension DiskStore {
     static func rowInfo(_ entry: StoreEntry) -> FileInfo {
         FileInfo(
             size: entry.size, accessedAt: Double(entry.lastUse), modifiedAt: Double(entry.lastUse),
-            isRegularFile: true, isDirectory: false, owner: geteuid())
+            isRegularFile: true, isDirectory: false, owner: processUser)
     }
+
+    /// This process's effective user, read once: a row's owner (``rowInfo(_:)``), which every
+    /// read of a row asks for (`geteuid` is a system call on Linux).
+    static let processUser = geteuid()
 
     /// Writes `header` and `payload` as `header.key`'s row, and removes the large entry's file
     /// it replaces. Returns whether the entry is locked: `keepingLock`, an unlocked write over a
