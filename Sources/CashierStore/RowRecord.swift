@@ -108,8 +108,7 @@ enum RowRecord {
                 var restStart = keyOffset + keyLength
                 var shapeID: UInt64?
                 if let names = namesRange(source, keyLength: keyLength),
-                    let found = shape(UnsafeRawBufferPointer(rebasing: source[names]), UnsafeRawBufferPointer(header)),
-                    found.header.count == keyOffset, found.id > 0
+                    let found = shape(UnsafeRawBufferPointer(rebasing: source[names]), UnsafeRawBufferPointer(header))
                 {
                     xor(header.baseAddress!, found.header)
                     restStart = names.upperBound
@@ -237,10 +236,7 @@ enum RowRecord {
         var mapStart = 0
         var found: RowShape?
         if location == shaped {
-            guard let (id, length) = shapeID(stored), let known = shape, known.id == id, known.header.count == keyOffset
-            else {
-                return Array(stored)
-            }
+            guard let (id, length) = shapeID(stored), let known = shape, known.id == id else { return Array(stored) }
             found = known
             mapStart = length
         }
@@ -315,8 +311,18 @@ enum RowRecord {
 package struct RowShape: Sendable, Equatable {
     package let id: Int64
     package let names: [UInt8]
-    /// 80 bytes; a shape of any other length is damage, and its rows read as damaged.
+    /// 80 bytes.
     package let header: [UInt8]
+
+    /// A shape as a store may hold one; nil for what only damage gives (an id below 1, a header
+    /// of another length than 80 bytes, names over ``maximumNamesLength``), whose rows then
+    /// read as damaged. The one place a shape is judged: every other one is sound.
+    init?(id: Int64, names: [UInt8], header: [UInt8]) {
+        guard id > 0, header.count == RowRecord.keyOffset, names.count <= Self.maximumNamesLength else { return nil }
+        self.id = id
+        self.names = names
+        self.header = header
+    }
 
     /// Names longer than this (a type name of 1 KiB) keep their row ``RowRecord/compact``.
     package static let maximumNamesLength = 1024

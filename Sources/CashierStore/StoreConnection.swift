@@ -51,17 +51,14 @@ final class StoreConnection {
         defer { query.reset() }
         try query.bind(id, at: 1)
         guard try query.step() else { return nil }
-        let shape = RowShape(id: id, names: query.blob(at: 0), header: query.blob(at: 1))
-        guard shape.header.count == RowRecord.keyOffset, shape.names.count <= RowShape.maximumNamesLength else {
-            return nil
-        }
+        guard let shape = RowShape(id: id, names: query.blob(at: 0), header: query.blob(at: 1)) else { return nil }
         remember(shape)
         return shape
     }
 
     private func remember(_ shape: RowShape) {
         // Ids beyond what a store holds (damage, or another writer's duplicates) stay unremembered.
-        guard shape.id > 0, shape.id <= 2 * Int64(RowShape.maximumCount) else { return }
+        guard shape.id <= 2 * Int64(RowShape.maximumCount) else { return }
         let slot = Int(shape.id)
         if slot >= shapesByID.count { shapesByID += Array(repeating: nil, count: slot + 1 - shapesByID.count) }
         shapesByID[slot] = shape
@@ -106,10 +103,11 @@ final class StoreConnection {
     private func findOrAddShape(_ names: [UInt8], header: [UInt8]) throws(SQLiteError) -> RowShape? {
         let find = try statement(.shapeByNames)
         defer { find.reset() }
-        let found = try Self.stepping(find, blobs: names) { () throws(SQLiteError) in
-            try find.step() ? RowShape(id: find.int64(at: 0), names: names, header: find.blob(at: 1)) : nil
+        // A row found, but damaged, gives nil: the record is then stored without a shape.
+        let found: RowShape?? = try Self.stepping(find, blobs: names) { () throws(SQLiteError) in
+            try find.step() ? .some(RowShape(id: find.int64(at: 0), names: names, header: find.blob(at: 1))) : nil
         }
-        if let found { return found.header.count == RowRecord.keyOffset ? found : nil }
+        if let found { return found }
         guard try integer(.shapeCount) ?? 0 < Int64(RowShape.maximumCount) else {
             shapesFull = true
             return nil
