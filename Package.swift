@@ -40,7 +40,7 @@ let package = Package(
         // or libsqlite3.so.
         .target(name: "CashierSQLite", dependencies: ["CashierPlatform"]),
         // The store of small entries: one SQLite file per cache folder, an index of every entry.
-        .target(name: "CashierStore", dependencies: ["CashierSQLite"]),
+        .target(name: "CashierStore", dependencies: ["CashierSQLite", "CashierPlatform"]),
         // Measures the store against files and the raw C API (no product: nothing depends on it).
         .executableTarget(
             name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite", "CashierPlatform"]),

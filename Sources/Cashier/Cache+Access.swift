@@ -195,7 +195,7 @@ extension Cache {
                 }
             }
         } else {
-            recordMemoryUses()
+            recordMemoryUsesLater()
             sweepIfNeeded()
         }
         return metadata
@@ -293,7 +293,7 @@ extension Cache {
         store.keyLocks.withLock(name) {
             memory.remove(name)
             do throws(SystemError) {
-                try disk?.remove(key: name)
+                try disk?.remove(key: name, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
             } catch {
                 failure = error
             }

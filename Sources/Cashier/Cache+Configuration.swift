@@ -59,6 +59,15 @@ extension Cache {
         public var sharing: Sharing = .owner
         /// Whether `set` waits for the data to reach stable storage.
         public var durability: Durability = .standard
+        /// The longest, in seconds, that one write (or removal) waits in all for another process
+        /// sharing the folder to release the folder's store, before it throws a ``CacheError``
+        /// of kind ``CacheError/Kind/busy`` and leaves what was stored as it was. 5 by default.
+        ///
+        /// Only writes wait: a read from memory never does, and a read from disk does not wait
+        /// for writers. An app that writes on its main thread may want less (an iOS app's main
+        /// thread is watched: a few seconds blocked there is a kill); a negative or NaN value
+        /// counts as 0 (fail at once when another process holds the store).
+        public var busyTimeout: TimeInterval = 5
         /// How often ``Cache/collectGarbage()`` runs by itself, in seconds; `nil` for never.
         ///
         /// The default depends on ``location``: every 30 minutes

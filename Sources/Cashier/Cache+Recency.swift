@@ -8,11 +8,39 @@ extension Cache {
     /// garbage collection before it orders victims, ``waitForBackgroundWork()``, the end of
     /// the instance), so a hit never reads the clock or touches the disk for recency
     /// (except a hit on a sliding entry: see ``noteSlidingUse(_:at:countingHit:)``).
+    ///
+    /// One call at a time: a caller that orders by recency (garbage collection) finds every use
+    /// taken by a write under way off its thread (``recordMemoryUsesLater()``) written first.
     func recordMemoryUses() {
         guard let disk else { return }
+        usesWriting.lock()
+        defer { usesWriting.unlock() }
         let keys = memory.takeUsedNames()
         guard !keys.isEmpty else { return }
         disk.noteUses(ofKeys: keys, at: nowSeconds)
+    }
+
+    /// ``recordMemoryUses()`` off the caller's thread, on the disk tier's background queue:
+    /// what reads and writes call, so no recency write (a store transaction, which may wait for
+    /// another process's lock) runs on the caller's thread. One is scheduled at a time and takes
+    /// every use gathered until it runs, so many uses go in one transaction.
+    /// ``waitForBackgroundWork()`` waits for it.
+    ///
+    /// A folder without a store (SQLite missing) keeps uses in this process's index and in
+    /// access times, which no other process holds: written at once, as before.
+    func recordMemoryUsesLater() {
+        guard let disk else { return }
+        guard disk.openedStore != nil else { return recordMemoryUses() }
+        let schedules = usesWriteScheduled.withLock { scheduled in
+            defer { scheduled = true }
+            return !scheduled
+        }
+        guard schedules else { return }
+        // Weakly: an instance that goes first writes its uses itself, in `deinit`.
+        disk.inBackground { [weak self] in
+            self?.usesWriteScheduled.withLock { $0 = false }
+            self?.recordMemoryUses()
+        }
     }
 
     /// Records a read at `now` that found `name`'s ``Lifespan/sinceLastUse(_:)`` entry valid,
@@ -24,7 +52,12 @@ extension Cache {
     /// `countingHit`: the use is a memory hit, counted in ``statistics`` under the same lock.
     func noteSlidingUse(_ name: String, at now: Double, countingHit: Bool = false) {
         guard memory.noteUse(name, at: now, countingHit: countingHit), let disk else { return }
-        disk.noteUses(ofKeys: [(name, now)], at: now)
+        // With a store: at once if that needs no wait (a memory hit never waits for another
+        // process's lock, nor this process's writes), else off the caller's thread. A file's
+        // access time: at once.
+        guard disk.openedStore != nil else { return disk.noteUses(ofKeys: [(name, now)], at: now) }
+        if disk.noteSlidingUseIfFree(name, at: now) { return }
+        disk.inBackground { disk.noteUses(ofKeys: [(name, now)], at: now) }
     }
 
     /// Counts a read at `now` of an entry found in memory with `metadata` as a use of its

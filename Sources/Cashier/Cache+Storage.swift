@@ -33,7 +33,15 @@ extension Cache {
         options.sharing = configuration.sharing
         options.usedAt = usedAt
         options.excludesFromBackup = configuration.location == .persistent
+        options.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         return options
+    }
+
+    /// ``Configuration-swift.struct/busyTimeout`` in milliseconds: NaN and negative values are 0,
+    /// and a day at most.
+    var busyTimeoutMilliseconds: Int32 {
+        let wait = configuration.busyTimeout
+        return wait.isNaN ? 0 : Int32(min(max(wait, 0), 86_400) * 1000)
     }
 
     var limits: DiskStore.Limits {

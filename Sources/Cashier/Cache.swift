@@ -10,8 +10,9 @@ import Foundation
 /// ```
 ///
 /// Values live in two tiers: decoded in memory (bounded by
-/// ``Configuration/memoryCountLimit`` and ``Configuration/memoryCostLimit``) and one checksummed file per entry on
-/// disk. Reads never throw and never crash because of what is on disk: damaged,
+/// ``Configuration/memoryCountLimit`` and ``Configuration/memoryCostLimit``) and on disk, each
+/// entry a checksummed record: small ones rows of the folder's SQLite store, large ones files
+/// indexed by it. Reads never throw and never crash because of what is on disk: damaged,
 /// foreign, old or undecodable entries are misses, removed and reported through
 /// ``Configuration/onEvent``. Every method may be called from any thread or task.
 /// Instances on the same folder in one process share their disk index, per-key
@@ -29,6 +30,11 @@ public final class Cache: Sendable {
     private let subscription: Int
     private let garbageCollection: GarbageCollectionTimer?
     private let memoryPressure: MemoryPressureSource?
+    /// Whether a write of the memory tier's uses is scheduled off the caller's thread
+    /// (``recordMemoryUsesLater()``): one at a time, taking every use gathered until it runs.
+    let usesWriteScheduled = Locked(false)
+    /// Held while the memory tier's uses are taken and written (``recordMemoryUses()``).
+    let usesWriting = NSLock()
 
     /// Makes a cache. Never throws: the folder is created by the first write, and
     /// I/O failures surface as errors from writes and ``CacheEvent/failure(key:error:)`` events.

@@ -47,6 +47,10 @@ public struct CacheError: Error, Sendable, Hashable {
         public static let noSpace = Kind(rawValue: "noSpace")
         /// Any other input/output failure.
         public static let ioFailure = Kind(rawValue: "ioFailure")
+        /// Another process sharing the folder held the folder's store past
+        /// ``Cache/Configuration-swift.struct/busyTimeout``: the write did nothing, what was
+        /// stored is as it was, and trying again later may succeed. Not an I/O fault.
+        public static let busy = Kind(rawValue: "busy")
         /// A stored payload did not decode as the key's value type, or its migration threw.
         ///
         /// Reported through events only, right after the ``CacheEvent/discarded(key:reason:)``
@@ -60,6 +64,7 @@ public struct CacheError: Error, Sendable, Hashable {
             "encodingFailed": "encoding failed", "invalidValue": "invalid value",
             "folderUnavailable": "folder unavailable", "permissionDenied": "permission denied",
             "untrustedFolder": "untrusted folder", "noSpace": "no space", "ioFailure": "I/O failure",
+            "busy": "busy (another process holds the store)",
             "decodingFailed": "decoding failed", "fetchFailed": "fetch failed",
         ]
 

@@ -33,8 +33,11 @@ struct EntryRemoval {
     func remove(_ entry: EntryFile, shadowed: String? = nil) -> String? {
         if let key = entry.rowKey {
             if let store {
+                // The file goes first, inside the row's transaction, as the cache removes entries:
+                // no process reads a removed entry's file again, even after a kill.
+                let file = entry.fileName.map(disk.path)
                 do throws(StoreError) {
-                    try store.remove(key)
+                    try store.remove([key], filePath: file.map { file in { _ in file } })
                 } catch {
                     return "cannot remove its row: \(error)"
                 }

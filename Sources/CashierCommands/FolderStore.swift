@@ -109,6 +109,7 @@ enum FolderStore {
         switch error {
         case .unavailable(let reason): .unavailable("\(reason)")
         case .setAside(let setAside): .damaged(setAside.reason)
+        case .busy(let error): .unreadable("\(error) (another process holds the store)")
         case .failed(let error) where error.meansDamage: .damaged("\(error)")
         case .failed(let error): .unreadable("\(error)")
         }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A failed SQLite call: its result code, SQLite's message and the operation that failed.
 ///
 /// `code` is the extended result code (`SQLITE_CORRUPT_INDEX`, 779, not only `SQLITE_CORRUPT`,
@@ -11,12 +13,25 @@ package struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible 
     package let operation: String
     /// True when SQLite itself could not be loaded (no library, a missing function, too old).
     package let isUnavailable: Bool
+    /// The `errno` of a file operation the store made itself inside a transaction (a large
+    /// entry's rename or unlink), reported as `SQLITE_IOERR`; nil for SQLite's own errors.
+    package let systemCode: Int32?
 
     package init(code: Int32, message: String, operation: String) {
         self.code = code
         self.message = message
         self.operation = operation
         isUnavailable = false
+        systemCode = nil
+    }
+
+    /// A file operation of the store's own that failed with `errno` `systemCode`.
+    package init(systemCode: Int32, operation: String) {
+        code = SQLiteCode.ioError
+        message = String(cString: strerror(systemCode))
+        self.operation = operation
+        isUnavailable = false
+        self.systemCode = systemCode
     }
 
     package init(unavailable reason: String) {
@@ -24,6 +39,7 @@ package struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible 
         message = reason
         operation = "load SQLite"
         isUnavailable = true
+        systemCode = nil
     }
 
     /// The primary result code, the low 8 bits of ``code``.
@@ -48,11 +64,17 @@ package enum SQLiteCode {
     package static let error: Int32 = 1
     package static let busy: Int32 = 5
     package static let locked: Int32 = 6
+    package static let noMemory: Int32 = 7
     package static let readOnly: Int32 = 8
     package static let ioError: Int32 = 10
     package static let corrupt: Int32 = 11
     package static let full: Int32 = 13
     package static let cantOpen: Int32 = 14
+    package static let schema: Int32 = 17
+    package static let mismatch: Int32 = 20
+    package static let auth: Int32 = 23
+    package static let format: Int32 = 24
+    package static let permission: Int32 = 3
     package static let notADatabase: Int32 = 26
     package static let row: Int32 = 100
     package static let done: Int32 = 101

@@ -20,15 +20,17 @@ extension EntryStore {
         }
     }
 
-    /// Removes every entry; returns the large entries' rows (their files are the caller's to remove).
+    /// Removes every entry; returns the large entries' rows. `filePath`: where a large entry's
+    /// file is, by key; each is removed inside the transaction, before the rows go.
     @discardableResult
-    package func removeAll() throws(StoreError) -> [StoreEntry] {
-        try withConnection { connection throws(SQLiteError) in
+    package func removeAll(filePath: ((String) -> String)? = nil) throws(StoreError) -> [StoreEntry] {
+        try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
-                let files = try connection.prepare("SELECT \(SQL.columns) FROM entry WHERE location = 1")
-                defer { files.finalize() }
+                let files = try connection.sqlite.cached("SELECT \(SQL.columns) FROM entry WHERE location = 1")
+                defer { files.reset() }
                 var removed: [StoreEntry] = []
                 while try files.step() { removed.append(Self.entry(files)) }
+                if let filePath { for entry in removed { try Self.removeFile(filePath(entry.key)) } }
                 try connection.sqlite.execute("DELETE FROM entry")
                 return removed
             }
@@ -39,17 +41,20 @@ extension EntryStore {
     /// no later), in one transaction; returns those it removed. A row written or used since the
     /// plan was made is spared: the next pass decides again. `evictedIn`: the removals are a
     /// sweep's evictions in that order, remembered as ``removeEvicted(_:order:)`` remembers them.
+    /// `filePath`: where a large entry's file is, by key; the file of each large entry removed is
+    /// removed inside the transaction, before its row goes, so no reader finds a removed entry's
+    /// file without its row, even after a kill.
     @discardableResult
-    package func remove(unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil) throws(StoreError)
-        -> [StoreEntry]
-    {
+    package func remove(
+        unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil,
+        filePath: ((String) -> String)? = nil
+    ) throws(StoreError) -> [StoreEntry] {
         guard !entries.isEmpty else { return [] }
-        return try withConnection { connection throws(SQLiteError) in
+        return try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
-                let delete = try connection.prepare(
+                let delete = try connection.sqlite.cached(
                     "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?"
                 )
-                defer { delete.finalize() }
                 var removed: [StoreEntry] = []
                 for entry in entries {
                     defer { delete.reset() }
@@ -60,7 +65,9 @@ extension EntryStore {
                     try delete.bind(entry.lastUse, at: 4)
                     try delete.bind(entry.isLocked ? 1 : 0, at: 5)
                     _ = try delete.step()
-                    if connection.changes > 0 { removed.append(entry) }
+                    guard connection.changes > 0 else { continue }
+                    if entry.location == .file, let filePath { try Self.removeFile(filePath(entry.key)) }
+                    removed.append(entry)
                 }
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
                 return removed
@@ -73,12 +80,9 @@ extension EntryStore {
     /// page, so an entry read all day costs one write a granularity. Each use has its own time.
     package func recordUses(_ uses: [(key: String, time: Int64)], granularity: Int64) throws(StoreError) {
         guard !uses.isEmpty else { return }
-        try withConnection { connection throws(SQLiteError) in
+        try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
-                let touch = try connection.prepare(
-                    "UPDATE entry SET last_use = ?1, frequency = min(frequency + 1, \(Self.maximumFrequency)) "
-                        + "WHERE key = ?2 AND last_use <= ?1 - ?3")
-                defer { touch.finalize() }
+                let touch = try connection.statement(.recordUse)
                 for use in uses {
                     defer { touch.reset() }
                     try touch.bind(use.time, at: 1)
@@ -90,30 +94,93 @@ extension EntryStore {
         }
     }
 
+    /// ``recordUses(_:granularity:)`` now if the writer and the store's lock are free (no call
+    /// of this process holds the writer, no other process the lock); false, having done nothing,
+    /// at once otherwise: for a use a memory hit records, which never waits.
+    package func recordUsesIfFree(_ uses: [(key: String, time: Int64)], granularity: Int64) -> Bool {
+        let done: Void? = try? withWriterIfFree { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
+                let touch = try connection.statement(.recordUse)
+                for use in uses {
+                    defer { touch.reset() }
+                    try touch.bind(use.time, at: 1)
+                    try touch.bind(use.key, at: 2)
+                    try touch.bind(granularity, at: 3)
+                    _ = try touch.step()
+                }
+            }
+        }
+        return done != nil
+    }
+
     /// Writes `entry`'s row unless its key has one already (a large entry found on disk
     /// without a row: an older version's file, or a write cut between its file and its row).
     /// Returns whether it wrote.
     @discardableResult
     package func insertIfAbsent(_ entries: [StoreEntry]) throws(StoreError) -> Int {
         guard !entries.isEmpty else { return 0 }
-        return try withConnection { connection throws(SQLiteError) in
+        return try withWriter { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in try insertIfAbsent(entries, connection) }
+        }
+    }
+
+    private func insertIfAbsent(_ entries: [StoreEntry], _ connection: StoreConnection) throws(SQLiteError) -> Int {
+        let insert = try connection.sqlite.cached(
+            "INSERT INTO entry(\(SQL.columns), record) VALUES(?, 1, ?, ?, ?, ?, 0, NULL) ON CONFLICT(key) DO NOTHING")
+        var written = 0
+        for entry in entries {
+            defer { insert.reset() }
+            try insert.bind(entry.key, at: 1)
+            try insert.bind(Int64(entry.size), at: 2)
+            try insert.bind(entry.lastUse, at: 3)
+            try insert.bind(entry.expiry, at: 4)
+            try insert.bind(entry.isLocked ? 1 : 0, at: 5)
+            _ = try insert.step()
+            written += connection.changes
+        }
+        return written
+    }
+
+    /// What ``reconcile(files:indexing:)`` did with the files it was given.
+    package struct Reconciled: Sendable, Equatable {
+        /// Files that got a row (large entries indexed).
+        package var indexed = 0
+        /// Paths of the files removed: shadowed by their key's row, or (not indexing) without one.
+        package var removed: [String] = []
+    }
+
+    /// Brings entry files found in the folder in line with the index, in one transaction, under
+    /// the store's write lock (so no write or removal of theirs is under way in any process):
+    /// a file whose key's row holds a record is an older write no read returns, and goes; a file
+    /// whose key has no row gets one with `indexing` (a file older than the store, imported) and
+    /// goes without (an orphan: what a write killed between its file and its row left, or a
+    /// removed entry's); a file whose key's row is a large entry's is its file, and stays.
+    /// `files`: each file's path and the row it would get; nil for a file no read finds (named
+    /// from another spelling of its key), which goes. A file gone meanwhile is skipped.
+    package func reconcile(files: [(path: String, entry: StoreEntry?)], indexing: Bool) throws(StoreError)
+        -> Reconciled
+    {
+        guard !files.isEmpty else { return Reconciled() }
+        return try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
-                let insert = try connection.prepare(
-                    "INSERT INTO entry(\(SQL.columns), record) VALUES(?, 1, ?, ?, ?, ?, 0, NULL) "
-                        + "ON CONFLICT(key) DO NOTHING")
-                defer { insert.finalize() }
-                var written = 0
-                for entry in entries {
-                    defer { insert.reset() }
-                    try insert.bind(entry.key, at: 1)
-                    try insert.bind(Int64(entry.size), at: 2)
-                    try insert.bind(entry.lastUse, at: 3)
-                    try insert.bind(entry.expiry, at: 4)
-                    try insert.bind(entry.isLocked ? 1 : 0, at: 5)
-                    _ = try insert.step()
-                    written += connection.changes
+                var done = Reconciled()
+                for (path, entry) in files {
+                    var info = stat()
+                    guard lstat(path, &info) == 0 else { continue }
+                    guard let entry else {
+                        try Self.removeFile(path)
+                        done.removed.append(path)
+                        continue
+                    }
+                    switch try existing(entry.key, connection)?.location {
+                    case .file?: continue
+                    case nil where indexing: done.indexed += try insertIfAbsent([entry], connection)
+                    case nil, .row?:
+                        try Self.removeFile(path)
+                        done.removed.append(path)
+                    }
                 }
-                return written
+                return done
             }
         }
     }
@@ -124,11 +191,8 @@ extension EntryStore {
     /// platforms `fullfsync` and `checkpoint_fullfsync`), or only against the process being
     /// killed (`NORMAL`): what ``Options/synchronized`` sets at opening, changed for the writer.
     package func setSynchronized(_ synchronized: Bool) throws(StoreError) {
-        try withConnection { connection throws(SQLiteError) in
-            let on = synchronized ? "ON" : "OFF"
-            try connection.sqlite.execute("PRAGMA fullfsync = \(on)")
-            try connection.sqlite.execute("PRAGMA checkpoint_fullfsync = \(on)")
-            try connection.sqlite.execute("PRAGMA synchronous = \(synchronized ? "FULL" : "NORMAL")")
+        try withWriter { connection throws(SQLiteError) in
+            try StoreSchema.setDurability(connection.sqlite, synchronized: synchronized)
         }
     }
 }
@@ -139,6 +203,12 @@ extension EntryStore {
     /// Returns true when it reopened; throws when the file cannot be opened again (its folder is gone).
     @discardableResult
     package func reopenIfMoved() throws(StoreError) -> Bool {
-        try withConnection { _ throws(SQLiteError) in try reopenIfReplaced() }
+        try withWriter { _ throws(SQLiteError) in try reopenIfReplaced() }
+    }
+
+    /// Whether the file at the store's path is no longer the one the writer has open (another
+    /// process set it aside, or it was deleted): one `lstat`, no lock.
+    package var isReplaced: Bool {
+        FileIdentity(path: path) != writerIdentity
     }
 }

@@ -55,7 +55,7 @@ extension EntryStore {
     /// ghost, which `remove(_:)` (a removal that is not an eviction) does not.
     @discardableResult
     package func removeEvicted(_ keys: [String], order: StoreEvictionOrder) throws(StoreError) -> [StoreEntry] {
-        try withConnection { connection throws(SQLiteError) in
+        try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 let removed = try delete(keys, connection)
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
@@ -69,7 +69,7 @@ extension EntryStore {
     /// remove). Nothing when the total is already at most `bytes`.
     @discardableResult
     package func evict(order: StoreEvictionOrder, downTo bytes: Int) throws(StoreError) -> [StoreEntry] {
-        try withConnection { connection throws(SQLiteError) in
+        try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 let total = Int(clamping: try connection.integer(.totalSize) ?? 0)
                 guard total > bytes else { return [] }
@@ -93,7 +93,11 @@ extension EntryStore {
     package func forEachEvictionCandidate(order: StoreEvictionOrder, _ body: (StoreEntry) -> Bool)
         throws(StoreError)
     {
+        // One read transaction: each queue's statement sees the same snapshot, so an entry used
+        // by another process between two of them is neither listed twice nor evicted fresh.
         try withReader { connection throws(SQLiteError) in
+            try EntryStore.step(.beginRead, connection)
+            defer { _ = try? EntryStore.step(.commit, connection) }
             try walk(order, limit: -1, connection) { _, entry in body(entry) }
         }
     }

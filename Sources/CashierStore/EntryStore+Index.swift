@@ -21,6 +21,17 @@ extension EntryStore {
         }
     }
 
+    /// The keys of the large entries (those whose record is a file), in no particular order.
+    package func largeEntryKeys() throws(StoreError) -> [String] {
+        try withReader { connection throws(SQLiteError) in
+            let query = try connection.sqlite.cached("SELECT key FROM entry WHERE location = 1")
+            defer { query.reset() }
+            var keys: [String] = []
+            while try query.step() { keys.append(query.text(at: 0)) }
+            return keys
+        }
+    }
+
     /// Every entry without its record, in no particular order (what `cashier-tool list` shows).
     package func entries() throws(StoreError) -> [StoreEntry] {
         try withReader { connection throws(SQLiteError) in
@@ -41,18 +52,18 @@ extension EntryStore {
         }
     }
 
-    /// The bytes the folder's entries occupy: the store file and its `-wal` as they are on disk
-    /// (pages, free pages and all) plus the large entries' files. What a disk size limit bounds.
+    /// The bytes the folder's entries occupy: the store file, its `-wal` and `-shm` as they are
+    /// on disk (pages, free pages and all) plus the large entries' files. What a disk size limit
+    /// bounds, and what `totalSize` reports.
     package func occupiedBytes() throws(StoreError) -> Int {
         let files = try withReader { connection throws(SQLiteError) in
-            Int(
-                clamping: try connection.integer(.fileBytes) ?? 0)
+            Int(clamping: try connection.integer(.fileBytes) ?? 0)
         }
-        return files + fileSize(path) + fileSize(path + "-wal")
+        return files + storeFileBytes()
     }
 
-    /// Bytes the store's own files hold (store and `-wal`; `-shm` is memory-mapped and not counted).
-    package func storeFileBytes() -> Int { fileSize(path) + fileSize(path + "-wal") }
+    /// Bytes the store's own files hold: the store, its `-wal` and its `-shm`.
+    package func storeFileBytes() -> Int { fileSize(path) + fileSize(path + "-wal") + fileSize(path + "-shm") }
 
     private func fileSize(_ path: String) -> Int {
         var info = stat()
@@ -63,19 +74,29 @@ extension EntryStore {
     /// instance) commits, not on this store's own writes. Compare two values to know whether
     /// what a memory tier holds may be stale. Reopens the file when another process set it aside.
     package func dataVersion() throws(StoreError) -> Int64 {
-        try withConnection { connection throws(SQLiteError) in
+        try withWriter { connection throws(SQLiteError) in
             if try reopenIfReplaced() { return Int64.min }
             return try connection.integer(.dataVersion) ?? 0
         }
     }
 
-    /// Copies the `-wal` into the store and truncates it (to ``StoreSchema/walLimit`` at most).
-    /// Waits for readers up to the busy timeout; returns false when some of the log stayed.
+    /// ``dataVersion()`` if the writer is free now, nil at once if a call of this process holds
+    /// it (a write waiting for another process's lock, say): what a memory hit asks, which never
+    /// waits. Neither reopens a replaced file nor waits for SQLite: the caller compares the file's
+    /// identity itself (``writerIdentity``, `lstat`) and reopens off its thread.
+    package func dataVersionIfFree() throws(StoreError) -> Int64? {
+        try withWriterIfFree { connection throws(SQLiteError) in try connection.integer(.dataVersion) ?? 0 }
+    }
+
+    /// Copies the `-wal` into the store and truncates it, without waiting: a reader (in any
+    /// process) still using part of the log, or another process's checkpoint or write, leaves
+    /// the log as it is, copied as far as it could be. Returns false when some of the log stayed.
+    /// A log copied whole is reused from its start by the next write, so it stops growing.
     @discardableResult
     package func checkpoint() throws(StoreError) -> Bool {
-        try withConnection { connection throws(SQLiteError) in
-            let statement = try connection.prepare("PRAGMA wal_checkpoint(TRUNCATE)")
-            defer { statement.finalize() }
+        try withWriter(until: MonotonicDeadline(milliseconds: 0)) { connection throws(SQLiteError) in
+            let statement = try connection.sqlite.cached("PRAGMA wal_checkpoint(TRUNCATE)")
+            defer { statement.reset() }
             guard try statement.step() else { return false }
             return statement.int64(at: 0) == 0
         }
@@ -96,7 +117,7 @@ extension EntryStore {
 
     /// Pages freed by removals and not yet returned to the file system.
     package func freePages() throws(StoreError) -> Int {
-        try withConnection { connection throws(SQLiteError) in
+        try withWriter { connection throws(SQLiteError) in
             Int(try connection.integer("PRAGMA freelist_count") ?? 0)
         }
     }
@@ -114,7 +135,8 @@ extension EntryStore {
         var remaining = max(0, pages)
         while remaining > 0 {
             let step = min(remaining, Self.reclaimStep)
-            let freed = try withConnection { connection throws(SQLiteError) -> Int in
+            let freed = try withWriter(until: MonotonicDeadline(milliseconds: 0)) {
+                connection throws(SQLiteError) -> Int in
                 let free = Int(try connection.integer("PRAGMA freelist_count") ?? 0)
                 guard free > 0 else { return 0 }
                 let vacuum = try connection.prepare("PRAGMA incremental_vacuum(\(step))")

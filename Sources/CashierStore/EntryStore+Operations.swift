@@ -1,3 +1,4 @@
+import CashierPlatform
 import CashierSQLite
 import Foundation
 
@@ -7,67 +8,181 @@ extension EntryStore {
     /// Writes an entry: its record in the row (`record`, for ``StoreLocation/row``), or its row
     /// alone (``StoreLocation/file``, `record` ignored). Replaces the row of the same key.
     ///
-    /// Returns what the write replaced when that needs the caller: a large entry, whose file
-    /// is the caller's to remove. Nil for a new key or a row replacing a row.
+    /// Returns what the write replaced when that was a large entry, nil for a new key or a row
+    /// replacing a row. `file`: the path of the key's large-entry file; a row replacing a large
+    /// entry removes that file inside its transaction (see ``upsert(_:record:keepingLock:file:removingFile:until:)``).
     @discardableResult
-    package func upsert(_ entry: StoreEntry, record: [UInt8] = []) throws(StoreError) -> StoreEntry? {
-        try withConnection { connection throws(SQLiteError) in
-            let row = Self.row(entry, record, connection)
-            // One statement when no large entry is replaced: it skips (changes nothing) when the
-            // key's row is a file entry, and only then does the write look at what it replaces.
-            if try write(entry, row, overFiles: false, connection) { return nil }
-            return try transaction(connection) { () throws(SQLiteError) in
-                let previous = try existing(entry.key, connection)
-                _ = try write(entry, row, overFiles: true, connection)
-                guard let previous, previous.location == .file else { return nil }
-                return previous
-            }
+    package func upsert(
+        _ entry: StoreEntry, record: [UInt8] = [], file: String? = nil, until deadline: MonotonicDeadline? = nil
+    )
+        throws(StoreError) -> StoreEntry?
+    {
+        switch try upsert(entry, record: record, keepingLock: false, file: file, until: deadline) {
+        case .written(let replaced): replaced
+        case .locked: nil
         }
     }
 
-    /// What ``upsert(_:record:keepingLock:)`` did.
+    /// What ``upsert(_:record:keepingLock:file:removingFile:until:)`` did.
     package enum KeepingLockOutcome: Sendable, Equatable {
-        /// The entry is written; `replacedFile` is the large entry it replaced, whose file is
-        /// the caller's to remove.
+        /// The entry is written; `replacedFile` is the large entry it replaced (whose file, when
+        /// the call named it, is gone with it).
         case written(replacedFile: StoreEntry?)
         /// Nothing is written: the key's entry is locked, and the caller writes its record again
         /// marked locked (the record's header says so too).
         case locked
     }
 
-    /// Writes an unlocked entry as ``upsert(_:record:)`` does, unless the key's entry is locked
-    /// (``KeepingLockOutcome/locked``): a write keeps a lock, and this finds it in the same
-    /// statement. A read before each write cost a third of an overwrite (callgrind).
-    package func upsert(_ entry: StoreEntry, record: [UInt8], keepingLock: Bool) throws(StoreError)
-        -> KeepingLockOutcome
-    {
-        guard keepingLock, !entry.isLocked else { return .written(replacedFile: try upsert(entry, record: record)) }
-        return try withConnection { connection throws(SQLiteError) in
-            let row = Self.row(entry, record, connection)
-            if try write(entry, row, overFiles: false, overLocked: false, connection) {
+    /// Writes an entry as ``upsert(_:record:file:until:)`` does; with `keepingLock`, an unlocked
+    /// entry is not written over a locked one (``KeepingLockOutcome/locked``): a write keeps a
+    /// lock, and this finds it in the same statement. A read before each write cost a third of an
+    /// overwrite (callgrind).
+    ///
+    /// One statement when the key's row is not a large entry's and the record's shape is known;
+    /// otherwise one `BEGIN IMMEDIATE` transaction, in which a new shape is added, and in which
+    /// the file at `file` is removed when the row replaces a large entry (or always, with
+    /// `removingFile`: a file older than the store may be there without a row). A large entry's
+    /// file is only ever changed under the store's write lock, so no other process's write of
+    /// the same key (a file renamed into place, a row replacing it) can come between the row and
+    /// its file.
+    package func upsert(
+        _ entry: StoreEntry, record: [UInt8], keepingLock: Bool, file: String? = nil, removingFile: Bool = false,
+        until deadline: MonotonicDeadline? = nil
+    ) throws(StoreError) -> KeepingLockOutcome {
+        let overLocked = !keepingLock || entry.isLocked
+        return try withWriter(until: deadline) { connection throws(SQLiteError) in
+            if !removingFile, let row = Self.row(entry, record, connection, inTransaction: false),
+                try self.write(entry, row, overFiles: false, overLocked: overLocked, connection)
+            {
                 return .written(replacedFile: nil)
             }
             return try transaction(connection) { () throws(SQLiteError) in
                 let previous = try existing(entry.key, connection)
-                if previous?.isLocked == true { return .locked }
-                _ = try write(entry, row, overFiles: true, connection)
-                guard let previous, previous.location == .file else { return .written(replacedFile: nil) }
-                return .written(replacedFile: previous)
+                if !overLocked, previous?.isLocked == true { return .locked }
+                let row = Self.row(entry, record, connection, inTransaction: true) ?? (entry.location.rawValue, nil)
+                _ = try self.write(entry, row, overFiles: true, connection)
+                if let file, entry.location == .row, removingFile || previous?.location == .file {
+                    try Self.removeFile(file)
+                }
+                return .written(replacedFile: previous?.location == .file ? previous : nil)
             }
         }
+    }
+
+    /// Where a large entry's new file is and goes (``upsertFile(_:moving:until:)``).
+    package struct FileMove: Sendable {
+        /// The new file, complete, under a temporary name in the folder.
+        package var temporary: String
+        /// The key's file name in the folder: the file takes it inside the row's transaction.
+        package var destination: String
+        /// Where the file it replaces waits (in the folder) until the transaction commits, so a
+        /// write that fails leaves the stored file as it was.
+        package var backup: String
+        /// Syncs the folder after the rename, before the commit (``Options/synchronized``).
+        package var synchronizesFolder = false
+
+        package init(temporary: String, destination: String, backup: String, synchronizesFolder: Bool = false) {
+            self.temporary = temporary
+            self.destination = destination
+            self.backup = backup
+            self.synchronizesFolder = synchronizesFolder
+        }
+    }
+
+    /// Writes a large entry: `entry`'s row (``StoreLocation/file``) and its file, renamed from
+    /// `move.temporary` to `move.destination`, in one `BEGIN IMMEDIATE` transaction. A reader
+    /// sees the old row and file or the new ones; any other process's write or removal of the
+    /// key waits for the store's lock, so none can unlink this file or rename another over it
+    /// between the rename and the commit.
+    ///
+    /// When the write fails (another process's lock past `deadline`, a full volume at the
+    /// commit), the file it replaced is back in place and the temporary is removed: nothing
+    /// stored before is lost. A process killed inside the transaction leaves the new file under
+    /// the key's name and its old row (SQLite rolls it back): a row that is a large entry's reads
+    /// the new file, a row that is a record shadows it (the file is removed by the next import
+    /// or garbage collection), and no row lets the next import index it.
+    package func upsertFile(_ entry: StoreEntry, moving move: FileMove, until deadline: MonotonicDeadline? = nil)
+        throws(StoreError)
+    {
+        precondition(entry.location == .file, "upsertFile writes large entries")
+        try withWriter(until: deadline) { connection throws(SQLiteError) in
+            var backedUp = false
+            var moved = false
+            do throws(SQLiteError) {
+                _ = try Self.step(.begin, connection)
+                _ = try self.write(entry, (entry.location.rawValue, nil), overFiles: true, connection)
+                var info = stat()
+                if lstat(move.destination, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
+                    // Something that is not an entry file has the name (a folder, a link): left alone.
+                    throw SQLiteError(systemCode: EISDIR, operation: "replace \(move.destination)")
+                }
+                if Foundation.rename(move.destination, move.backup) == 0 {
+                    backedUp = true
+                } else if errno != ENOENT {
+                    throw SQLiteError(systemCode: errno, operation: "rename \(move.destination)")
+                }
+                guard Foundation.rename(move.temporary, move.destination) == 0 else {
+                    throw SQLiteError(systemCode: errno, operation: "rename \(move.temporary)")
+                }
+                moved = true
+                if move.synchronizesFolder { try Self.synchronizeFolder(of: move.destination) }
+                _ = try Self.step(.commit, connection)
+            } catch {
+                if moved { Foundation.rename(move.destination, move.temporary) }
+                if backedUp { Foundation.rename(move.backup, move.destination) }
+                _ = try? Self.step(.rollback, connection)
+                throw error
+            }
+            if backedUp { unlink(move.backup) }
+        }
+    }
+
+    /// Removes the file at `path` (gone already is fine); throws its `errno` otherwise.
+    static func removeFile(_ path: String) throws(SQLiteError) {
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw SQLiteError(systemCode: errno, operation: "unlink \(path)")
+        }
+    }
+
+    /// Syncs the folder holding `path`, so a rename in it survives power loss.
+    private static func synchronizeFolder(of path: String) throws(SQLiteError) {
+        let folder = (path as NSString).deletingLastPathComponent
+        let fd = Foundation.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SQLiteError(systemCode: errno, operation: "open \(folder)") }
+        defer { close(fd) }
+        guard Platform.synchronize(fd, dataOnly: false) == 0 else {
+            throw SQLiteError(systemCode: errno, operation: "fsync \(folder)")
+        }
+    }
+
+    /// Steps the hot statement `which` once and resets it.
+    @discardableResult
+    static func step(_ which: HotStatement, _ connection: StoreConnection) throws(SQLiteError) -> Bool {
+        let statement = try connection.statement(which)
+        defer { statement.reset() }
+        return try statement.step()
     }
 
     /// What the row of `entry` stores: its `location` and its blob (nil for a file entry). A
     /// record laid out as an entry file repeats the key after its header, its header is mostly
     /// zero bytes and its type name and app version are its shape's: the row keeps less
-    /// (``RowRecord``). Called outside any transaction: a new shape commits on its own first.
-    private static func row(_ entry: StoreEntry, _ record: [UInt8], _ connection: StoreConnection) -> (
-        location: Int64, bytes: [UInt8]?
-    ) {
+    /// (``RowRecord``). Outside a transaction only a shape the connection knows is used: nil
+    /// when the record needs one it does not know, which the caller then finds or adds inside
+    /// its transaction (the shape commits with the row that names it).
+    private static func row(_ entry: StoreEntry, _ record: [UInt8], _ connection: StoreConnection, inTransaction: Bool)
+        -> (location: Int64, bytes: [UInt8]?)?
+    {
         guard entry.location == .row else { return (entry.location.rawValue, nil) }
+        var unknown = false
         let smaller = RowRecord.stored(record, key: entry.key) { names, header in
-            connection.shape(names: names, header: header)
+            if let known = connection.knownShape(names: names) { return known }
+            guard inTransaction else {
+                unknown = true
+                return nil
+            }
+            return connection.shapeInTransaction(names: names, header: header)
         }
+        if unknown { return nil }
         return smaller ?? (StoreLocation.row.rawValue, record)
     }
 
@@ -114,7 +229,12 @@ extension EntryStore {
             try read.bind(key, at: 1)
             guard try read.step() else { return nil }
             let entry = try Self.entry(read, foundFor: key)
-            return StoredRecord(entry: entry, record: try Self.record(read, entry, connection))
+            let record = try Self.record(read, entry, connection)
+            if connection.metMissingShape {
+                connection.metMissingShape = false
+                forgetShapes()
+            }
+            return StoredRecord(entry: entry, record: record)
         }
     }
 
@@ -123,17 +243,25 @@ extension EntryStore {
         try withReader { connection throws(SQLiteError) in try existing(key, connection) }
     }
 
-    /// Removes the entry of `key`; returns it (a file entry's file is the caller's to remove), or nil.
+    /// Removes the entry of `key`; returns it, or nil.
     @discardableResult
     package func remove(_ key: String) throws(StoreError) -> StoreEntry? {
         try remove([key]).first
     }
 
     /// Removes the entries of `keys` in one transaction; returns those that were there.
+    /// `filePath`: where each key's large-entry file is; it is removed inside the transaction
+    /// whether the key has a row or not (a file older than the store may be there), before the
+    /// row goes: a kill in between leaves a row whose file is gone, which reads as absent.
     @discardableResult
-    package func remove(_ keys: [String]) throws(StoreError) -> [StoreEntry] {
-        try withConnection { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in try delete(keys, connection) }
+    package func remove(
+        _ keys: [String], filePath: ((String) -> String)? = nil, until deadline: MonotonicDeadline? = nil
+    ) throws(StoreError) -> [StoreEntry] {
+        try withWriter(until: deadline) { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
+                if let filePath { for key in keys { try Self.removeFile(filePath(key)) } }
+                return try delete(keys, connection)
+            }
         }
     }
 
@@ -151,7 +279,7 @@ extension EntryStore {
     /// Removes up to `count` unlocked entries, least recently used first; returns them.
     @discardableResult
     package func removeLeastRecentlyUsed(_ count: Int) throws(StoreError) -> [StoreEntry] {
-        try withConnection { connection throws(SQLiteError) in
+        try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 let victims = try evictionOrder(limit: count, connection)
                 guard !victims.isEmpty else { return [] }
@@ -195,7 +323,7 @@ extension EntryStore {
     ///
     /// Meant for batches the cache gathers and writes off the caller's thread.
     package func recordUses(_ keys: [String], at time: Int64) throws(StoreError) {
-        try withConnection { connection throws(SQLiteError) in
+        try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 let touch = try connection.statement(.touch)
                 for key in keys {
@@ -211,7 +339,7 @@ extension EntryStore {
     /// Locks or unlocks the entry of `key`; returns false when it is not in the store.
     @discardableResult
     package func setLocked(_ isLocked: Bool, for key: String) throws(StoreError) -> Bool {
-        try withConnection { connection throws(SQLiteError) in
+        try withWriter { connection throws(SQLiteError) in
             let update = try connection.statement(.setLocked)
             defer { update.reset() }
             try update.bind(isLocked ? 1 : 0, at: 1)
@@ -224,21 +352,17 @@ extension EntryStore {
     // MARK: - Helpers (called with the lock held)
 
     /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws.
+    /// Shapes added inside it are remembered by the connection once it commits.
     func transaction<R>(_ connection: StoreConnection, _ body: () throws(SQLiteError) -> R) throws(SQLiteError) -> R {
-        let begin = try connection.statement(.begin)
-        defer { begin.reset() }
-        _ = try begin.step()
+        try Self.step(.begin, connection)
         do {
             let result = try body()
-            let commit = try connection.statement(.commit)
-            defer { commit.reset() }
-            _ = try commit.step()
+            try Self.step(.commit, connection)
+            connection.settleShapes(committed: true)
             return result
         } catch {
-            if let rollback = try? connection.statement(.rollback) {
-                _ = try? rollback.step()
-                rollback.reset()
-            }
+            _ = try? Self.step(.rollback, connection)
+            connection.settleShapes(committed: false)
             throw error
         }
     }
@@ -258,10 +382,13 @@ extension EntryStore {
             ? try row.withBlob(at: 7) { RowRecord.shapeID($0)?.id }.map { id throws(SQLiteError) in
                 try connection.shape(id: id)
             } ?? nil : nil
+        // A shape gone from the file (damage, or a hand's edit): the row reads as damaged, and
+        // the writer must not go on naming that shape in new rows.
+        if location == RowRecord.shaped, shape == nil { connection.metMissingShape = true }
         return row.withBlob(at: 7) { RowRecord.restoring($0, location: location, key: entry.key, shape: shape) }
     }
 
-    private func existing(_ key: String, _ connection: StoreConnection) throws(SQLiteError) -> StoreEntry? {
+    func existing(_ key: String, _ connection: StoreConnection) throws(SQLiteError) -> StoreEntry? {
         try existingWithID(key, connection)?.1
     }
 

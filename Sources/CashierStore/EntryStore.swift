@@ -25,7 +25,7 @@ import Foundation
 /// up to ``maximumIdleReaders`` readers (`PRAGMA query_only`), taken from a pool for reads, so
 /// reads run beside each other and beside a write (WAL), and no lock is held across a read's I/O.
 ///
-/// Invariant for `@unchecked Sendable`: `connection` and `identity` are read and written only
+/// Invariant for `@unchecked Sendable`: `connection` is read and written only
 /// while `writeLock` is held; `readers` only while `poolLock` is held; `generation` is written
 /// with both held (recovery, reopening) and read with either. A reader is used by one call at a
 /// time: it is out of the pool while in use. The `let`s never change.
@@ -39,11 +39,14 @@ package final class EntryStore: @unchecked Sendable {
         /// `synchronous=FULL` (and `fullfsync` on Apple platforms): a returned write survives power loss.
         /// Otherwise `NORMAL`: a returned write survives the process being killed.
         package var synchronized = false
-        /// How long a call waits for another process's lock before ``StoreError/failed(_:)``.
+        /// How long a call waits for another process's lock before ``StoreError/busy(_:)``.
         package var busyTimeoutMilliseconds: Int32 = 5000
         /// Opens for reading only (what `cashier-tool`'s read-only commands need): creates nothing,
         /// never sets a file aside (damage is ``StoreError/failed(_:)``), and every write fails.
         package var readOnly = false
+        /// The latest moment opening may wait for another process's lock (a write's wait, shared
+        /// with its statements); nil: the busy timeout. Later calls wait as they each say.
+        package var openDeadline: MonotonicDeadline?
 
         package init() {}
     }
@@ -55,9 +58,20 @@ package final class EntryStore: @unchecked Sendable {
     package let setAsideAtOpen: StoreSetAside?
 
     private let writeLock = NSLock()
-    private var connection: StoreConnection
-    /// Device and inode of the file `connection` has open: another process may set it aside.
-    private var identity: FileIdentity?
+    /// The writer; its ``StoreConnection/identity`` is the file it has open, which another
+    /// process may set aside or delete.
+    private var connection: StoreConnection {
+        didSet {
+            poolLock.lock()
+            openedIdentity = connection.identity
+            poolLock.unlock()
+        }
+    }
+    /// The writer's ``StoreConnection/identity``, read without the write lock (under `poolLock`).
+    private var openedIdentity: FileIdentity?
+    /// Set (under `poolLock`) when a read met a row whose shape the file lost: the writer forgets
+    /// the shapes it knows before its next call, and finds or adds them anew.
+    private var shapesLost = false
     private let poolLock = NSLock()
     /// Idle readers of the current file.
     private var readers: [StoreConnection] = []
@@ -80,10 +94,21 @@ package final class EntryStore: @unchecked Sendable {
     /// Opens the store of `folder` (which must exist), creating it if missing and setting aside
     /// a file it cannot use.
     ///
+    /// The folder is opened by its resolved path (`realpath`): SQLite refuses a symbolic link in
+    /// any component of a path opened with `SQLITE_OPEN_NOFOLLOW`, and every path an iOS app is
+    /// given lies below one (`/var` is a link to `/private/var`), as does every macOS temporary
+    /// folder. The store's own files are still never followed: a link, FIFO, directory or other
+    /// file that is not a regular file in place of the store is set aside like a damaged one.
+    ///
     /// Throws ``StoreError/unavailable(_:)`` when SQLite cannot be loaded (keep using files), or
-    /// ``StoreError/failed(_:)`` when even a fresh store cannot be opened (a read-only folder).
+    /// ``StoreError/failed(_:)`` when even a fresh store cannot be opened (a read-only folder,
+    /// another process's lock past the busy timeout); a store file this call created is then
+    /// removed again, so a failed open leaves nothing behind.
     package init(folder: String, options: Options = Options()) throws(StoreError) {
-        self.path = folder.hasSuffix("/") ? folder + options.fileName : folder + "/" + options.fileName
+        guard let resolved = Self.resolve(folder) else {
+            throw .failed(SQLiteError(systemCode: errno, operation: "resolve the folder \(folder)"))
+        }
+        self.path = resolved.hasSuffix("/") ? resolved + options.fileName : resolved + "/" + options.fileName
         self.options = options
         switch SQLiteLibrary.shared {
         case .failure(let error): throw .unavailable(error)
@@ -94,119 +119,195 @@ package final class EntryStore: @unchecked Sendable {
             }
         }
         do {
-            connection = StoreConnection(try Self.open(path, options))
+            connection = try Self.open(path, options)
             setAsideAtOpen = nil
         } catch let error where error.meansUnusableFile && !options.readOnly {
             let setAside = Self.setAside(path, reason: error.message)
-            do { connection = StoreConnection(try Self.open(path, options)) } catch { throw .failed(error) }
+            do { connection = try Self.open(path, options) } catch { throw StoreError(error) }
             setAsideAtOpen = setAside
         } catch {
-            throw error.isUnavailable ? .unavailable(error) : .failed(error)
+            throw error.isUnavailable ? .unavailable(error) : StoreError(error)
         }
-        identity = FileIdentity(path: path)
+        openedIdentity = connection.identity
     }
 
     /// 3.31 (2020): `trusted_schema`, `SQLITE_OPEN_NOFOLLOW`; defensive mode is 3.26.
     static let minimumVersion: Int32 = 3_031_000
 
-    /// Opens, configures and checks the store at `path`; a schema that is not ours throws `SQLITE_NOTADB`.
-    private static func open(_ path: String, _ options: Options) throws(SQLiteError) -> SQLiteConnection {
-        if !options.readOnly { try createFile(path, permissions: options.permissions) }
-        let access =
-            options.readOnly ? SQLiteCode.openReadOnly : SQLiteCode.openReadWrite | SQLiteCode.openCreate
-        let connection = try SQLiteConnection(
-            path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
-        try StoreSchema.configure(
-            connection, synchronized: options.synchronized, busyTimeout: options.busyTimeoutMilliseconds)
-        if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
-            throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
+    /// The folder's path with every symbolic link resolved; nil when it does not exist.
+    private static func resolve(_ folder: String) -> String? {
+        guard let resolved = realpath(folder, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Opens, configures and checks the store at `path`; a schema that is not ours throws
+    /// `SQLITE_NOTADB`, and so does anything but a regular file at `path`. A store file this
+    /// call created and could not open is removed again (with any `-wal` and `-shm` SQLite made).
+    private static func open(_ path: String, _ options: Options) throws(SQLiteError) -> StoreConnection {
+        let created = options.readOnly ? false : try createFile(path, permissions: options.permissions)
+        do throws(SQLiteError) {
+            var info = stat()
+            guard lstat(path, &info) == 0 else { throw SQLiteError(systemCode: errno, operation: "lstat \(path)") }
+            guard info.st_mode & S_IFMT == S_IFREG else {
+                throw SQLiteError(
+                    code: SQLiteCode.notADatabase, message: "not a regular file (a link, a FIFO or a folder)",
+                    operation: "open \(path)")
+            }
+            let access =
+                options.readOnly ? SQLiteCode.openReadOnly : SQLiteCode.openReadWrite | SQLiteCode.openCreate
+            let connection = try SQLiteConnection(
+                path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
+            try StoreSchema.configure(
+                connection, synchronized: options.synchronized,
+                busyTimeout: options.openDeadline?.remainingMilliseconds ?? options.busyTimeoutMilliseconds)
+            if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
+                throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
+            }
+            if options.openDeadline != nil {
+                try connection.setBusyTimeout(milliseconds: options.busyTimeoutMilliseconds)
+            }
+            return StoreConnection(
+                connection, identity: FileIdentity(device: info.st_dev, inode: info.st_ino),
+                busyTimeout: options.busyTimeoutMilliseconds)
+        } catch {
+            if created {
+                for suffix in ["-wal", "-shm", ""] { unlink(path + suffix) }
+            }
+            throw error
         }
-        return connection
     }
 
     /// Creates the empty store file with exactly `permissions` (whatever the umask), refusing a
     /// symbolic link; an existing file is left as it is. SQLite copies the mode to `-wal` and `-shm`.
-    private static func createFile(_ path: String, permissions: mode_t) throws(SQLiteError) {
+    /// Returns whether it created the file.
+    private static func createFile(_ path: String, permissions: mode_t) throws(SQLiteError) -> Bool {
         let fd = Foundation.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
         if fd < 0 {
-            guard errno == EEXIST else {
-                throw SQLiteError(
-                    code: SQLiteCode.cantOpen, message: String(cString: strerror(errno)), operation: "create \(path)")
-            }
-            return
+            guard errno == EEXIST else { throw SQLiteError(systemCode: errno, operation: "create \(path)") }
+            return false
         }
         defer { close(fd) }
         guard fchmod(fd, permissions) == 0 else {
-            throw SQLiteError(
-                code: SQLiteCode.cantOpen, message: String(cString: strerror(errno)), operation: "fchmod \(path)")
+            let code = errno
+            unlink(path)
+            throw SQLiteError(systemCode: code, operation: "fchmod \(path)")
         }
+        return true
     }
 
     /// Moves the store and its `-wal` aside (`<name>.damaged`, replacing an earlier one) and
-    /// removes its `-shm`, so the next open starts a fresh store.
-    private static func setAside(_ path: String, reason: String) -> StoreSetAside {
+    /// removes its `-shm`, so the next open starts a fresh store; nil, doing nothing, when the
+    /// file at `path` is no longer `expected` (another process set it aside and made a fresh
+    /// store already, which must not be set aside in turn).
+    ///
+    /// The log goes first: a process opening the path between the steps finds the damaged store
+    /// without its log (and sets it aside in turn), never a fresh store beside an old log, whose
+    /// frames SQLite would replay into it.
+    private static func setAside(_ path: String, reason: String, expected: FileIdentity? = nil) -> StoreSetAside? {
+        if let expected, FileIdentity(path: path) != expected { return nil }
         let aside = path + ".damaged"
-        var movedTo: String? = aside
-        if rename(path, aside) != 0, errno != ENOENT {
-            movedTo = nil
-            unlink(path)
-        }
         unlink(aside + "-wal")
         if rename(path + "-wal", aside + "-wal") != 0 { unlink(path + "-wal") }
         unlink(path + "-shm")
+        var movedTo: String? = aside
+        if rename(path, aside) != 0, errno != ENOENT {
+            movedTo = nil
+            if unlink(path) != 0 { rmdir(path) }
+        }
         return StoreSetAside(path: path, movedTo: movedTo, reason: reason)
     }
 
-    /// Runs `body` with the connection under the lock, turning SQLite's errors into ``StoreError``:
-    /// damage sets the store aside and reopens a fresh one before the call throws.
-    func withConnection<R>(_ body: (StoreConnection) throws(SQLiteError) -> R) throws(StoreError) -> R {
+    /// Runs `body` with the writer under the lock, turning SQLite's errors into ``StoreError``:
+    /// damage sets the store aside and reopens a fresh one before the call throws, unless another
+    /// process has already replaced the file, in which case the writer reopens it and `body` runs
+    /// once more there.
+    ///
+    /// `deadline` (``MonotonicDeadline``): the latest moment, for all of a caller's calls
+    /// together, that a statement may wait for another process's lock; nil: the busy timeout.
+    func withWriter<R>(until deadline: MonotonicDeadline? = nil, _ body: (StoreConnection) throws(SQLiteError) -> R)
+        throws(StoreError) -> R
+    {
         writeLock.lock()
         defer { writeLock.unlock() }
-        do {
+        if takeShapesLost() { connection.forgetShapes() }
+        var reopened = false
+        while true {
+            do throws(SQLiteError) {
+                if let deadline { try connection.waitAtMost(deadline.remainingMilliseconds) }
+                defer { if deadline != nil { try? connection.waitAtMost(options.busyTimeoutMilliseconds) } }
+                return try body(connection)
+            } catch  where error.isCorruption && !options.readOnly {
+                if !reopened, (try? reopenIfReplaced()) == true {
+                    reopened = true
+                    continue
+                }
+                throw .setAside(recover(reason: error.message))
+            } catch {
+                throw StoreError(error)
+            }
+        }
+    }
+
+    /// Runs `body` with the writer if no other call of this process holds it now, else returns
+    /// nil at once: for work that gives up its turn rather than wait (a memory hit's check of the
+    /// store). `body`'s statements do not wait for another process's lock either. Damage is not
+    /// recovered from here (that is I/O): it is ``StoreError/failed(_:)``, and the next write sets it aside.
+    func withWriterIfFree<R>(_ body: (StoreConnection) throws(SQLiteError) -> R) throws(StoreError) -> R? {
+        guard writeLock.try() else { return nil }
+        defer { writeLock.unlock() }
+        do throws(SQLiteError) {
+            try connection.waitAtMost(0)
+            defer { try? connection.waitAtMost(options.busyTimeoutMilliseconds) }
             return try body(connection)
-        } catch  where error.isCorruption && !options.readOnly {
-            throw .setAside(recover(reason: error.message))
         } catch {
-            throw .failed(error)
+            throw StoreError(error)
         }
     }
 
     /// Runs a read-only `body` on a reader from the pool, holding no lock while it runs; errors
-    /// as ``withConnection(_:)``. A read-only store reads through its one connection.
+    /// as ``withWriter(until:_:)``. A read-only store reads through its one connection.
     func withReader<R>(_ body: (StoreConnection) throws(SQLiteError) -> R) throws(StoreError) -> R {
-        if options.readOnly { return try withConnection(body) }
+        if options.readOnly { return try withWriter(body) }
         poolLock.lock()
         let pooled = readers.popLast()
         let readerGeneration = generation
         poolLock.unlock()
+        var reader = pooled
         do throws(SQLiteError) {
-            let reader: StoreConnection
-            if let pooled { reader = pooled } else { reader = StoreConnection(try Self.openReader(path, options)) }
-            let result = try body(reader)
+            if reader == nil { reader = try Self.openReader(path, options) }
+            let result = try body(reader!)
             poolLock.lock()
-            if generation == readerGeneration, readers.count < Self.maximumIdleReaders { readers.append(reader) }
+            if generation == readerGeneration, readers.count < Self.maximumIdleReaders { readers.append(reader!) }
             poolLock.unlock()
             return result
         } catch  where error.isCorruption {
             writeLock.lock()
             defer { writeLock.unlock() }
-            // Another call may have set this file aside already: then this one only failed.
-            guard generation == readerGeneration else { throw .failed(error) }
+            // Another call may have set this file aside already, or another process replaced it:
+            // then this one only failed, and the next call reads the file now in place.
+            guard generation == readerGeneration, reader?.identity == identity,
+                (try? reopenIfReplaced()) == false
+            else { throw .failed(error) }
             throw .setAside(recover(reason: error.message))
         } catch {
-            throw .failed(error)
+            throw StoreError(error)
         }
     }
 
     /// A connection for reads of the store at `path`, which the writer has created and checked.
-    private static func openReader(_ path: String, _ options: Options) throws(SQLiteError) -> SQLiteConnection {
+    private static func openReader(_ path: String, _ options: Options) throws(SQLiteError) -> StoreConnection {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw SQLiteError(systemCode: errno, operation: "lstat \(path)") }
         let reader = try SQLiteConnection(
             path: path, flags: SQLiteCode.openReadWrite | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
         try StoreSchema.configure(
             reader, synchronized: options.synchronized, busyTimeout: options.busyTimeoutMilliseconds)
         // SQLite's default page cache (2 MiB) each: 1 MiB read 10% slower at 10,000 small entries.
         try reader.execute("PRAGMA query_only = ON")
-        return reader
+        return StoreConnection(
+            reader, identity: FileIdentity(device: info.st_dev, inode: info.st_ino),
+            busyTimeout: options.busyTimeoutMilliseconds)
     }
 
     /// Drops the pooled readers: the file they have open is no longer the store. Called with
@@ -218,43 +319,95 @@ package final class EntryStore: @unchecked Sendable {
         poolLock.unlock()
     }
 
-    /// Sets the damaged store aside and opens a fresh one. Called with `writeLock` held.
+    /// Sets the damaged store aside and opens a fresh one. Called with `writeLock` held, after
+    /// ``reopenIfReplaced()`` found the file at the path still the writer's: the damage is this file's.
     private func recover(reason: String) -> StoreSetAside {
         replaceFile()
+        let damaged = identity
         // Close the damaged file before it moves: a placeholder connection to memory takes its place.
         if let placeholder = try? SQLiteConnection(path: ":memory:", flags: SQLiteCode.openReadWrite) {
-            connection = StoreConnection(placeholder)
+            connection = StoreConnection(placeholder, identity: nil, busyTimeout: options.busyTimeoutMilliseconds)
         }
-        let setAside = Self.setAside(path, reason: reason)
-        if let fresh = try? Self.open(path, options) {
-            connection = StoreConnection(fresh)
-            identity = FileIdentity(path: path)
-        }
+        let setAside =
+            Self.setAside(path, reason: reason, expected: damaged)
+            ?? StoreSetAside(path: path, movedTo: nil, reason: reason + " (already replaced by another process)")
+        if let fresh = try? Self.open(path, options) { connection = fresh }
         return setAside
     }
 
-    /// Reopens the store when its file is no longer the one open (another process set it aside).
-    /// Called with `writeLock` held; returns true when it reopened.
+    /// Reopens the store when its file is no longer the one open (another process set it aside
+    /// or deleted it). Called with `writeLock` held; returns true when it reopened.
     func reopenIfReplaced() throws(SQLiteError) -> Bool {
-        let current = FileIdentity(path: path)
-        guard current != identity else { return false }
+        guard FileIdentity(path: path) != identity else { return false }
         replaceFile()
-        connection = StoreConnection(try Self.open(path, options))
-        identity = FileIdentity(path: path)
+        connection = try Self.open(path, options)
         return true
+    }
+
+    /// Device and inode of the file the writer has open. Called with `writeLock` held.
+    private var identity: FileIdentity? { connection.identity }
+
+    /// Makes the writer forget the shapes it knows before its next call: a read met a row whose
+    /// shape the file no longer has, and new rows must not name it.
+    func forgetShapes() {
+        poolLock.lock()
+        shapesLost = true
+        poolLock.unlock()
+    }
+
+    private func takeShapesLost() -> Bool {
+        poolLock.lock()
+        defer { poolLock.unlock() }
+        defer { shapesLost = false }
+        return shapesLost
+    }
+
+    /// Device and inode of the file the writer has open, without the write lock.
+    package var writerIdentity: FileIdentity? {
+        poolLock.lock()
+        defer { poolLock.unlock() }
+        return openedIdentity
+    }
+}
+
+/// A moment of the monotonic clock by which a caller's waits for other processes' locks end.
+package struct MonotonicDeadline: Sendable {
+    /// Nanoseconds of `CLOCK_MONOTONIC`.
+    package let nanoseconds: UInt64
+
+    /// `milliseconds` from now.
+    package init(milliseconds: Int32) {
+        nanoseconds = Self.now() &+ UInt64(max(0, milliseconds)) &* 1_000_000
+    }
+
+    /// What is left, in whole milliseconds (0 once passed: a lock held elsewhere then fails at once).
+    var remainingMilliseconds: Int32 {
+        let now = Self.now()
+        guard nanoseconds > now else { return 0 }
+        return Int32(clamping: (nanoseconds - now) / 1_000_000)
+    }
+
+    private static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 }
 
 /// A file's device and inode: equal for the same file, whatever its name.
-struct FileIdentity: Equatable {
-    var device: UInt64
-    var inode: UInt64
+package struct FileIdentity: Equatable, Sendable {
+    package var device: UInt64
+    package var inode: UInt64
 
-    init?(path: String) {
+    package init?(path: String) {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
-        device = UInt64(truncatingIfNeeded: info.st_dev)
-        inode = UInt64(truncatingIfNeeded: info.st_ino)
+        self.init(device: info.st_dev, inode: info.st_ino)
+    }
+
+    package init<Device: BinaryInteger, Inode: BinaryInteger>(device: Device, inode: Inode) {
+        self.device = UInt64(truncatingIfNeeded: device)
+        self.inode = UInt64(truncatingIfNeeded: inode)
     }
 }
 
@@ -264,7 +417,9 @@ extension SQLiteError {
     /// format", `SQLITE_SCHEMA`, `SQLITE_FORMAT`, `SQLITE_RANGE`, `SQLITE_MISMATCH`) or the schema
     /// check's verdict. Not a lock held elsewhere, an I/O error, a full disk or a refused open:
     /// those leave the file alone.
+    /// `SQLITE_ERROR` is SQLite's generic code: only its "unsupported file format" means the file.
     var meansUnusableFile: Bool {
-        isCorruption || [1, 17, 20, 24, 25].contains(primaryCode)
+        isCorruption || [SQLiteCode.schema, SQLiteCode.mismatch, SQLiteCode.format].contains(primaryCode)
+            || (primaryCode == SQLiteCode.error && message.contains("unsupported file format"))
     }
 }

@@ -12,6 +12,11 @@ import Foundation
 /// reader while it is out of the pool).
 final class StoreConnection {
     let sqlite: SQLiteConnection
+    /// Device and inode of the file opened (nil for a placeholder): another process may set it
+    /// aside, and only the file a failing connection opened is set aside for its damage.
+    let identity: FileIdentity?
+    /// The busy timeout in force, in milliseconds: set again only when a call needs another.
+    private var busyTimeout: Int32
     private var hot: [SQLiteStatement?] = Array(repeating: nil, count: HotStatement.allCases.count)
     /// Shapes this connection has met (``RowShape``): they never change once in the file, and a
     /// connection lives no longer than the file it has open.
@@ -24,8 +29,23 @@ final class StoreConnection {
     /// Set when the file holds ``RowShape/maximumCount`` shapes: shapes are never removed, so
     /// new names are not looked for again (a scan of the table and a count each).
     private var shapesFull = false
+    /// Shapes found or added in the transaction under way, remembered once it commits.
+    private var pendingShapes: [RowShape] = []
+    /// Set by a read that met a row naming a shape the file no longer has.
+    var metMissingShape = false
 
-    init(_ sqlite: SQLiteConnection) { self.sqlite = sqlite }
+    init(_ sqlite: SQLiteConnection, identity: FileIdentity?, busyTimeout: Int32) {
+        self.sqlite = sqlite
+        self.identity = identity
+        self.busyTimeout = busyTimeout
+    }
+
+    /// Makes statements wait at most `milliseconds` for another connection's lock (0: fail at once).
+    func waitAtMost(_ milliseconds: Int32) throws(SQLiteError) {
+        guard milliseconds != busyTimeout else { return }
+        try sqlite.setBusyTimeout(milliseconds: milliseconds)
+        busyTimeout = milliseconds
+    }
 
     /// The prepared statement `which`, kept for the connection's life.
     func statement(_ which: HotStatement) throws(SQLiteError) -> SQLiteStatement {
@@ -64,33 +84,50 @@ final class StoreConnection {
         shapesByID[slot] = shape
     }
 
-    /// The shape of a record's `names`, made from its predicted `header` when the store has
-    /// none: found in memory, else in the `shape` table, else added to it, in a transaction of
-    /// its own that commits before any row names it. Nil (the row is then stored without a
-    /// shape) when the store holds ``RowShape/maximumCount`` shapes or the transaction fails;
-    /// the writer's own statement meets the same failure and reports it. Called by the writer
-    /// outside any transaction.
-    func shape(names: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer) -> RowShape? {
+    /// The shape of a record's `names` when this connection has met it; nil otherwise (the
+    /// writer then finds or adds it inside its transaction: ``shapeInTransaction(names:header:)``).
+    func knownShape(names: UnsafeRawBufferPointer) -> RowShape? {
         if let lastShape, Self.same(lastShape.names, names) { return lastShape }
+        guard let known = shapesByNames[[UInt8](names)] else { return nil }
+        lastShape = known
+        return known
+    }
+
+    /// The shape of a record's `names`, made from its predicted `header` when the store has
+    /// none: found in the `shape` table, else added to it, inside the caller's `BEGIN IMMEDIATE`
+    /// transaction, so a new shape commits with the row that first names it and costs the write
+    /// no wait of its own. Remembered once the transaction commits (``settleShapes(committed:)``).
+    /// Nil (the row is then stored without a shape) when the store holds
+    /// ``RowShape/maximumCount`` shapes or the table cannot be read; the writer's own statement
+    /// meets the same failure and reports it.
+    func shapeInTransaction(names: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer) -> RowShape? {
+        guard !shapesFull else { return nil }
         let key = [UInt8](names)
-        if let known = shapesByNames[key] {
-            lastShape = known
-            return known
-        }
-        guard !shapesFull, (try? execute(.begin)) != nil else { return nil }
-        do throws(SQLiteError) {
-            let shape = try findOrAddShape(key, header: [UInt8](header))
-            try execute(.commit)
-            if let shape {
-                shapesByNames[key] = shape
+        if let pending = pendingShapes.first(where: { $0.names == key }) { return pending }
+        guard let shape = try? findOrAddShape(key, header: [UInt8](header)) else { return nil }
+        pendingShapes.append(shape)
+        return shape
+    }
+
+    /// Forgets every shape met: the file's `shape` table lost one (see ``EntryStore/forgetShapes()``).
+    func forgetShapes() {
+        shapesByID.removeAll()
+        shapesByNames.removeAll()
+        lastShape = nil
+        shapesFull = false
+    }
+
+    /// Remembers the shapes found or added in the transaction that just ended, if it committed.
+    func settleShapes(committed: Bool) {
+        guard !pendingShapes.isEmpty else { return }
+        if committed {
+            for shape in pendingShapes {
+                shapesByNames[shape.names] = shape
                 remember(shape)
                 lastShape = shape
             }
-            return shape
-        } catch {
-            try? execute(.rollback)
-            return nil
         }
+        pendingShapes.removeAll()
     }
 
     private static func same(_ bytes: [UInt8], _ other: UnsafeRawBufferPointer) -> Bool {
@@ -155,7 +192,7 @@ final class StoreConnection {
 enum HotStatement: Int, CaseIterable {
     case upsert, upsertOverRows, upsertOverUnlockedRows, record, entry, delete, begin, commit, rollback
     case touch, expired, evictionOrder, evict, setLocked, count, totalSize, fileBytes, dataVersion, keys, entries
-    case shapeByID, shapeByNames, shapeCount, addShape
+    case shapeByID, shapeByNames, shapeCount, addShape, recordUse, beginRead
 
     var sql: String {
         switch self {
@@ -185,6 +222,10 @@ enum HotStatement: Int, CaseIterable {
         case .shapeByNames: "SELECT id, header FROM shape WHERE names = ? ORDER BY id LIMIT 1"
         case .shapeCount: "SELECT count(*) FROM shape"
         case .addShape: "INSERT INTO shape(names, header) VALUES(?, ?)"
+        case .recordUse:
+            "UPDATE entry SET last_use = ?1, frequency = min(frequency + 1, \(EntryStore.maximumFrequency)) "
+                + "WHERE key = ?2 AND last_use <= ?1 - ?3"
+        case .beginRead: "BEGIN"
         }
     }
 }

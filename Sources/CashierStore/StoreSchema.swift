@@ -86,12 +86,19 @@ enum StoreSchema {
         try connection.execute("PRAGMA cell_size_check = ON")
         try connection.execute("PRAGMA trusted_schema = OFF")
         try connection.execute("PRAGMA mmap_size = 0")
-        // Apple platforms only (a no-op elsewhere): F_FULLFSYNC for commits and checkpoints.
-        try connection.execute("PRAGMA fullfsync = \(synchronized ? "ON" : "OFF")")
-        try connection.execute("PRAGMA checkpoint_fullfsync = \(synchronized ? "ON" : "OFF")")
-        try connection.execute("PRAGMA synchronous = \(synchronized ? "FULL" : "NORMAL")")
+        try setDurability(connection, synchronized: synchronized)
         // After a checkpoint the -wal file is cut back to this, so it bounds the folder too.
         try connection.execute("PRAGMA journal_size_limit = \(walLimit)")
+    }
+
+    /// `synchronous=FULL` (and on Apple platforms `fullfsync` and `checkpoint_fullfsync`,
+    /// F_FULLFSYNC for commits and checkpoints; a no-op elsewhere): a commit survives power loss.
+    /// Otherwise `NORMAL`: a commit survives the process being killed.
+    static func setDurability(_ connection: SQLiteConnection, synchronized: Bool) throws(SQLiteError) {
+        let on = synchronized ? "ON" : "OFF"
+        try connection.execute("PRAGMA fullfsync = \(on)")
+        try connection.execute("PRAGMA checkpoint_fullfsync = \(on)")
+        try connection.execute("PRAGMA synchronous = \(synchronized ? "FULL" : "NORMAL")")
     }
 
     /// Bytes a -wal file keeps after a checkpoint.

@@ -64,14 +64,23 @@ package enum StoreError: Error, Sendable, CustomStringConvertible {
     /// The store was damaged, not SQLite or not Cashier's: it was set aside and a fresh, empty
     /// store replaced it. The call did nothing; the cache starts empty and says why in an event.
     case setAside(StoreSetAside)
-    /// SQLite failed (an I/O error, a full disk, another process's lock past the busy timeout):
+    /// Another process held the store's lock past the wait allowed (`SQLITE_BUSY`, `SQLITE_LOCKED`):
+    /// the call did nothing and the store is as it was.
+    case busy(SQLiteError)
+    /// SQLite failed (an I/O error, a full disk, a file operation of a large entry's):
     /// the call did nothing and the store is as it was.
     case failed(SQLiteError)
+
+    /// `.busy` for contention, `.failed` for anything else.
+    init(_ error: SQLiteError) {
+        self = error.isBusy ? .busy(error) : .failed(error)
+    }
 
     package var description: String {
         switch self {
         case .unavailable(let error): "\(error)"
         case .setAside(let setAside): "\(setAside)"
+        case .busy(let error): "\(error)"
         case .failed(let error): "\(error)"
         }
     }

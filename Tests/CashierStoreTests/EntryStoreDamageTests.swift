@@ -142,7 +142,9 @@ import Testing
         try Data(repeating: 0x41, count: 10_000).write(to: URL(fileURLWithPath: path))
         let store = try EntryStore(folder: folder.path)
         let setAside = try #require(store.setAsideAtOpen)
-        #expect(setAside.movedTo == path + ".damaged")
+        // The store is opened (and set aside) by its folder's resolved path, as below a link.
+        #expect(setAside.movedTo == store.path + ".damaged")
+        #expect(store.path == URL(fileURLWithPath: path).resolvingSymlinksInPath().path)
         #expect(FileManager.default.fileExists(atPath: path + ".damaged"))
         #expect(try store.count() == 0)
         try store.upsert(StoreEntry(key: "k", location: .row, size: 1, lastUse: 1), record: [1])

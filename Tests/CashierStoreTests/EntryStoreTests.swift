@@ -229,14 +229,55 @@ import Testing
         }
     }
 
-    @Test func aSymbolicLinkInPlaceOfTheStoreIsNotFollowed() throws {
+    /// A link in place of the store is never followed: it is set aside like a damaged store
+    /// (the link itself moves, its target is untouched) and a fresh store takes its place.
+    @Test(arguments: ["link", "fifo", "folder"])
+    func somethingNotARegularFileInPlaceOfTheStoreIsSetAsideNotFollowed(_ kind: String) throws {
         let elsewhere = folder.path + "/elsewhere.sqlite"
         try Data("keep".utf8).write(to: URL(fileURLWithPath: elsewhere))
         let linked = folder.path + "/linked"
         try FileManager.default.createDirectory(atPath: linked, withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: linked + "/store.sqlite", withDestinationPath: elsewhere)
-        #expect(throws: StoreError.self) { _ = try EntryStore(folder: linked) }
+        switch kind {
+        case "link":
+            try FileManager.default.createSymbolicLink(atPath: linked + "/store.sqlite", withDestinationPath: elsewhere)
+        case "fifo": #expect(mkfifo(linked + "/store.sqlite", 0o600) == 0)
+        default:
+            try FileManager.default.createDirectory(
+                atPath: linked + "/store.sqlite", withIntermediateDirectories: false)
+        }
+        let store = try EntryStore(folder: linked)
+        #expect(store.setAsideAtOpen != nil)
+        var info = stat()
+        #expect(lstat(linked + "/store.sqlite", &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
+        try store.upsert(entry("k", size: 1), record: [1])
+        #expect(try store.record(for: "k")?.record == [1])
         #expect(try Data(contentsOf: URL(fileURLWithPath: elsewhere)) == Data("keep".utf8))
+    }
+
+    /// Every iOS app's folders lie below `/var`, a link to `/private/var`, and every macOS
+    /// temporary folder below `/var/folders`: a link among the folder's ancestors is followed.
+    @Test func aStoreBelowASymbolicLinkOpensAndWrites() throws {
+        let real = folder.path + "/private/var"
+        try FileManager.default.createDirectory(atPath: real + "/cache", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: folder.path + "/var", withDestinationPath: real)
+        let store = try EntryStore(folder: folder.path + "/var/cache")
+        try store.upsert(entry("k", size: 1), record: [1])
+        #expect(try store.record(for: "k")?.record == [1])
+        #expect(FileManager.default.fileExists(atPath: real + "/cache/store.sqlite"))
+    }
+
+    /// A store that cannot be opened leaves no empty file behind (the next open would take an
+    /// empty file for a store).
+    @Test func anOpenThatFailsLeavesNoStoreFile() throws {
+        let missing = folder.path + "/no-such-folder"
+        #expect(throws: StoreError.self) { _ = try EntryStore(folder: missing) }
+        try FileManager.default.createDirectory(atPath: folder.path + "/read-only", withIntermediateDirectories: true)
+        chmod(folder.path + "/read-only", 0o500)
+        defer { chmod(folder.path + "/read-only", 0o700) }
+        if geteuid() != 0 {
+            #expect(throws: StoreError.self) { _ = try EntryStore(folder: folder.path + "/read-only") }
+            #expect(!FileManager.default.fileExists(atPath: folder.path + "/read-only/store.sqlite"))
+        }
     }
 }
 

@@ -31,8 +31,8 @@ enum StoreVersion: Equatable, Sendable {
 extension DiskStore {
     /// The version of the folder's store now, opening a store the folder has (another process
     /// may have made it since this one looked), and reopening one set aside or deleted since
-    /// (``checkStoreFile()``, which indexes large entries' files anew). Two `lstat`s and a
-    /// `PRAGMA data_version` under the store's write lock: a few microseconds.
+    /// (``checkStoreFile()``, which indexes large entries' files anew). For disk work: it may
+    /// wait for the store's lock.
     func storeVersion() -> StoreVersion {
         guard usesStore, let store = entryStore() else { return .none }
         checkStoreFile()
@@ -48,6 +48,44 @@ extension DiskStore {
             return .unknown
         }
     }
+
+    /// The version of the folder's store for a memory hit, which never waits: one `lstat` and,
+    /// if no call of this process holds the store's writer (a write waiting for another
+    /// process's lock, say), `PRAGMA data_version` on it; nil, at once, if one does: the check
+    /// gives up its turn. Opening a store the folder has, or reopening one replaced, is I/O: it
+    /// is done off the caller's thread, and the version says the store changed meanwhile.
+    func storeVersionWithoutWaiting() -> StoreVersion? {
+        guard usesStore else { return StoreVersion.none }
+        guard let store = openedStore else {
+            if case .closed = storeState.withLock({ $0.phase }) { inBackground { [self] in _ = entryStore() } }
+            return StoreVersion.none
+        }
+        var info = stat()
+        guard lstat(store.path, &info) == 0 else { return .unknown }
+        let device = UInt64(truncatingIfNeeded: info.st_dev)
+        let inode = UInt64(truncatingIfNeeded: info.st_ino)
+        guard FileIdentity(device: device, inode: inode) == store.writerIdentity else {
+            // Another process set the store aside, or it was deleted and made anew: what the
+            // tier holds may be gone. The writer reopens off this thread.
+            inBackground { [self] in checkStoreFile() }
+            return .version(device: device, inode: inode, dataVersion: Int64.min)
+        }
+        do throws(StoreError) {
+            guard let dataVersion = try store.dataVersionIfFree() else { return nil }
+            return .version(device: device, inode: inode, dataVersion: dataVersion)
+        } catch {
+            return .unknown
+        }
+    }
+
+    /// Runs `work` on the sweep queue, off the caller's thread; ``waitForSweeps()`` waits for it.
+    func inBackground(_ work: @escaping @Sendable () -> Void) {
+        pendingSweeps.enter()
+        sweepQueue.async { [self] in
+            defer { pendingSweeps.leave() }
+            work()
+        }
+    }
 }
 
 extension Cache {
@@ -59,13 +97,18 @@ extension Cache {
     }
 
     /// Reads the store's version and empties the memory tier if it is not the one last seen;
-    /// the uses of the values dropped are written down first. Call holding no key lock.
+    /// the uses of the values dropped are handed to the background queue first. Never waits:
+    /// when a call of this process holds the store (``DiskStore/storeVersionWithoutWaiting()``),
+    /// the check gives up its turn and the next hit tries again. Call holding no key lock.
     @inline(never)
     func checkMemoryCoherence() {
         guard let disk else { return }
-        let version = disk.storeVersion()
+        guard let version = disk.storeVersionWithoutWaiting() else {
+            memory.retryCoherenceSoon()
+            return
+        }
         guard !memory.isCurrent(version) else { return }
-        recordMemoryUses()
+        recordMemoryUsesLater()
         memory.adopt(version)
     }
 
@@ -97,7 +140,8 @@ extension Cache.Configuration {
     /// How often at most a memory hit checks the folder's store for another process's writes:
     /// 10 ms, so a value another process replaced or removed is served from memory for at most
     /// that long after its commit, plus one tick of the coarse clock (4 ms at Linux's usual
-    /// 250 Hz) and the check's few microseconds. A check costs about 6 µs (`CashierStoreBench
+    /// 250 Hz) and the check's few microseconds, once the check finds the store's writer free
+    /// (a check never waits: while this process's own write holds it, the next hit tries). A check costs about 6 µs (`CashierStoreBench
     /// coherence`: `dataVersion()` 4 µs, an `lstat` 1 µs, on a loaded 2-core Linux machine), so
     /// checking on every hit (about 100 ns) was out; once every 10 ms it is under 0.1% of a
     /// thread that does nothing but hit.

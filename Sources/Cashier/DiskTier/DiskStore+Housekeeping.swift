@@ -152,8 +152,12 @@ extension DiskStore {
     package func removeAllEntries() -> [SystemError] {
         var failures: [SystemError] = []
         if let store = entryStore() {
+            // Files are the store's to remove, under its lock (a file another process renames
+            // into place meanwhile is that process's entry).
             failures = removeAllFromStore(store)
             storeState.withLock { $0.occupiedEstimate = nil }
+            state.withLock { $0.reset(loadedEmpty: failures.isEmpty) }
+            return failures
         }
         for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where Self.isEntryFileName(name) {
             do throws(SystemError) {

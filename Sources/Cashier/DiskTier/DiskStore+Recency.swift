@@ -75,6 +75,16 @@ extension DiskStore {
 }
 
 extension DiskStore {
+    /// Writes the use at `now` of a ``Lifespan/sinceLastUse(_:)`` entry (which its lifespan runs
+    /// from) into its row at once, if that needs no wait: the store's writer and lock free and
+    /// commits not synchronized (`synchronous=FULL` syncs). So a process killed right after a
+    /// memory hit still leaves the use to the next launch. Returns false, having done nothing,
+    /// otherwise: the caller hands it to the background queue.
+    func noteSlidingUseIfFree(_ key: String, at now: Double) -> Bool {
+        guard let store = openedStore, !storeState.withLock({ $0.synchronized }) else { return false }
+        return store.recordUsesIfFree([(Self.storeKey(key), Int64(now.rounded(.down)))], granularity: 0)
+    }
+
     /// Writes uses into their rows (last use and frequency), in one transaction, on the same
     /// terms as access times: only a use a granularity or more after the row's last use
     /// changes it. Uses this process wrote less than a granularity ago are not sent at all,

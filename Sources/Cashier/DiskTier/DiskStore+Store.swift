@@ -1,5 +1,6 @@
 import CashierEntryFormat
 import CashierPlatform
+import CashierSQLite
 import CashierStore
 import Foundation
 
@@ -10,7 +11,14 @@ import Foundation
 /// An entry whose record (header and payload, the bytes a file would hold) is at most
 /// ``rowSizeLimit`` is a row; a larger one is a file, as in 0.1.0, with a row of its own that
 /// holds no record. A read asks the store first: a row is read and checked like a file; a
-/// file entry's row, or no row (a file written before the store existed), sends it to the file.
+/// file entry's row sends it to the file; no row is a miss, unless files older than the store
+/// may still lack rows (an import, which every process's first open of the store starts).
+///
+/// A large entry's file is only changed under the store's write lock, inside the transaction
+/// that changes its row (EntryStore's `upsertFile`, `upsert`, `remove`, `reconcile`): the
+/// write's rename, the removal's unlink (before its row goes), a row's unlink of the file it
+/// replaces. So every process sees a row and its file change together, and a file is deleted
+/// only by the write or removal that owns it.
 ///
 /// The store is opened the first time the folder is written, or read once it has a store;
 /// never by a read of a folder without one. When SQLite cannot be loaded the folder is used as
@@ -29,6 +37,8 @@ extension DiskStore {
         case setAside(StoreSetAside)
         /// SQLite cannot be loaded: every entry is a file.
         case unavailable(String)
+        /// The folder's store could not be opened (reads miss, writes throw it until it can).
+        case openFailed(SystemError)
     }
 
     /// The store's phase and what is still to be reported.
@@ -51,18 +61,51 @@ extension DiskStore {
         /// Whether files older than the store may lack rows still (an import is under way): a
         /// row written meanwhile removes its key's file, which no row would announce.
         var importPending = false
+        /// Why the store could not be opened the last time it was tried; nil once it is open.
+        var openFailure: SystemError?
+        /// When a read last checked that the store file is still the one open (``MonotonicClock``).
+        var lastReplacementCheck: UInt64 = 0
     }
 
     /// The open store, opening it if the folder has one (or, with `options`, creating it);
     /// `nil` when the folder has none yet, or SQLite cannot be used.
-    func entryStore(creatingWith options: WriteOptions? = nil) -> EntryStore? {
+    func entryStore(creatingWith options: WriteOptions? = nil, until deadline: MonotonicDeadline? = nil)
+        -> EntryStore?
+    {
         switch storeState.withLock({ $0.phase }) {
         case .open(let store): return store
         case .unavailable: return nil
         case .closed: break
         }
         guard usesStore else { return nil }
-        return openStore(creatingWith: options)
+        return openStore(creatingWith: options, until: deadline)
+    }
+
+    /// What a read or a removal goes by: the store, opened if the folder has one; or why a
+    /// store the folder has cannot be used now (never the files it indexes instead: one may be a
+    /// removed or shadowed entry's); or none (no store yet, SQLite missing: every entry a file).
+    enum StoreForReading {
+        case store(EntryStore)
+        case failed(SystemError)
+        case none
+    }
+
+    /// The store for a read (see ``StoreForReading``). At most every ``recheckInterval`` it also
+    /// checks (one `lstat`) that the store file is still the one open: a process that only
+    /// reads notices a store another process set aside or deleted as soon as one that writes.
+    func storeForReading() -> StoreForReading {
+        guard let store = entryStore() else {
+            if let failure = storeOpenFailure() { return .failed(failure) }
+            return .none
+        }
+        let now = MonotonicClock.nanoseconds()
+        let due = storeState.withLock { state in
+            guard now &- state.lastReplacementCheck >= recheckInterval else { return false }
+            state.lastReplacementCheck = now
+            return true
+        }
+        if due, store.isReplaced { checkStoreFile() }
+        return .store(store)
     }
 
     /// The store when it is open, without opening it.
@@ -71,7 +114,7 @@ extension DiskStore {
         return store
     }
 
-    private func openStore(creatingWith options: WriteOptions?) -> EntryStore? {
+    private func openStore(creatingWith options: WriteOptions?, until deadline: MonotonicDeadline?) -> EntryStore? {
         storeOpenLock.lock()
         defer { storeOpenLock.unlock() }
         if case .open(let store) = storeState.withLock({ $0.phase }) { return store }
@@ -82,6 +125,7 @@ extension DiskStore {
         storeOptions.fileName = Self.storeFileName
         storeOptions.permissions = options?.filePermissions ?? 0o600
         storeOptions.synchronized = options?.synchronize ?? false
+        storeOptions.openDeadline = deadline
         let store: EntryStore
         do throws(StoreError) {
             store = try EntryStore(folder: folder, options: storeOptions)
@@ -91,13 +135,20 @@ extension DiskStore {
                     $0.phase = .unavailable
                     $0.notices.append(.unavailable("\(failure)"))
                 }
+                return nil
             }
-            // Otherwise (a read-only folder, a lock held past the timeout) files serve this call
-            // and the next one tries again.
+            // Otherwise (a read-only folder, a lock held past the wait) the call fails, saying
+            // why, and the next one tries again; an event tells it once per cause.
+            let failure = Self.systemError(error, path: path(Self.storeFileName), "open the folder's store")
+            storeState.withLock {
+                if $0.openFailure != failure { $0.notices.append(.openFailed(failure)) }
+                $0.openFailure = failure
+            }
             return nil
         }
         storeState.withLock {
             $0.phase = .open(store)
+            $0.openFailure = nil
             $0.synchronized = storeOptions.synchronized
             if let setAside = store.setAsideAtOpen { $0.notices.append(.setAside(setAside)) }
         }
@@ -106,9 +157,11 @@ extension DiskStore {
         for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where name.hasPrefix(Self.temporaryPrefix) {
             removeIfAbandoned(temporary: name)
         }
-        // The files already in the folder (an older version's, or large entries a set-aside
-        // store indexed) get rows, off the caller's thread; until then reads find them as files.
-        if !existed || store.setAsideAtOpen != nil { scheduleImport(into: store) }
+        // The files already in the folder get rows, off the caller's thread; until then reads
+        // find them as files. At every first open of a process, not only a new store's: an
+        // import cut short by a kill resumes, and files a row shadows (another process wrote
+        // the key while an import was under way) go.
+        scheduleImport(into: store)
         return store
     }
 
@@ -135,7 +188,8 @@ extension DiskStore {
         guard case .closed = storeState.withLock({ $0.phase }),
             fileSystem.info(Self.storeFileName, in: folder) != nil
         else { return nil }
-        return SystemError(code: EIO, operation: "open the folder's store", path: path(Self.storeFileName))
+        return storeState.withLock { $0.openFailure }
+            ?? SystemError(code: EIO, operation: "open the folder's store", path: path(Self.storeFileName))
     }
 
     /// Hands over what is still to be reported of the store (for the cache's events).
@@ -157,21 +211,22 @@ extension DiskStore {
         scheduleImport(into: store)
     }
 
-    /// Gives every entry file of the folder that has no row one (`StoreLocation.file`), on the
-    /// sweep queue, holding the folder lock, inside an expiring background activity as a sweep
-    /// is: it never waits for the lock (another process holding it: tried again a second later),
-    /// so a suspended app neither holds nor waits on it. An import the system refuses is left to
-    /// garbage collection, which indexes unindexed files too.
+    /// Gives every entry file of the folder that has no row one (`StoreLocation.file`), and
+    /// removes the files a row shadows, on the sweep queue, holding the folder lock, inside an
+    /// expiring background activity as a sweep is: it never waits for the lock (another process
+    /// holding it: tried again a second later), so a suspended app neither holds nor waits on it.
+    /// An import the system refuses is left to garbage collection, which does the same.
     private func scheduleImport(into store: EntryStore, after delay: Double? = nil) {
         storeState.withLock { $0.importPending = true }
         pendingSweeps.enter()
         let work: @Sendable () -> Void = { [self] in
             defer { pendingSweeps.leave() }
-            let outcome: Void?? = withBackgroundActivity("Cashier store import") {
-                withFolderLock(waiting: false) { importFiles(into: store) }
+            let outcome: Bool?? = withBackgroundActivity("Cashier store import") {
+                withFolderLock(waiting: false) { reconcileFiles(with: store, indexing: true) }
             }
-            if case .some(.some) = outcome { storeState.withLock { $0.importPending = false } }
+            if case .some(.some(true)) = outcome { storeState.withLock { $0.importPending = false } }
             if case .some(.none) = outcome { scheduleImport(into: store, after: 1) }
+            if case .some(.some(false)) = outcome { scheduleImport(into: store, after: 1) }
         }
         if let delay {
             sweepQueue.asyncAfter(deadline: .now() + delay, execute: work)
@@ -180,21 +235,36 @@ extension DiskStore {
         }
     }
 
-    /// Rows for entry files that have none: each file's header says its key. Each row is
-    /// written under its key's lock, once the file is found still there: a removal or a write
-    /// of the key since the folder was listed is never undone by a row for a file now gone.
-    func importFiles(into store: EntryStore) {
-        guard let found = try? fileSystem.scan(folder, statting: Self.isEntryFileName) else { return }
-        for (name, info) in found {
-            guard let info, info.isRegularFile, case .success(let (header, _)) = readHeader(name),
-                Self.isHome(name, of: header.key)
+    /// Brings the folder's entry files in line with the store (EntryStore's `reconcile`): a
+    /// file a row shadows goes; a file without a row gets one with `indexing` (an import) and
+    /// goes without (an orphan). Files of large entries the store indexes are passed over
+    /// without a read. Returns whether every file was handled (false: the store failed).
+    @discardableResult
+    func reconcileFiles(with store: EntryStore, indexing: Bool) -> Bool {
+        guard let names = try? fileSystem.contentsOfDirectory(folder),
+            let indexed = try? store.largeEntryKeys()
+        else { return false }
+        let indexedNames = Set(indexed.map { Self.fileName(for: $0) })
+        var found: [(path: String, entry: StoreEntry?)] = []
+        for name in names where Self.isEntryFileName(name) && !indexedNames.contains(name) {
+            guard let info = fileSystem.info(name, in: folder), info.isRegularFile,
+                case .success(let (header, _)) = readHeader(name)
             else { continue }
-            let row = Self.fileRow(header, size: info.size, lastUse: info.accessedAt)
-            keyLocks.withLock(header.key) {
-                guard fileSystem.info(name, in: folder) != nil else { return }
-                _ = try? store.insertIfAbsent([row])
+            // A file named from another spelling of its key is never read: it goes.
+            let entry = Self.fileRow(header, size: info.size, lastUse: info.accessedAt)
+            found.append((path(name), Self.isHome(name, of: header.key) ? entry : nil))
+        }
+        var complete = true
+        // In batches: each transaction holds the store's lock briefly.
+        for start in stride(from: 0, to: found.count, by: 256) {
+            do throws(StoreError) {
+                _ = try store.reconcile(files: Array(found[start..<min(start + 256, found.count)]), indexing: indexing)
+            } catch {
+                if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
+                complete = false
             }
         }
+        return complete
     }
 
     /// The key a row is stored under: the spelling file names are hashed from (NFC, see
@@ -278,22 +348,24 @@ extension DiskStore {
     /// read of a row asks for (`geteuid` is a system call on Linux).
     static let processUser = geteuid()
 
-    /// Writes `header` and `payload` as `header.key`'s row, and removes the large entry's file
-    /// it replaces. Returns whether the entry is locked: `keepingLock`, an unlocked write over a
+    /// Writes `header` and `payload` as `header.key`'s row; a large entry's file it replaces
+    /// goes in the same transaction (with `removingFile`, any file of the key: an import is
+    /// under way). Returns whether the entry is locked: `keepingLock`, an unlocked write over a
     /// locked row is written again, locked.
-    func writeRow(_ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions, keepingLock: Bool)
-        throws(SystemError) -> Bool
-    {
+    func writeRow(
+        _ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions, keepingLock: Bool,
+        removingFile: Bool, until deadline: MonotonicDeadline
+    ) throws(SystemError) -> Bool {
         synchronize(store, options.synchronize)
         var header = header
-        var outcome = try upsertRow(store, header: header, payload: payload, options: options, keepingLock: keepingLock)
+        var outcome = try upsertRow(
+            store, header: header, payload: payload, options: options, keepingLock: keepingLock,
+            removingFile: removingFile, until: deadline)
         if outcome == .locked {
             header.isLocked = true
-            outcome = try upsertRow(store, header: header, payload: payload, options: options, keepingLock: false)
-        }
-        let replacedFile = if case .written(replacedFile: .some) = outcome { true } else { false }
-        if replacedFile || storeState.withLock({ $0.importPending }) {
-            try? fileSystem.removeFile(path(Self.fileName(for: header.key)))
+            outcome = try upsertRow(
+                store, header: header, payload: payload, options: options, keepingLock: false,
+                removingFile: removingFile, until: deadline)
         }
         noteGrowth(header.length + payload.count)
         return header.isLocked
@@ -309,46 +381,60 @@ extension DiskStore {
     }
 
     private func upsertRow(
-        _ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions, keepingLock: Bool
+        _ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions, keepingLock: Bool,
+        removingFile: Bool, until deadline: MonotonicDeadline
     ) throws(SystemError) -> EntryStore.KeepingLockOutcome {
         let record = Self.record(header, payload: payload)
         let entry = StoreEntry(
             key: Self.storeKey(header.key), location: .row, size: record.count,
             lastUse: Int64((options.usedAt ?? Date().timeIntervalSince1970).rounded(.down)),
             expiry: Self.fixedExpiry(header), isLocked: header.isLocked)
-        do throws(StoreError) {
-            return try store.upsert(entry, record: record, keepingLock: keepingLock)
-        } catch {
-            guard case .setAside(let setAside) = error else { throw Self.systemError(error, store, "write") }
-            // The store was damaged and a fresh one took its place: the write goes there.
-            noteSetAside(setAside, of: store)
-            do throws(StoreError) {
-                return try store.upsert(entry, record: record, keepingLock: keepingLock)
-            } catch {
-                throw Self.systemError(error, store, "write")
-            }
+        let file = path(Self.fileName(for: header.key))
+        return try retryingOnceSetAside(store, "write") { () throws(StoreError) in
+            try store.upsert(
+                entry, record: record, keepingLock: keepingLock, file: file, removingFile: removingFile, until: deadline
+            )
         }
     }
 
-    /// Writes the row of a large entry whose file was just put in place. When the row cannot
-    /// be written, a row that still holds an older small value would hide the new file: the
-    /// file goes, and the write fails with the old value still readable.
-    func writeFileRow(_ store: EntryStore, header: EntryHeader, fileName: String, size: Int, options: WriteOptions)
-        throws(SystemError)
-    {
+    /// Writes a large entry: its file, complete under the name `temporary`, renamed to
+    /// `fileName`, and its row, in one store transaction (EntryStore's `upsertFile`). When it
+    /// fails, the file it would have replaced is in place again; `temporary` is the caller's.
+    func writeFile(
+        _ store: EntryStore, temporary: String, header: EntryHeader, fileName: String, size: Int, options: WriteOptions,
+        until deadline: MonotonicDeadline
+    ) throws(SystemError) {
         synchronize(store, options.synchronize)
         let entry = Self.fileRow(header, size: size, lastUse: options.usedAt ?? Date().timeIntervalSince1970)
-        do throws(StoreError) {
-            try store.upsert(entry)
-        } catch {
-            if case .setAside(let setAside) = error {
-                noteSetAside(setAside, of: store)
-                if (try? store.upsert(entry)) != nil { return }
-            }
-            if (try? store.entry(for: entry.key))?.location == .row { try? fileSystem.removeFile(path(fileName)) }
-            throw Self.systemError(error, store, "write")
+        let backup = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
+        let move = EntryStore.FileMove(
+            temporary: temporary, destination: path(fileName), backup: backup,
+            synchronizesFolder: options.synchronize)
+        try retryingOnceSetAside(store, "write") { () throws(StoreError) in
+            try store.upsertFile(entry, moving: move, until: deadline)
         }
         noteGrowth(size)
+    }
+
+    /// Runs a store call; when it found the store damaged and set it aside (a fresh store took
+    /// its place), reports that and runs it once more there. Other failures are thrown as
+    /// system errors (``systemError(_:path:_:)``).
+    private func retryingOnceSetAside<R>(
+        _ store: EntryStore, _ operation: String, _ call: () throws(StoreError) -> R
+    ) throws(SystemError) -> R {
+        do throws(StoreError) {
+            return try call()
+        } catch {
+            guard case .setAside(let setAside) = error else {
+                throw Self.systemError(error, path: store.path, operation)
+            }
+            noteSetAside(setAside, of: store)
+            do throws(StoreError) {
+                return try call()
+            } catch {
+                throw Self.systemError(error, path: store.path, operation)
+            }
+        }
     }
 
     /// Sets the store's durability to what this write asks: `synchronous=FULL` for a
@@ -363,16 +449,18 @@ extension DiskStore {
         storeState.withLock { state in state.occupiedEstimate = state.occupiedEstimate.map { $0 + bytes } }
     }
 
-    /// Removes `key`'s row (and its file, for a large entry); `false` when the store failed.
-    func removeFromStore(_ store: EntryStore, key: String) throws(SystemError) {
+    /// Removes `key`'s file (a large entry's, or one older than the store) and then its row, in
+    /// one store transaction. A store set aside meanwhile holds nothing to remove.
+    func removeFromStore(_ store: EntryStore, key: String, until deadline: MonotonicDeadline) throws(SystemError) {
+        let file = path(Self.fileName(for: key))
         do throws(StoreError) {
-            try store.remove(Self.storeKey(key))
+            try store.remove([Self.storeKey(key)], filePath: { _ in file }, until: deadline)
         } catch {
             if case .setAside(let setAside) = error {
                 noteSetAside(setAside, of: store)
                 return
             }
-            throw Self.systemError(error, store, "remove")
+            throw Self.systemError(error, path: store.path, "remove")
         }
     }
 
@@ -382,28 +470,34 @@ extension DiskStore {
         case .setAside(let setAside):
             noteSetAside(setAside, of: store)
             return .absent
-        case .unavailable, .failed:
-            return .failed(Self.systemError(error, store, operation))
+        case .unavailable, .busy, .failed:
+            return .failed(Self.systemError(error, path: store.path, operation))
         }
     }
 
     /// The system error a store failure is reported as: SQLite's result code as the nearest `errno`.
-    static func systemError(_ error: StoreError, _ store: EntryStore, _ operation: String) -> SystemError {
+    /// A file operation the store made itself (a large entry's rename or unlink) keeps its `errno`.
+    static func systemError(_ error: StoreError, path: String, _ operation: String) -> SystemError {
         let code: Int32
         switch error {
         case .unavailable: code = ENOSYS
         case .setAside: code = EIO
+        case .busy: code = EBUSY
         case .failed(let failure):
-            switch failure.primaryCode {
-            case 13: code = ENOSPC // SQLITE_FULL
-            case 8, 23: code = EACCES // SQLITE_READONLY, SQLITE_AUTH
-            case 3: code = EPERM // SQLITE_PERM
-            case 5, 6: code = EBUSY // SQLITE_BUSY, SQLITE_LOCKED
-            case 14: code = ENOENT // SQLITE_CANTOPEN
-            case 7: code = ENOMEM // SQLITE_NOMEM
-            default: code = EIO
+            if let systemCode = failure.systemCode {
+                code = systemCode
+            } else {
+                switch failure.primaryCode {
+                case SQLiteCode.full: code = ENOSPC
+                case SQLiteCode.readOnly, SQLiteCode.auth: code = EACCES
+                case SQLiteCode.permission: code = EPERM
+                case SQLiteCode.busy, SQLiteCode.locked: code = EBUSY
+                case SQLiteCode.cantOpen: code = ENOENT
+                case SQLiteCode.noMemory: code = ENOMEM
+                default: code = EIO
+                }
             }
         }
-        return SystemError(code: code, operation: "\(operation) in the store (\(error))", path: store.path)
+        return SystemError(code: code, operation: "\(operation) in the store (\(error))", path: path)
     }
 }

@@ -1,4 +1,5 @@
 import CashierEntryFormat
+import CashierPlatform
 import CashierStore
 import Foundation
 
@@ -51,12 +52,14 @@ extension DiskStore {
             if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
         }
         let names = (try? fileSystem.contentsOfDirectory(folder)) ?? []
+        let importing = storeState.withLock { $0.importPending }
         for name in names where Self.isEntryFileName(name) {
             switch readHeader(name) {
             case .success(let (header, info)):
                 let row = rows[Self.storeKey(header.key)]
-                // A file whose key has a row holding its record is an older write, never read.
-                if row?.location == .row || !Self.isHome(name, of: header.key) {
+                // A file whose key has a row holding its record is an older write, never read;
+                // one without a row is read only while an import is under way.
+                if row?.location == .row || !Self.isHome(name, of: header.key) || (row == nil && !importing) {
                     stale.append(name)
                     continue
                 }
@@ -77,10 +80,16 @@ extension DiskStore {
             return scanHeaders().entries.filter { include($0.header) }.map(\.header.key)
         }
         var keys: [String] = []
+        var rowKeys = Set<String>()
+        var fileKeys = Set<String>()
         do throws(StoreError) {
             try store.forEachRecord { stored in
-                guard stored.entry.location == .row,
-                    case .success(let header) = Self.readRecord(stored.record, verifying: false),
+                guard stored.entry.location == .row else {
+                    fileKeys.insert(stored.entry.key)
+                    return
+                }
+                rowKeys.insert(stored.entry.key)
+                guard case .success(let header) = Self.readRecord(stored.record, verifying: false),
                     header.key == stored.entry.key, include(header)
                 else { return }
                 keys.append(header.key)
@@ -88,13 +97,15 @@ extension DiskStore {
         } catch {
             if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
         }
+        let importing = storeState.withLock { $0.importPending }
+        guard !fileKeys.isEmpty || importing else { return keys }
         for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where Self.isEntryFileName(name) {
             guard case .success(let (header, _)) = readHeader(name), Self.isHome(name, of: header.key),
                 include(header)
             else { continue }
-            // A file of a key whose row holds the record is stale; a large entry's is listed here.
-            // Files are few (large entries): one point query each, no set of every row's key.
-            if (try? store.entry(for: Self.storeKey(header.key)))?.location == .row { continue }
+            // A large entry's file is listed; a file without a row only while an import is under way.
+            let key = Self.storeKey(header.key)
+            guard fileKeys.contains(key) || (importing && !rowKeys.contains(key)) else { continue }
             keys.append(header.key)
         }
         return keys
@@ -127,19 +138,15 @@ extension DiskStore {
         for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where name.hasPrefix(Self.temporaryPrefix) {
             removeIfAbandoned(temporary: name)
         }
+        // Files a row shadows and orphans go, and (while an import is under way) files older than
+        // the store get rows, under the store's lock (``reconcileFiles(with:indexing:)``).
+        reconcileFiles(with: store, indexing: storeState.withLock { $0.importPending })
         let scan = scanStore(store, verifyingRows: true)
-        for name in scan.stale { try? fileSystem.removeFile(path(name)) }
         var chosen: [Choice] = []
         var seenFiles = Set<String>()
-        var missingRows: [StoreEntry] = []
         for entry in scan.entries {
             let header = entry.header
-            if entry.stored?.location != .row {
-                seenFiles.insert(Self.storeKey(header.key))
-                if entry.stored == nil {
-                    missingRows.append(Self.fileRow(header, size: entry.info.size, lastUse: entry.info.accessedAt))
-                }
-            }
+            if entry.stored?.location != .row { seenFiles.insert(Self.storeKey(header.key)) }
             let lastUse = max(entry.info.accessedAt, entry.stored.map { Double($0.lastUse) } ?? -.infinity)
             var reason: DiscardReason?
             if reclaim.expired, header.isExpired(at: now, lastUsedAt: lastUse) {
@@ -166,7 +173,6 @@ extension DiskStore {
         // or a later pass finds the file gone.
         _ = try? store.remove(
             unchanged: scan.rows.values.filter { $0.location == .file && !seenFiles.contains($0.key) })
-        _ = try? store.insertIfAbsent(missingRows)
         let freed = chosen.reduce(0) { $0 + $1.size }
         let victims = chooseStoreVictims(
             store, order: limits.evictionOrder, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace,
@@ -228,28 +234,30 @@ extension DiskStore {
 
     /// Removes the rows of `choices` that are as planned (one transaction), and the files of
     /// the large entries among them; returns the removals done.
+    /// Each large entry's file goes inside the transaction, before its row (EntryStore's
+    /// `remove(unchanged:evictedIn:filePath:)`): no process reads a removed entry's file again.
     func applyInStore(_ choices: [Choice], evictionOrder: StoreEvictionOrder?) -> [Removal] {
         guard !choices.isEmpty, let store = openedStore else { return [] }
         var removed: [StoreEntry] = []
         func isEviction(_ choice: Choice) -> Bool {
             if case .evicted = choice.removal { true } else { false }
         }
+        let filePath: (String) -> String = { [self] key in path(Self.fileName(for: key)) }
         do throws(StoreError) {
-            removed += try store.remove(unchanged: choices.filter { !isEviction($0) }.compactMap(\.stored))
             removed += try store.remove(
-                unchanged: choices.filter(isEviction).compactMap(\.stored), evictedIn: evictionOrder)
+                unchanged: choices.filter { !isEviction($0) }.compactMap(\.stored), filePath: filePath)
+            removed += try store.remove(
+                unchanged: choices.filter(isEviction).compactMap(\.stored), evictedIn: evictionOrder,
+                filePath: filePath)
         } catch {
             if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
             return []
         }
         let removedKeys = Set(removed.map(\.key))
-        var removals: [Removal] = []
-        for choice in choices {
-            guard let stored = choice.stored, removedKeys.contains(stored.key) else { continue }
-            if stored.location == .file { try? fileSystem.removeFile(path(choice.fileName)) }
-            removals.append(choice.removal)
+        return choices.compactMap { choice in
+            guard let stored = choice.stored, removedKeys.contains(stored.key) else { return nil }
+            return choice.removal
         }
-        return removals
     }
 
     /// After a plan that removed rows: the freed pages go back to the file system and the log
@@ -262,16 +270,31 @@ extension DiskStore {
     }
 
     /// Removes every row (and large entry's file), reporting failures as system errors.
+    /// The large entries' files go inside the transaction, before the rows; then every other
+    /// entry file (older than the store, or an orphan) goes under the store's lock, and the
+    /// store gives its pages back off the caller's thread.
     func removeAllFromStore(_ store: EntryStore) -> [SystemError] {
         do throws(StoreError) {
-            for entry in try store.removeAll() { try? fileSystem.removeFile(path(Self.fileName(for: entry.key))) }
+            try store.removeAll(filePath: { [self] key in path(Self.fileName(for: key)) })
         } catch {
             if case .setAside(let setAside) = error {
                 noteSetAside(setAside, of: store)
                 return []
             }
-            return [Self.systemError(error, store, "remove all")]
+            return [Self.systemError(error, path: store.path, "remove all")]
         }
+        reconcileFiles(with: store, indexing: false)
+        scheduleReclaim()
         return []
+    }
+
+    /// Gives the store's free pages back and truncates its log, on the sweep queue (what
+    /// ``waitForSweeps()`` waits for).
+    func scheduleReclaim() {
+        pendingSweeps.enter()
+        sweepQueue.async { [self] in
+            defer { pendingSweeps.leave() }
+            _ = withBackgroundActivity("Cashier store reclaim") { reclaimStoreSpace() }
+        }
     }
 }

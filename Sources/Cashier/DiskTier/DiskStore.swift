@@ -10,11 +10,12 @@ import Foundation
 /// (`+Recency`), housekeeping plans and their application (`+Housekeeping`), size sweeps
 /// (`+Sweeps`).
 ///
-/// Reads and writes of one entry go straight to its file; the index (sizes and
-/// last uses, for ``Cache/totalSize`` and eviction) is loaded by one folder scan
-/// the first time it is needed, never on the read path. Decisions that must be
-/// made by one process at a time (eviction, garbage collection) hold an
-/// advisory `flock` on the folder's `.lock` file; plain reads take no lock.
+/// With SQLite (every supported system), small entries are rows of the folder's store and
+/// large ones are files indexed by a row of their own (DiskStore+Store.swift); the store is
+/// the index `count`, `keys`, `totalSize` and eviction read. Without it, every entry is a
+/// file and the index is loaded by one folder scan the first time it is needed, never on the
+/// read path. Decisions that must be made by one process at a time (eviction, garbage
+/// collection) hold an advisory `flock` on the folder's `.lock` file; plain reads take no lock.
 package final class DiskStore: Sendable {
     package let folder: String
     package let fileSystem: any FileSystem
@@ -77,9 +78,20 @@ package final class DiskStore: Sendable {
 
     /// Reads and verifies `key`'s entry wherever it is: its row in the store (checked as a
     /// file is), or its file (a large entry, or one written before the folder had a store).
+    ///
+    /// With a store, a key without a row is absent: its file, if any, is read only while the
+    /// folder's files older than the store may still lack rows (an import is under way). A
+    /// store that is there but cannot be opened now is a failed read, never the files it indexes
+    /// (one may be a removed or shadowed entry's).
     package func read(key: String) -> ReadResult {
         let fileName = Self.fileName(for: key)
-        if let store = entryStore(), let found = readFromStore(store, key: key, fileName: fileName) { return found }
+        switch storeForReading() {
+        case .store(let store):
+            if let found = readFromStore(store, key: key, fileName: fileName) { return found }
+            guard storeState.withLock({ $0.importPending }) else { return .absent }
+        case .failed(let error): return .failed(error)
+        case .none: break
+        }
         return read(fileName)
     }
 
@@ -91,14 +103,17 @@ package final class DiskStore: Sendable {
     /// Reads just the header of `key`'s entry, row or file (checksum not verified).
     package func readHeader(key: String) -> Result<(EntryHeader, FileInfo), HeaderFailure> {
         let fileName = Self.fileName(for: key)
-        if let store = entryStore() {
+        switch storeForReading() {
+        case .store(let store):
             switch readFromStore(store, key: key, fileName: fileName, headerOnly: true) {
-            case nil: break
+            case nil: guard storeState.withLock({ $0.importPending }) else { return .failure(.absent) }
             case .absent?: return .failure(.absent)
             case .entry(let header, _, let info)?: return .success((header, info))
             case .damaged(let error, let info, _)?: return .failure(.damaged(error, size: info.size))
             case .failed(let error)?: return .failure(.failed(error))
             }
+        case .failed(let error): return .failure(.failed(error))
+        case .none: break
         }
         return readHeader(fileName)
     }
@@ -125,6 +140,9 @@ package final class DiskStore: Sendable {
         /// Whether the write keeps the lock of the key's stored entry, which the caller has not
         /// looked at: a row finds it in its own statement, a file reads the stored header first.
         package var keepsStoredLock = false
+        /// The longest the write waits in all for another process's lock on the store
+        /// (``Cache/Configuration-swift.struct/busyTimeout``), in milliseconds.
+        package var busyTimeoutMilliseconds: Int32 = EntryStore.Options().busyTimeoutMilliseconds
         package init(filePermissions: mode_t, folderPermissions: mode_t, synchronize: Bool, completeProtection: Bool) {
             self.filePermissions = filePermissions
             self.folderPermissions = folderPermissions
@@ -160,23 +178,29 @@ package final class DiskStore: Sendable {
             throw SystemError(code: EFBIG, operation: "write", path: path(fileName))
         }
         var store: EntryStore?
+        // One wait for other processes' locks, shared by every store call of this write.
+        let deadline = MonotonicDeadline(milliseconds: options.busyTimeoutMilliseconds)
         if usesStore {
             if judgesAnew { checkStoreFile() }
             try prepareFolder(options)
-            store = entryStore(creatingWith: options)
+            store = entryStore(creatingWith: options, until: deadline)
             // A store that is there but cannot be opened now (another process's lock past the
-            // timeout, an I/O error) may hold an older row of this key, which reads find first:
+            // wait, an I/O error) may hold an older row of this key, which reads find first:
             // a file written instead would be hidden by it. The write fails; nothing is lost.
             if store == nil, let failure = storeOpenFailure() { throw failure }
         }
         // A row keeps a stored lock in its own statement; a file, or a row while files older
         // than the store may lack rows (an import is pending), reads the stored header first.
         let row = store != nil && size <= rowLimit
-        let lockInRow = row && options.keepsStoredLock && !storeState.withLock { $0.importPending }
+        let importing = store != nil && storeState.withLock { $0.importPending }
+        let lockInRow = row && options.keepsStoredLock && !importing
         if options.keepsStoredLock, !lockInRow, !header.isLocked { header.isLocked = storedLock(of: header.key) }
         if let store, row {
             return (
-                size, try writeRow(store, header: header, payload: payload, options: options, keepingLock: lockInRow)
+                size,
+                try writeRow(
+                    store, header: header, payload: payload, options: options, keepingLock: lockInRow,
+                    removingFile: importing, until: deadline)
             )
         }
         let temporary = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
@@ -188,17 +212,23 @@ package final class DiskStore: Sendable {
             try writeTemporary(temporary, header: header, payload: payload, options: options)
         }
         stampWrite(temporary, at: options.usedAt)
+        if let store {
+            // The file is renamed into place and its row written in one store transaction.
+            do {
+                try writeFile(
+                    store, temporary: temporary, header: header, fileName: fileName, size: size, options: options,
+                    until: deadline)
+            } catch {
+                try? fileSystem.removeFile(temporary)
+                throw error
+            }
+            return (size, header.isLocked)
+        }
         do {
             try fileSystem.rename(temporary, to: path(fileName))
         } catch {
             try? fileSystem.removeFile(temporary)
             throw error
-        }
-        if let store {
-            // The file is in place; its row follows (see ``writeFileRow``).
-            if options.synchronize { try fileSystem.synchronizeDirectory(folder) }
-            try writeFileRow(store, header: header, fileName: fileName, size: size, options: options)
-            return (size, header.isLocked)
         }
         noteWritten(fileName, size: size, isLocked: header.isLocked, at: options.usedAt ?? Date().timeIntervalSince1970)
         // The new entry is in place (and in the index); a failing folder sync only
@@ -286,10 +316,17 @@ package final class DiskStore: Sendable {
         state.withLock { $0.note(fileName, nil) }
     }
 
-    /// Removes `key`'s entry: its row, and its file (a large entry's, or one older than the store).
-    package func remove(key: String) throws(SystemError) {
-        if let store = entryStore() { try removeFromStore(store, key: key) }
-        try remove(Self.fileName(for: key))
+    /// Removes `key`'s entry: its row, and its file (a large entry's, or one older than the
+    /// store), the file first, both in one store transaction.
+    package func remove(key: String, busyTimeoutMilliseconds: Int32 = EntryStore.Options().busyTimeoutMilliseconds)
+        throws(SystemError)
+    {
+        switch storeForReading() {
+        case .store(let store):
+            try removeFromStore(store, key: key, until: MonotonicDeadline(milliseconds: busyTimeoutMilliseconds))
+        case .failed(let error): throw error
+        case .none: try remove(Self.fileName(for: key))
+        }
     }
 
     /// Runs `body` holding the folder's advisory lock, shared with other processes.

@@ -33,6 +33,7 @@ package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
             case ENOSPC, EDQUOT, EFBIG: .noSpace
             case EACCES, EPERM, EROFS: .permissionDenied
             case ENOENT, ENOTDIR, EEXIST, EISDIR: .folderUnavailable
+            case EBUSY: .busy
             default: .ioFailure
             }
         return CacheError(kind: kind, key: key, path: path, message: description, code: code)
@@ -53,6 +54,8 @@ extension DiskStore.StoreNotice {
         case .unavailable(let reason):
             CacheError(
                 kind: .ioFailure, message: "SQLite is unavailable (\(reason)): every entry is kept as a file")
+        case .openFailed(let failure):
+            failure.cacheError(key: nil)
         }
     }
 }

@@ -44,6 +44,11 @@ extension MemoryTier {
         return withRecords(orIfNone: false) { $0.coherence.claimCheck(at: now, interval: interval) }
     }
 
+    /// Makes the next hit check the store again: the check due now gave up its turn.
+    func retryCoherenceSoon() {
+        withRecords(orIfNone: ()) { $0.coherence.nextCheck = 0 }
+    }
+
     /// The ticket for disk work whose result this tier will store, or `nil` when it has no
     /// baseline yet (the caller takes one with ``adoptBaseline(_:)`` before the disk work).
     func coherenceTicket() -> CoherenceTicket? {

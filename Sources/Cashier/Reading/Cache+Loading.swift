@@ -60,7 +60,7 @@ extension Cache {
     func finishRead(_ report: ReadReport) {
         reportStoreNotices()
         for event in report.events { emit(event) }
-        recordMemoryUses()
+        recordMemoryUsesLater()
     }
 
     /// Reads `name`'s file whole and judges it against `expectation`; the entry when the
@@ -108,7 +108,7 @@ extension Cache {
         _ name: String, _ fileName: String, from disk: DiskStore, _ reason: DiscardReason,
         because error: (any Error)? = nil, report: inout ReadReport
     ) {
-        try? disk.remove(key: name)
+        try? disk.remove(key: name, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         memory.remove(name)
         report.events.append(.discarded(key: name, reason: reason))
         if let error {
