@@ -72,6 +72,9 @@ package final class EntryStore: @unchecked Sendable {
     /// Set (under `poolLock`) when a read met a row whose shape the file lost: the writer forgets
     /// the shapes it knows before its next call, and finds or adds them anew.
     private var shapesLost = false
+    /// Counts ``forgetShapes()`` calls (under `poolLock`): a reader out of the pool meanwhile is
+    /// not put back.
+    private var shapeEpoch = 0
     private let poolLock = NSLock()
     /// Idle readers of the current file.
     private var readers: [StoreConnection] = []
@@ -272,13 +275,16 @@ package final class EntryStore: @unchecked Sendable {
         poolLock.lock()
         let pooled = readers.popLast()
         let readerGeneration = generation
+        let readerShapeEpoch = shapeEpoch
         poolLock.unlock()
         var reader = pooled
         do throws(SQLiteError) {
             if reader == nil { reader = try Self.openReader(path, options) }
             let result = try body(reader!)
             poolLock.lock()
-            if generation == readerGeneration, readers.count < Self.maximumIdleReaders { readers.append(reader!) }
+            if generation == readerGeneration, shapeEpoch == readerShapeEpoch, readers.count < Self.maximumIdleReaders {
+                readers.append(reader!)
+            }
             poolLock.unlock()
             return result
         } catch  where error.isCorruption {
@@ -347,11 +353,14 @@ package final class EntryStore: @unchecked Sendable {
     /// Device and inode of the file the writer has open. Called with `writeLock` held.
     private var identity: FileIdentity? { connection.identity }
 
-    /// Makes the writer forget the shapes it knows before its next call: a read met a row whose
-    /// shape the file no longer has, and new rows must not name it.
-    func forgetShapes() {
+    /// Makes every connection forget the shapes it knows (the writer before its next call, the
+    /// pooled readers by closing): a read met a row whose shape is gone or damaged, and no
+    /// connection may go on writing or reading rows by a shape the file no longer has as it was.
+    package func forgetShapes() {
         poolLock.lock()
         shapesLost = true
+        shapeEpoch += 1
+        readers.removeAll()
         poolLock.unlock()
     }
 

@@ -117,12 +117,14 @@ extension TemporaryFolder {
         }
     }
 
-    /// What a size limit bounds, at rest: the store file and the entry files (the log, which a
-    /// checkpoint folds into the store, is the slack a limit allows).
+    /// What a size limit bounds, and `totalSize` reports: the store file, its `-wal` and `-shm`,
+    /// and the entry files.
     var occupiedBytes: Int {
-        let attributes = try? FileManager.default.attributesOfItem(
-            atPath: url.appendingPathComponent(DiskStore.storeFileName).path)
-        return entryBytes + ((attributes?[.size] as? Int) ?? 0)
+        let store = DiskStore.storeFileName
+        return [store, store + "-wal", store + "-shm"].reduce(entryBytes) { total, name in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(name).path)
+            return total + ((attributes?[.size] as? Int) ?? 0)
+        }
     }
 
     func configuration(sizeLimit: Int? = nil) -> Cache.Configuration {

@@ -432,8 +432,9 @@ final class ScratchFolder: Sendable {
     var path: String { url.path }
 
     init() {
-        let base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : NSTemporaryDirectory()
-        url = URL(fileURLWithPath: base).appendingPathComponent(
+        // Below a symbolic link, as every TemporaryFolder is.
+        let base = access("/dev/shm", W_OK) == 0 ? TemporaryFolder.linkedFolder(in: "/dev/shm") : TemporaryFolder.base
+        url = base.appendingPathComponent(
             "cashier-powerloss-\(UUID().uuidString)", isDirectory: true)
     }
 

@@ -77,8 +77,11 @@ extension DiskStore {
     }
 
     /// Entry count and total bytes, scanning the folder once if this process has not yet.
+    ///
+    /// With a store, the bytes are what the folder occupies (the store, its `-wal` and `-shm`,
+    /// the large entries' files): what ``Cache/Configuration-swift.struct/diskSizeLimit`` bounds.
     package func totals() -> (count: Int, size: Int) {
-        if let store = entryStore(), let count = try? store.count(), let size = try? store.totalSize() {
+        if let store = entryStore(), let count = try? store.count(), let size = try? store.occupiedBytes() {
             return (count, size)
         }
         loadIndexIfNeeded()

@@ -318,7 +318,10 @@ extension DiskStore {
         let info = Self.rowInfo(stored.entry)
         switch Self.readEntry(fromRecord: stored.record, wantsPayload: !headerOnly) {
         case .entry(let header, let payload): return .entry(header, payload: payload ?? Data(), info: info)
-        case .damaged(let error, let header): return .damaged(error, info: info, header: header)
+        case .damaged(let error, let header):
+            // Its shape may be what is damaged: no connection goes on using the shapes it knows.
+            store.forgetShapes()
+            return .damaged(error, info: info, header: header)
         case .outOfMemory: return .failed(SystemError(code: ENOMEM, operation: "read", path: store.path))
         }
     }

@@ -171,6 +171,8 @@ extension DiskStore {
     /// Forgets the folder's status: the next ``refusal(for:fresh:)`` stats it again (no I/O here).
     package func forgetFolderStatus() {
         folderCheck.withLock { $0 = FolderCheck() }
+        // And whether the store file is still the one open: a new instance's first read checks.
+        storeState.withLock { $0.lastReplacementCheck = 0 }
     }
 }
 

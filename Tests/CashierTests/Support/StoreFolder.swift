@@ -19,15 +19,20 @@ extension TemporaryFolder {
         FileManager.default.contents(atPath: path + "/" + DiskStore.fileName(for: key))
     }
 
-    /// Bytes the folder occupies by `st_size`: the store, its `-wal` and every entry file.
-    /// (`-shm` is a memory map of the log's index, not data; the lock file is empty.)
+    /// Bytes the folder occupies by `st_size`: the store, its `-wal` and `-shm`, and every entry
+    /// file (the lock file is empty): what `totalSize` reports and a size limit bounds.
     var occupiedBytes: Int {
-        let names = [DiskStore.storeFileName, DiskStore.storeFileName + "-wal"] + entryFiles
+        let store = DiskStore.storeFileName
+        let names = [store, store + "-wal", store + "-shm"] + entryFiles
         return names.reduce(0) { total, name in
             var info = stat()
             return total + (stat(path + "/" + name, &info) == 0 ? Int(info.st_size) : 0)
         }
     }
+
+    /// What a folder whose store holds nothing occupies at most once its log is cut back:
+    /// the store's nine pages (36 KiB) and the `-shm` (32 KiB).
+    static let emptyStoreBytes = 36_864 + 32_768
 
     /// The store's row for `key`, read through a read-only store of its own (changes nothing).
     func row(for key: String) throws -> StoreEntry? {
