@@ -235,12 +235,20 @@ package final class EntryStore: @unchecked Sendable {
         defer { writeLock.unlock() }
         if takeShapesLost() { connection.forgetShapes() }
         var reopened = false
+        var madeRoom = false
         while true {
             do throws(SQLiteError) {
                 if let deadline { try connection.waitAtMost(deadline.remainingMilliseconds) }
                 defer { if deadline != nil { try? connection.waitAtMost(options.busyTimeoutMilliseconds) } }
                 return try body(connection)
-            } catch  where error.isCorruption && !options.readOnly {
+            } catch where error.primaryCode == SQLiteCode.full && !madeRoom && !options.readOnly {
+                // A full volume: the log is copied into the store (as far as it can be, without
+                // waiting) and reused from its start, which needs no new room, and the call runs
+                // once more (a removal's files, unlinked the first time, have made room too).
+                madeRoom = true
+                restartLog(connection)
+                continue
+            } catch where error.isCorruption && !options.readOnly {
                 if !reopened, (try? reopenIfReplaced()) == true {
                     reopened = true
                     continue
@@ -250,6 +258,15 @@ package final class EntryStore: @unchecked Sendable {
                 throw StoreError(error)
             }
         }
+    }
+
+    /// Copies the log into the store and makes the next transaction write it from its start,
+    /// without waiting for readers or cutting it short (`wal_checkpoint(RESTART)` with no busy
+    /// wait): on a full volume, the next transaction then needs no room the log does not have.
+    private func restartLog(_ connection: StoreConnection) {
+        guard (try? connection.waitAtMost(0)) != nil else { return }
+        _ = try? connection.sqlite.execute("PRAGMA wal_checkpoint(RESTART)")
+        try? connection.waitAtMost(options.busyTimeoutMilliseconds)
     }
 
     /// Runs `body` with the writer if no other call of this process holds it now, else returns
