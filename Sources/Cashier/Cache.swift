@@ -180,6 +180,12 @@ public final class Cache: Sendable {
         recordMemoryUses()
         garbageCollection?.waitForRunningRound()
         disk?.waitForSweeps()
+        // At rest, the folder is within its limit: the log folded into the store (without
+        // waiting for readers), and one more sweep if the folder still occupies more.
+        if let disk, let limit = configuration.diskSizeLimit, disk.settle(over: limit) {
+            sweepIfNeeded()
+            disk.waitForSweeps()
+        }
     }
 }
 

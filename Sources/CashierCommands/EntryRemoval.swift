@@ -2,9 +2,9 @@ import Cashier
 import CashierStore
 import Foundation
 
-/// Removes entries for `prune`, `remove` and `demo`: a row through the store, a file through
-/// the library's ``DiskStore``, a large entry's index row before its file (a file without a
-/// row is one the cache still reads; a row without its file is one it misses).
+/// Removes entries for `prune`, `remove` and `demo`: a row through the store, and a large
+/// entry's file inside the same transaction, before its row goes (a row without its file is
+/// one the cache misses; a file without its row one it never reads again), as the cache does.
 struct EntryRemoval {
     let directory: String
     let disk: DiskStore
@@ -29,6 +29,28 @@ struct EntryRemoval {
         }
     }
 
+    /// Removes `entries` (and the left-over file of each key, `shadowed`): the rows, and the
+    /// large entries' files before them, in one store transaction, which on a nearly full
+    /// volume needs far less room for the store's log than a transaction per entry; entry by
+    /// entry when that fails. Returns, for each entry, why it could not be removed.
+    func remove(_ entries: [(entry: EntryFile, shadowed: String?)]) -> [String?] {
+        let keyed = entries.filter { $0.entry.rowKey != nil }
+        if let store, keyed.count > 1 {
+            var files: [String: String] = [:]
+            for (entry, _) in keyed {
+                if let key = entry.rowKey, let name = entry.fileName { files[key] = disk.path(name) }
+            }
+            let removed = try? store.remove(keyed.compactMap(\.entry.rowKey), filePath: { files[$0] ?? "" })
+            if removed != nil {
+                return entries.map { entry, shadowed in
+                    entry.rowKey != nil
+                        ? removeFiles(of: entry, shadowed: shadowed) : remove(entry, shadowed: shadowed)
+                }
+            }
+        }
+        return entries.map { remove($0.entry, shadowed: $0.shadowed) }
+    }
+
     /// Removes `entry` (and the left-over file of its key, `shadowed`); returns why it could not.
     func remove(_ entry: EntryFile, shadowed: String? = nil) -> String? {
         if let key = entry.rowKey {
@@ -46,6 +68,12 @@ struct EntryRemoval {
                 return "cannot open the store \(FolderStore.fileName) for writing: \(storeProblem ?? "no store")"
             }
         }
+        return removeFiles(of: entry, shadowed: shadowed)
+    }
+
+    /// Removes what is left of `entry`'s files once its row is gone (a file older than the
+    /// store, the left-over `shadowed`; a large entry's went with its row).
+    private func removeFiles(of entry: EntryFile, shadowed: String?) -> String? {
         for name in [entry.fileName, shadowed].compactMap(\.self) {
             var info = stat()
             guard lstat(disk.path(name), &info) == 0 else { continue }

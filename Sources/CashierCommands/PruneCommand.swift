@@ -1,4 +1,5 @@
 import Cashier
+import CashierStore
 import Foundation
 
 /// `cashier prune DIR [--expired] [--damaged] [--max-size BYTES] [--dry-run] [--json]`.
@@ -24,7 +25,13 @@ enum PruneCommand {
         defer { if let lockToken { store.fileSystem.unlock(lockToken) } }
 
         let inventory = try Inventory.load(directory)
-        let selected = select(inventory.entries, options: options, now: now.timeIntervalSince1970)
+        // The log folded into the store first (without waiting for readers) when the store is
+        // sound (a damaged one is `--damaged`'s): what the store's files occupy is then what its
+        // entries need, which a size limit counts.
+        if !options.dryRun, inventory.store.state == .sound { foldLog(directory) }
+        let selected = select(
+            inventory.entries, options: options, now: now.timeIntervalSince1970,
+            storeBytes: storeFileBytes(directory))
         // A store that does not open is set aside by `--damaged` (the cache would do it on its next open).
         let storeDamage = options.damaged ? inventory.store.state.damage : nil
         var removed: [(EntryFile, Reason)] = []
@@ -32,17 +39,17 @@ enum PruneCommand {
         let removal =
             options.dryRun
             ? nil : EntryRemoval(directory: directory, state: inventory.store.state, setAsideDamage: storeDamage != nil)
-        for (entry, reason) in selected {
-            guard let removal else {
-                removed.append((entry, reason))
-                continue
+        if let removal {
+            // One store transaction for them all (see EntryRemoval.remove(_:)).
+            let problems = removal.remove(
+                selected.map { entry, _ in
+                    (entry, entry.location == .row ? entry.rowKey.flatMap { inventory.shadowed[$0] } : nil)
+                })
+            for ((entry, reason), problem) in zip(selected, problems) {
+                if let problem { failures.append((entry, problem)) } else { removed.append((entry, reason)) }
             }
-            let shadowed = entry.location == .row ? entry.rowKey.flatMap { inventory.shadowed[$0] } : nil
-            if let problem = removal.remove(entry, shadowed: shadowed) {
-                failures.append((entry, problem))
-            } else {
-                removed.append((entry, reason))
-            }
+        } else {
+            removed = selected
         }
         if removed.contains(where: { $0.0.location == .row }) { removal?.reclaimSpace() }
         let removedBytes = removed.reduce(0) { $0 + $1.0.size }
@@ -117,8 +124,29 @@ enum PruneCommand {
         return failures.isEmpty && !setAsideFailed ? .success : .failure
     }
 
+    /// Checkpoints the folder's store, if it has one, without waiting, and cuts its log back.
+    static func foldLog(_ directory: String) {
+        guard FileManager.default.fileExists(atPath: directory + "/" + DiskStore.storeFileName) else { return }
+        _ = try? EntryStore(folder: directory).checkpoint()
+    }
+
+    /// What the store's own files occupy (the store, its `-wal` and `-shm`): rows are in it.
+    static func storeFileBytes(_ directory: String) -> Int {
+        ["", "-wal", "-shm"].reduce(0) { total, suffix in
+            var info = stat()
+            let path = directory + "/" + DiskStore.storeFileName + suffix
+            return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
+        }
+    }
+
     /// What to remove, in order: damaged, then expired, then least recently used past the size limit.
-    static func select(_ entries: [EntryFile], options: PruneOptions, now: Double) -> [(EntryFile, Reason)] {
+    ///
+    /// The limit bounds what the folder occupies, as the cache's `diskSizeLimit` does:
+    /// `storeBytes` (the store's files, rows included) and the large entries' files. A row
+    /// removed is counted as freeing its size, which the reclaim after the removals gives back.
+    static func select(_ entries: [EntryFile], options: PruneOptions, now: Double, storeBytes: Int = 0)
+        -> [(EntryFile, Reason)]
+    {
         var selected: [(EntryFile, Reason)] = []
         var remaining: [EntryFile] = []
         for entry in entries {
@@ -131,7 +159,7 @@ enum PruneCommand {
             }
         }
         guard let limit = options.maximumSize else { return selected }
-        var total = remaining.reduce(0) { $0 + $1.size }
+        var total = remaining.reduce(storeBytes) { $0 + ($1.location == .row ? 0 : $1.size) }
         // Damaged files can never be read: they go first. Then unlocked entries, then locked
         // ones, each least recently used first.
         func rank(_ entry: EntryFile) -> Int {

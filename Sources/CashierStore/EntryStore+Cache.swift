@@ -52,27 +52,52 @@ extension EntryStore {
         guard !entries.isEmpty else { return [] }
         return try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
-                let delete = try connection.sqlite.cached(
-                    "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?"
-                )
-                var removed: [StoreEntry] = []
-                for entry in entries {
-                    defer { delete.reset() }
-                    try delete.bind(entry.key, at: 1)
-                    // A row's stored location may be a compact form of it (``RowRecord``): row or file is what counts.
-                    try delete.bind(entry.location == .file ? 1 : 0, at: 2)
-                    try delete.bind(Int64(entry.size), at: 3)
-                    try delete.bind(entry.lastUse, at: 4)
-                    try delete.bind(entry.isLocked ? 1 : 0, at: 5)
-                    _ = try delete.step()
-                    guard connection.changes > 0 else { continue }
+                let removed = try removeUnchanged(entries, connection) { entry throws(SQLiteError) in
                     if entry.location == .file, let filePath { try Self.removeFile(filePath(entry.key)) }
-                    removed.append(entry)
                 }
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
                 return removed
             }
         }
+    }
+
+    /// Removes `entry`'s row if it is still as it was (see ``remove(unchanged:evictedIn:filePath:)``)
+    /// and no file is at `file`, checked under the store's write lock, where no write of the key
+    /// is under way: the row of a large entry whose file is gone. Returns whether it removed it.
+    @discardableResult
+    package func remove(unchanged entry: StoreEntry, ifMissing file: String) throws(StoreError) -> Bool {
+        try withWriter { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
+                var info = stat()
+                guard lstat(file, &info) != 0 else { return false }
+                return try !removeUnchanged([entry], connection).isEmpty
+            }
+        }
+    }
+
+    /// Deletes each of `entries` whose row is as planned, inside the caller's transaction,
+    /// calling `removed` for each deleted (before the transaction commits); returns them.
+    private func removeUnchanged(
+        _ entries: [StoreEntry], _ connection: StoreConnection,
+        removed: (StoreEntry) throws(SQLiteError) -> Void = { _ in }
+    ) throws(SQLiteError) -> [StoreEntry] {
+        let delete = try connection.sqlite.cached(
+            "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?")
+        var done: [StoreEntry] = []
+        for entry in entries {
+            defer { delete.reset() }
+            try delete.bind(entry.key, at: 1)
+            // A row's stored location may be a compact form of it (``RowRecord``): row or file is what counts.
+            try delete.bind(entry.location == .file ? 1 : 0, at: 2)
+            try delete.bind(Int64(entry.size), at: 3)
+            try delete.bind(entry.lastUse, at: 4)
+            try delete.bind(entry.isLocked ? 1 : 0, at: 5)
+            _ = try delete.step()
+            guard connection.changes > 0 else { continue }
+            try removed(entry)
+            done.append(entry)
+        }
+        return done
     }
 
     /// Records uses like ``recordUses(_:at:)``, but only of entries whose last use is

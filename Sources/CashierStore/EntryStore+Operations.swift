@@ -39,12 +39,13 @@ extension EntryStore {
     /// overwrite (callgrind).
     ///
     /// One statement when the key's row is not a large entry's and the record's shape is known;
-    /// otherwise one `BEGIN IMMEDIATE` transaction, in which a new shape is added, and in which
-    /// the file at `file` is removed when the row replaces a large entry (or always, with
-    /// `removingFile`: a file older than the store may be there without a row). A large entry's
-    /// file is only ever changed under the store's write lock, so no other process's write of
-    /// the same key (a file renamed into place, a row replacing it) can come between the row and
-    /// its file.
+    /// otherwise one `BEGIN IMMEDIATE` transaction, in which a new shape is added. When the row
+    /// replaces a large entry (or always, with `removingFile`: a file older than the store may
+    /// be there without a row), the file at `file` goes once the row is committed, in a second
+    /// transaction and only if it is still the file the first one saw: another process may have
+    /// written the key as a file in between, and that file stays. Its name is never missing
+    /// while a committed row names it, except once that row is replaced: a reader that found
+    /// the old row and then no file finds the new row when it reads again.
     package func upsert(
         _ entry: StoreEntry, record: [UInt8], keepingLock: Bool, file: String? = nil, removingFile: Bool = false,
         until deadline: MonotonicDeadline? = nil
@@ -56,16 +57,27 @@ extension EntryStore {
             {
                 return .written(replacedFile: nil)
             }
-            return try transaction(connection) { () throws(SQLiteError) in
+            var replaced: FileVersion?
+            let outcome = try transaction(connection) { () throws(SQLiteError) -> KeepingLockOutcome in
                 let previous = try existing(entry.key, connection)
                 if !overLocked, previous?.isLocked == true { return .locked }
                 let row = Self.row(entry, record, connection, inTransaction: true) ?? (entry.location.rawValue, nil)
                 _ = try self.write(entry, row, overFiles: true, connection)
                 if let file, entry.location == .row, removingFile || previous?.location == .file {
-                    try Self.removeFile(file)
+                    replaced = FileVersion(path: file)
                 }
                 return .written(replacedFile: previous?.location == .file ? previous : nil)
             }
+            if let replaced, let file {
+                // Best effort: a file left (the lock held elsewhere past the wait) is shadowed by the
+                // row, and the next import or garbage collection removes it.
+                _ = try? transaction(connection) { () throws(SQLiteError) in
+                    // The same file, not merely its inode number: another write's file may have
+                    // been given the number of one removed since.
+                    if FileVersion(path: file) == replaced { try Self.removeFile(file) }
+                }
+            }
+            return outcome
         }
     }
 
@@ -116,10 +128,15 @@ extension EntryStore {
                     // Something that is not an entry file has the name (a folder, a link): left alone.
                     throw SQLiteError(systemCode: EISDIR, operation: "replace \(move.destination)")
                 }
-                if Foundation.rename(move.destination, move.backup) == 0 {
+                // The file replaced keeps its name until the new one takes it in one step (a
+                // reader never finds the name missing); a second name holds it until the commit.
+                if link(move.destination, move.backup) == 0 {
+                    backedUp = true
+                } else if errno != ENOENT, Foundation.rename(move.destination, move.backup) == 0 {
+                    // No hard links on this volume: moved aside instead, missing for a moment.
                     backedUp = true
                 } else if errno != ENOENT {
-                    throw SQLiteError(systemCode: errno, operation: "rename \(move.destination)")
+                    throw SQLiteError(systemCode: errno, operation: "back up \(move.destination)")
                 }
                 guard Foundation.rename(move.temporary, move.destination) == 0 else {
                     throw SQLiteError(systemCode: errno, operation: "rename \(move.temporary)")
@@ -128,6 +145,8 @@ extension EntryStore {
                 if move.synchronizesFolder { try Self.synchronizeFolder(of: move.destination) }
                 _ = try Self.step(.commit, connection)
             } catch {
+                // The new file goes back to its temporary name (the caller's, or a second try's),
+                // and the file it replaced back in place.
                 if moved { Foundation.rename(move.destination, move.temporary) }
                 if backedUp { Foundation.rename(move.backup, move.destination) }
                 _ = try? Self.step(.rollback, connection)

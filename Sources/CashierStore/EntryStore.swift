@@ -1,3 +1,4 @@
+import CashierPlatform
 import CashierSQLite
 import Foundation
 
@@ -241,14 +242,14 @@ package final class EntryStore: @unchecked Sendable {
                 if let deadline { try connection.waitAtMost(deadline.remainingMilliseconds) }
                 defer { if deadline != nil { try? connection.waitAtMost(options.busyTimeoutMilliseconds) } }
                 return try body(connection)
-            } catch where error.primaryCode == SQLiteCode.full && !madeRoom && !options.readOnly {
-                // A full volume: the log is copied into the store (as far as it can be, without
-                // waiting) and reused from its start, which needs no new room, and the call runs
-                // once more (a removal's files, unlinked the first time, have made room too).
+            } catch  where error.primaryCode == SQLiteCode.full && !madeRoom && !options.readOnly {
+                // A full volume: the log is copied into the store and cut back (as far as that
+                // goes without waiting), and the call runs once more (a removal's files, unlinked
+                // the first time, have made room too).
                 madeRoom = true
-                restartLog(connection)
+                truncateLog(connection)
                 continue
-            } catch where error.isCorruption && !options.readOnly {
+            } catch  where error.isCorruption && !options.readOnly {
                 if !reopened, (try? reopenIfReplaced()) == true {
                     reopened = true
                     continue
@@ -260,12 +261,12 @@ package final class EntryStore: @unchecked Sendable {
         }
     }
 
-    /// Copies the log into the store and makes the next transaction write it from its start,
-    /// without waiting for readers or cutting it short (`wal_checkpoint(RESTART)` with no busy
-    /// wait): on a full volume, the next transaction then needs no room the log does not have.
-    private func restartLog(_ connection: StoreConnection) {
+    /// Copies the log into the store and cuts it back to nothing, without waiting for readers
+    /// (`wal_checkpoint(TRUNCATE)` with no busy wait; a reader still using the log keeps it):
+    /// on a full volume, the room the log took is free again.
+    private func truncateLog(_ connection: StoreConnection) {
         guard (try? connection.waitAtMost(0)) != nil else { return }
-        _ = try? connection.sqlite.execute("PRAGMA wal_checkpoint(RESTART)")
+        _ = try? connection.sqlite.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         try? connection.waitAtMost(options.busyTimeoutMilliseconds)
     }
 
@@ -417,6 +418,21 @@ package struct MonotonicDeadline: Sendable {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+    }
+}
+
+/// One version of a file: its device, inode and status-change time. Unlike ``FileIdentity``,
+/// it tells a file from a later one that reuses a removed file's inode number, and from the
+/// same file once renamed or linked again.
+package struct FileVersion: Equatable, Sendable {
+    var identity: FileIdentity
+    var changed: Int64
+
+    package init?(path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        identity = FileIdentity(device: info.st_dev, inode: info.st_ino)
+        changed = Platform.changeNanoseconds(info)
     }
 }
 

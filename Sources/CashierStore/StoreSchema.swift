@@ -89,6 +89,10 @@ enum StoreSchema {
         try setDurability(connection, synchronized: synchronized)
         // After a checkpoint the -wal file is cut back to this, so it bounds the folder too.
         try connection.execute("PRAGMA journal_size_limit = \(walLimit)")
+        // A checkpoint after every 128 pages of log (SQLite's default: 1,000): the log holds
+        // little the store does not, so on a full volume a checkpoint needs little new room,
+        // and a small cache's log stays well under its limit.
+        try connection.execute("PRAGMA wal_autocheckpoint = \(autocheckpointPages)")
     }
 
     /// `synchronous=FULL` (and on Apple platforms `fullfsync` and `checkpoint_fullfsync`,
@@ -101,8 +105,11 @@ enum StoreSchema {
         try connection.execute("PRAGMA synchronous = \(synchronized ? "FULL" : "NORMAL")")
     }
 
+    /// Pages of log after which a commit checkpoints (`PRAGMA wal_autocheckpoint`).
+    static let autocheckpointPages = 128
+
     /// Bytes a -wal file keeps after a checkpoint.
-    static let walLimit = 6 << 20
+    static let walLimit = 1 << 20
 
     /// Creates the schema in an empty database, or checks an existing one is exactly ours.
     ///

@@ -42,6 +42,16 @@ import Foundation
 //       "miss" per read; exits without any other disk work, as a killed app would.
 //   CashierStress coherence DIR set KEY VALUE | coherence DIR remove KEY
 //       Sets a `String` value, or removes it, and prints "done" (Coherence.swift).
+//   CashierStress race DIR small|large KEYS | race-loop DIR KEY ITERATIONS small|large
+//       Two processes writing the same keys, one as rows and one as files (WhereAppsRun.swift).
+//   CashierStress remove DIR PREFIX
+//       Writes 400 values, then removes them one by one, printing "removed KEY" after each.
+//   CashierStress limit-churn DIR SEED SIZE-LIMIT
+//       Writes random small and large values under a size limit forever, printing "ready".
+//   CashierStress files DIR COUNT
+//       Writes COUNT values as files, as Cashier 0.1.0 did (WhereAppsRun.swift).
+//   CashierStress session DIR MEMORY-COUNT-LIMIT [SIZE-LIMIT]
+//       Runs commands read from standard input, one answer line each (WhereAppsRun.swift).
 //
 // Exit status: 0 when every value read was sound, 1 when one was not, 2 on usage errors.
 
@@ -219,9 +229,38 @@ case ("slide", let count) where count >= 4:
 case ("coherence", _):
     runCoherence(Array(arguments.dropFirst()))
 
+case ("race", 4):
+    guard ["small", "large"].contains(arguments[2]), let keys = Int(arguments[3]) else {
+        fail("race takes DIR small|large KEYS", status: 2)
+    }
+    RowFileRace.once(folder: arguments[1], large: arguments[2] == "large", keys: keys)
+
+case ("race-loop", 5):
+    guard let iterations = Int(arguments[3]), ["small", "large"].contains(arguments[4]) else {
+        fail("race-loop takes DIR KEY ITERATIONS small|large", status: 2)
+    }
+    RowFileRace.loop(
+        folder: arguments[1], key: arguments[2], iterations: iterations, startsLarge: arguments[4] == "large")
+
+case ("remove", 3):
+    RemovalAfterKill.run(folder: arguments[1], prefix: arguments[2])
+
+case ("limit-churn", 4):
+    guard let seed = UInt64(arguments[2]), let limit = Int(arguments[3]) else {
+        fail("SEED and SIZE-LIMIT must be numbers", status: 2)
+    }
+    LimitChurn.run(folder: arguments[1], seed: seed, sizeLimit: limit)
+
+case ("files", 3):
+    guard let count = Int(arguments[2]) else { fail("COUNT must be a number", status: 2) }
+    OldFolder.run(folder: arguments[1], count: count)
+
+case ("session", _):
+    Session.run(Array(arguments.dropFirst()))
+
 default:
     fail(
-        "usage: CashierStress churn DIR SEED | rows-churn DIR SEED | rows-write DIR KEYS WRITES PREFIX... | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | frequency DIR START READS ONE-TIME | slide DIR write|read SECONDS... | coherence DIR set KEY VALUE | coherence DIR remove KEY",
+        "usage: CashierStress churn DIR SEED | rows-churn DIR SEED | rows-write DIR KEYS WRITES PREFIX... | share DIR SEED OPERATIONS SIZE-LIMIT | check DIR | relaunch DIR write|read | touch DIR KEY... | frequency DIR START READS ONE-TIME | slide DIR write|read SECONDS... | coherence DIR set KEY VALUE | coherence DIR remove KEY | race DIR small|large KEYS | race-loop DIR KEY ITERATIONS small|large | remove DIR PREFIX | limit-churn DIR SEED SIZE-LIMIT | files DIR COUNT | session DIR MEMORY-COUNT-LIMIT [SIZE-LIMIT]",
         status: 2)
 }
 

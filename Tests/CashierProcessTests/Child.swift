@@ -46,9 +46,15 @@ final class Child {
         }
     }
 
+    /// Writes `line` to the child; a child that has exited is not written to (its pipe is
+    /// closed: the write fails, and the test's expectations on what it answers say so).
     func send(_ line: String) {
-        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+        Self.ignoreBrokenPipes
+        try? input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
     }
+
+    /// A write to a child that has exited fails with `EPIPE` instead of killing the test process.
+    private static let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     /// SIGKILL, as the system kills an app: no handler runs, nothing is flushed.
     func killAndReap() {

@@ -41,6 +41,8 @@ import Testing
 
         try other.set("theirs", for: replaced)
         other.removeValue(for: removed)
+        // Its uses, written off its thread, are one more commit of another connection's.
+        other.waitForBackgroundWork()
 
         #expect(cache.value(for: replaced) == "theirs")
         #expect(cache.value(for: removed) == nil)

@@ -98,6 +98,8 @@ import Testing
         do {
             let connection = try SQLiteConnection(
                 path: folder.storePath, flags: SQLiteCode.openReadWrite)
+            // The cache writes its uses off the caller's thread: this damage waits its turn.
+            try connection.setBusyTimeout(milliseconds: 5000)
             try connection.execute("UPDATE entry SET \(assignment) WHERE key = 'columns'")
         }
         cache.purgeMemory()
@@ -123,6 +125,7 @@ import Testing
             let cache = cache()
             for (index, key) in keys.enumerated() { try cache.set(Self.value(index), for: key) }
             let connection = try SQLiteConnection(path: folder.storePath, flags: SQLiteCode.openReadWrite)
+            try connection.setBusyTimeout(milliseconds: 5000)
             #expect(try connection.integer("SELECT count(*) FROM entry WHERE location = 4") == 3)
             try connection.execute(damage)
         }

@@ -65,6 +65,11 @@ extension DiskStore {
         var openFailure: SystemError?
         /// When a read last checked that the store file is still the one open (``MonotonicClock``).
         var lastReplacementCheck: UInt64 = 0
+        /// Whether a reclaim of the store's space is scheduled (``scheduleReclaim()``).
+        var reclaimScheduled = false
+        /// Keys whose removal found the volume full: tried again by the next reclaim, once other
+        /// removals may have made room.
+        var removalsAwaitingRoom: Set<String> = []
     }
 
     /// The open store, opening it if the folder has one (or, with `options`, creating it);
@@ -239,8 +244,9 @@ extension DiskStore {
     /// file a row shadows goes; a file without a row gets one with `indexing` (an import) and
     /// goes without (an orphan). Files of large entries the store indexes are passed over
     /// without a read. Returns whether every file was handled (false: the store failed).
+    /// `removingStrays`: a file named from another spelling of its key (never read) goes too.
     @discardableResult
-    func reconcileFiles(with store: EntryStore, indexing: Bool) -> Bool {
+    func reconcileFiles(with store: EntryStore, indexing: Bool, removingStrays: Bool = false) -> Bool {
         guard let names = try? fileSystem.contentsOfDirectory(folder),
             let indexed = try? store.largeEntryKeys()
         else { return false }
@@ -250,7 +256,9 @@ extension DiskStore {
             guard let info = fileSystem.info(name, in: folder), info.isRegularFile,
                 case .success(let (header, _)) = readHeader(name)
             else { continue }
-            // A file named from another spelling of its key is never read: it goes.
+            // A file named from another spelling of its key is never read: garbage collection
+            // removes it; an import, which a read may start, leaves it alone.
+            guard Self.isHome(name, of: header.key) || removingStrays else { continue }
             let entry = Self.fileRow(header, size: info.size, lastUse: info.accessedAt)
             found.append((path(name), Self.isHome(name, of: header.key) ? entry : nil))
         }
@@ -291,7 +299,11 @@ extension DiskStore {
 
     /// Reads `key`'s entry from the store: a row checked like a file, a large entry's file,
     /// or `nil` when the store has no row for it (the caller then reads the file).
-    func readFromStore(_ store: EntryStore, key: String, fileName: String, headerOnly: Bool = false) -> ReadResult? {
+    /// `rereads`: how many times the row was read again because the file of the row read
+    /// before was gone (another process replaced the entry meanwhile).
+    func readFromStore(
+        _ store: EntryStore, key: String, fileName: String, headerOnly: Bool = false, rereads: Int = 0
+    ) -> ReadResult? {
         let stored: StoredRecord?
         do throws(StoreError) {
             stored = try store.record(for: Self.storeKey(key))
@@ -304,8 +316,17 @@ extension DiskStore {
             if headerOnly { return nil }
             switch fileSystem.readEntry(path(fileName)) {
             case .absent:
-                // The row of a file that is gone: the entry is.
-                _ = try? store.remove(unchanged: [stored.entry])
+                // Another process may have replaced the entry and removed the file after this
+                // read found the row: the row read again says (once, no wait).
+                // (The row read again may look the same: a large write of the same size in the same
+                // second; what tells is whether its file is there now.)
+                if rereads < Self.rereadsOfAReplacedRow {
+                    return readFromStore(
+                        store, key: key, fileName: fileName, headerOnly: headerOnly, rereads: rereads + 1)
+                }
+                // The row of a file that is gone: the entry is (the row goes if the file is still
+                // missing under the store's lock, where no write of the key is under way).
+                _ = try? store.remove(unchanged: stored.entry, ifMissing: path(fileName))
                 return .absent
             case .entry(let header, let payload, var info):
                 // Uses are kept in the row, not the file's access time.
@@ -325,6 +346,11 @@ extension DiskStore {
         case .outOfMemory: return .failed(SystemError(code: ENOMEM, operation: "read", path: store.path))
         }
     }
+
+    /// How many times at most a read follows a row that changed under it (each time because
+    /// another process replaced the entry between the row's reading and its file's): a read
+    /// never waits, and every reading again is another process's progress.
+    static let rereadsOfAReplacedRow = 4
 
     /// Reads a row's record as `EntryReader` reads a file: the same checks, from bytes in memory.
     static func readEntry(fromRecord record: [UInt8], wantsPayload: Bool) -> EntryReader.Outcome {
@@ -395,8 +421,8 @@ extension DiskStore {
         let file = path(Self.fileName(for: header.key))
         return try retryingOnceSetAside(store, "write") { () throws(StoreError) in
             try store.upsert(
-                entry, record: record, keepingLock: keepingLock, file: file, removingFile: removingFile, until: deadline
-            )
+                entry, record: record, keepingLock: keepingLock, file: file, removingFile: removingFile,
+                until: deadline)
         }
     }
 
@@ -457,13 +483,22 @@ extension DiskStore {
     func removeFromStore(_ store: EntryStore, key: String, until deadline: MonotonicDeadline) throws(SystemError) {
         let file = path(Self.fileName(for: key))
         do throws(StoreError) {
-            try store.remove([Self.storeKey(key)], filePath: { _ in file }, until: deadline)
+            if !(try store.remove([Self.storeKey(key)], filePath: { _ in file }, until: deadline)).isEmpty {
+                scheduleReclaim()
+            }
         } catch {
             if case .setAside(let setAside) = error {
                 noteSetAside(setAside, of: store)
                 return
             }
-            throw Self.systemError(error, path: store.path, "remove")
+            let failure = Self.systemError(error, path: store.path, "remove")
+            if failure.code == ENOSPC {
+                // The volume is full: the next reclaim tries again, once other removals (of large
+                // entries' files) and the log's checkpoint have made room.
+                storeState.withLock { _ = $0.removalsAwaitingRoom.insert(key) }
+                scheduleReclaim()
+            }
+            throw failure
         }
     }
 

@@ -140,7 +140,7 @@ extension DiskStore {
         }
         // Files a row shadows and orphans go, and (while an import is under way) files older than
         // the store get rows, under the store's lock (``reconcileFiles(with:indexing:)``).
-        reconcileFiles(with: store, indexing: storeState.withLock { $0.importPending })
+        reconcileFiles(with: store, indexing: storeState.withLock { $0.importPending }, removingStrays: true)
         let scan = scanStore(store, verifyingRows: true)
         var chosen: [Choice] = []
         var seenFiles = Set<String>()
@@ -171,8 +171,9 @@ extension DiskStore {
         }
         // Damaged files are named by file name, not key: their rows (if any) stay until a read
         // or a later pass finds the file gone.
-        _ = try? store.remove(
-            unchanged: scan.rows.values.filter { $0.location == .file && !seenFiles.contains($0.key) })
+        for row in scan.rows.values where row.location == .file && !seenFiles.contains(row.key) {
+            _ = try? store.remove(unchanged: row, ifMissing: path(Self.fileName(for: row.key)))
+        }
         let freed = chosen.reduce(0) { $0 + $1.size }
         let victims = chooseStoreVictims(
             store, order: limits.evictionOrder, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace,
@@ -269,6 +270,17 @@ extension DiskStore {
         storeState.withLock { $0.occupiedEstimate = occupied }
     }
 
+    /// Folds the store's log into it and cuts it back (without waiting for readers), and measures
+    /// what the folder occupies: whether that is over `limit` (a sweep is then due). False for a
+    /// folder without a store, whose sweeps count files.
+    func settle(over limit: Int) -> Bool {
+        guard let store = openedStore else { return false }
+        _ = try? store.checkpoint()
+        guard let occupied = try? store.occupiedBytes() else { return false }
+        storeState.withLock { $0.occupiedEstimate = occupied }
+        return occupied > limit
+    }
+
     /// Removes every row (and large entry's file), reporting failures as system errors.
     /// The large entries' files go inside the transaction, before the rows; then every other
     /// entry file (older than the store, or an orphan) goes under the store's lock, and the
@@ -288,13 +300,42 @@ extension DiskStore {
         return []
     }
 
+    /// Removes the entries whose removal found the volume full, each under its key's lock (a
+    /// write of the key since then stays), once the log is folded into the store; those that
+    /// still find no room wait for the next reclaim.
+    private func retryRemovalsAwaitingRoom() {
+        let keys = storeState.withLock { state in
+            defer { state.removalsAwaitingRoom.removeAll() }
+            return state.removalsAwaitingRoom
+        }
+        guard !keys.isEmpty, let store = openedStore else { return }
+        _ = try? store.checkpoint()
+        for key in keys {
+            keyLocks.withLock(key) {
+                let file = path(Self.fileName(for: key))
+                if (try? store.remove([Self.storeKey(key)], filePath: { _ in file })) == nil {
+                    storeState.withLock { _ = $0.removalsAwaitingRoom.insert(key) }
+                }
+            }
+        }
+    }
+
     /// Gives the store's free pages back and truncates its log, on the sweep queue (what
-    /// ``waitForSweeps()`` waits for).
+    /// ``waitForSweeps()`` waits for): after removals, so what they freed goes back to the
+    /// volume (on a full one, that is what lets writes resume). One scheduled at a time.
     func scheduleReclaim() {
-        pendingSweeps.enter()
-        sweepQueue.async { [self] in
-            defer { pendingSweeps.leave() }
-            _ = withBackgroundActivity("Cashier store reclaim") { reclaimStoreSpace() }
+        guard
+            storeState.withLock({ state in
+                defer { state.reclaimScheduled = true }
+                return !state.reclaimScheduled
+            })
+        else { return }
+        inBackground { [self] in
+            storeState.withLock { $0.reclaimScheduled = false }
+            _ = withBackgroundActivity("Cashier store reclaim") {
+                retryRemovalsAwaitingRoom()
+                reclaimStoreSpace()
+            }
         }
     }
 }

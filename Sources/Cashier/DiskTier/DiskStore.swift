@@ -192,7 +192,13 @@ package final class DiskStore: Sendable {
         // A row keeps a stored lock in its own statement; a file, or a row while files older
         // than the store may lack rows (an import is pending), reads the stored header first.
         let row = store != nil && size <= rowLimit
-        let importing = store != nil && storeState.withLock { $0.importPending }
+        let importing =
+            store != nil
+            && storeState.withLock { state in
+                // A write of a key whose removal awaits room is the newer word on it.
+                if !state.removalsAwaitingRoom.isEmpty { state.removalsAwaitingRoom.remove(header.key) }
+                return state.importPending
+            }
         let lockInRow = row && options.keepsStoredLock && !importing
         if options.keepsStoredLock, !lockInRow, !header.isLocked { header.isLocked = storedLock(of: header.key) }
         if let store, row {

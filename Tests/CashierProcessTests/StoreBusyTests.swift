@@ -1,0 +1,158 @@
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// Another process holding the store's write lock (an app extension mid-transaction, or one
+/// suspended while it held it): a write waits at most ``Cache/Configuration-swift.struct/busyTimeout``
+/// in all and then throws `.busy`, which a caller can tell from an I/O fault; a memory hit never
+/// waits for it (review S3; issue 34, item 2).
+@Suite("The store's write lock held by another process")
+struct StoreBusyTests {
+    @Test("A write while another process holds the write lock throws .busy after busyTimeout and changes nothing")
+    func aWriteBlockedByAnotherProcessThrowsBusy() throws {
+        let folder = TemporaryFolder()
+        var configuration = folder.configuration(memoryCountLimit: 0)
+        configuration.busyTimeout = 0.5
+        let cache = Cache(configuration)
+        let key = CacheKey<String>("kept")
+        // Written before the lock is taken: the store exists, and so do this type's names.
+        try cache.set("stored", for: key)
+
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskStore.storeFileName)
+        defer { holder.release() }
+        for attempt in ["a value of a type the store knows", "a value of a type it does not know yet"] {
+            do {
+                if attempt.hasSuffix("knows") {
+                    try cache.set("replacement", for: key)
+                } else {
+                    try cache.set([1, 2, 3], for: CacheKey<[Int]>("new type"))
+                }
+                Issue.record("the write of \(attempt) returned while another process held the write lock")
+            } catch let error as CacheError {
+                #expect(error.kind == .busy, "\(attempt): \(error)")
+                #expect(error.kind.rawValue == "busy")
+            }
+        }
+        // Reads do not wait for the lock, and the failed write changed nothing.
+        #expect(cache.value(for: key) == "stored")
+        #expect(Cache(configuration).value(for: key) == "stored")
+
+        holder.release()
+        // Writes resume once the other process lets go.
+        try cache.set("after", for: key)
+        #expect(Cache(configuration).value(for: key) == "after")
+    }
+
+    @Test("A memory hit returns while a write on another thread waits for another process's write lock")
+    func aMemoryHitNeverWaitsForAWriteBlockedOnTheLock() throws {
+        let folder = TemporaryFolder()
+        var configuration = folder.configuration(memoryCountLimit: nil)
+        configuration.busyTimeout = 30
+        // Every hit checks the store for other processes' writes: the check is what must not wait.
+        configuration.memoryCoherenceNanoseconds = 0
+        let cache = Cache(configuration)
+        let hot = CacheKey<String>("hot")
+        let written = CacheKey<String>("written")
+        try cache.set("in memory", for: hot)
+        try cache.set("before", for: written)
+        #expect(cache.entry(for: hot)?.origin == .memory)
+
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskStore.storeFileName)
+        let writer = BackgroundWrite { try cache.set("after", for: written) }
+        #expect(writer.started.wait(timeout: .now() + 60) == .success)
+        // Hits on this thread for a while after the write started: each returns the value while
+        // the write is still blocked (it cannot finish before the holder lets go, which it does
+        // only after the last hit).
+        var (hits, misses) = (0, 0)
+        let until = Date().addingTimeInterval(1)
+        while Date() < until || hits < 100 {
+            if cache.value(for: hot) != "in memory" { misses += 1 }
+            hits += 1
+        }
+        #expect(misses == 0, "\(misses) of \(hits) hits did not return the value in memory")
+        #expect(!writer.isFinished, "the blocked write finished before the lock was released: \(writer.outcome)")
+        holder.release()
+        #expect(writer.finished.wait(timeout: .now() + 120) == .success, "the write never returned")
+        #expect(writer.outcome == "ok", "the write failed after the lock was released: \(writer.outcome)")
+        #expect(Cache(folder.configuration(memoryCountLimit: 0)).value(for: written) == "after")
+    }
+}
+
+/// A `python3` process holding `BEGIN IMMEDIATE` on a store (SQLite's write lock, in WAL mode
+/// readers still read), until ``release()``.
+final class WriteLockHolder {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var released = false
+
+    static let script = """
+        import sqlite3, sys
+        connection = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+        connection.execute("BEGIN IMMEDIATE")
+        print("holding", flush=True)
+        sys.stdin.readline()
+        connection.execute("COMMIT")
+        print("released", flush=True)
+        """
+
+    init(store: String) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", Self.script, store]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        let line = String(decoding: output.fileHandleForReading.readLine(), as: UTF8.self)
+        #expect(line == "holding", "python3 did not take the write lock (\(line)): is python3 with sqlite3 installed?")
+    }
+
+    /// Commits (nothing was written) and waits for the process to exit; once only.
+    func release() {
+        guard !released else { return }
+        released = true
+        if process.isRunning { input.fileHandleForWriting.write(Data("\n".utf8)) }
+        process.waitUntilExit()
+    }
+
+    deinit { release() }
+}
+
+/// A write run on a thread of its own, with what it came to.
+final class BackgroundWrite: @unchecked Sendable {
+    let started = DispatchSemaphore(value: 0)
+    let finished = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var result: String? // guarded by lock
+
+    init(_ write: @escaping @Sendable () throws -> Void) {
+        Thread.detachNewThread { [self] in
+            started.signal()
+            let outcome: String
+            do {
+                try write()
+                outcome = "ok"
+            } catch {
+                outcome = "\(error)"
+            }
+            lock.withLock { result = outcome }
+            finished.signal()
+        }
+    }
+
+    var isFinished: Bool { lock.withLock { result != nil } }
+    var outcome: String { lock.withLock { result ?? "not finished" } }
+}
+
+extension FileHandle {
+    /// Bytes up to the next newline (not included), or to the end of the input.
+    func readLine() -> Data {
+        var line = Data()
+        while true {
+            let byte = readData(ofLength: 1)
+            if byte.isEmpty || byte.first == UInt8(ascii: "\n") { return line }
+            line.append(byte)
+        }
+    }
+}
