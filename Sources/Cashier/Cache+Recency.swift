@@ -31,6 +31,7 @@ extension Cache {
     func recordMemoryUsesLater() {
         guard let disk else { return }
         guard disk.openedStore != nil else { return recordMemoryUses() }
+        guard memory.hasUsedNames else { return }
         let schedules = usesWriteScheduled.withLock { scheduled in
             defer { scheduled = true }
             return !scheduled

@@ -29,4 +29,21 @@ extension Platform {
         return Musl.rename(source, destination)
         #endif
     }
+
+    /// Exchanges the files at `first` and `second` atomically (each name keeps a file
+    /// throughout); 0, or -1 with `errno`: `ENOENT` when either is missing, `ENOTSUP` where the
+    /// platform or file system cannot (the caller then renames). Linux only: `renameat2(2)`
+    /// with `RENAME_EXCHANGE`; elsewhere replacing by rename costs nothing more.
+    package static func exchange(_ first: String, _ second: String) -> Int32 {
+        #if canImport(Glibc) || canImport(Musl)
+        if CCashierPlatform_renameat2(AT_FDCWD, first, AT_FDCWD, second, CCashierPlatform_RENAME_EXCHANGE) == 0 {
+            return 0
+        }
+        if errno == ENOSYS || errno == EINVAL { errno = ENOTSUP }
+        return -1
+        #else
+        errno = ENOTSUP
+        return -1
+        #endif
+    }
 }

@@ -45,6 +45,9 @@ package final class EntryStore: @unchecked Sendable {
         /// Opens for reading only (what `cashier-tool`'s read-only commands need): creates nothing,
         /// never sets a file aside (damage is ``StoreError/failed(_:)``), and every write fails.
         package var readOnly = false
+        /// Whether the volume has little room (a few tens of MiB): the log is kept small
+        /// (``StoreSchema/setLogBounds(_:tightVolume:)``). ``adjustLog(tightVolume:)`` changes it.
+        package var tightVolume = false
         /// The latest moment opening may wait for another process's lock (a write's wait, shared
         /// with its statements); nil: the busy timeout. Later calls wait as they each say.
         package var openDeadline: MonotonicDeadline?
@@ -70,6 +73,8 @@ package final class EntryStore: @unchecked Sendable {
     }
     /// The writer's ``StoreConnection/identity``, read without the write lock (under `poolLock`).
     private var openedIdentity: FileIdentity?
+    /// Whether the writer keeps the log small (``Options/tightVolume``), under `writeLock`.
+    private var tightVolume: Bool
     /// Set (under `poolLock`) when a read met a row whose shape the file lost: the writer forgets
     /// the shapes it knows before its next call, and finds or adds them anew.
     private var shapesLost = false
@@ -114,6 +119,7 @@ package final class EntryStore: @unchecked Sendable {
         }
         self.path = resolved.hasSuffix("/") ? resolved + options.fileName : resolved + "/" + options.fileName
         self.options = options
+        tightVolume = options.tightVolume
         switch SQLiteLibrary.shared {
         case .failure(let error): throw .unavailable(error)
         case .success(let library):
@@ -164,7 +170,8 @@ package final class EntryStore: @unchecked Sendable {
                 path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
             try StoreSchema.configure(
                 connection, synchronized: options.synchronized,
-                busyTimeout: options.openDeadline?.remainingMilliseconds ?? options.busyTimeoutMilliseconds)
+                busyTimeout: options.openDeadline?.remainingMilliseconds ?? options.busyTimeoutMilliseconds,
+                tightVolume: options.tightVolume)
             if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
                 throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
             }
@@ -239,8 +246,12 @@ package final class EntryStore: @unchecked Sendable {
         var madeRoom = false
         while true {
             do throws(SQLiteError) {
-                if let deadline { try connection.waitAtMost(deadline.remainingMilliseconds) }
-                defer { if deadline != nil { try? connection.waitAtMost(options.busyTimeoutMilliseconds) } }
+                // A wait left within 50 ms of the busy timeout keeps it (two calls saved a write;
+                // a statement may then wait up to 50 ms past the deadline).
+                let remaining = deadline?.remainingMilliseconds
+                let waitsOtherwise = remaining.map { abs(Int($0) - Int(options.busyTimeoutMilliseconds)) > 50 } ?? false
+                if waitsOtherwise, let remaining { try connection.waitAtMost(remaining) }
+                defer { if waitsOtherwise { try? connection.waitAtMost(options.busyTimeoutMilliseconds) } }
                 return try body(connection)
             } catch  where error.primaryCode == SQLiteCode.full && !madeRoom && !options.readOnly {
                 // A full volume: the log is copied into the store and cut back (as far as that
@@ -248,6 +259,10 @@ package final class EntryStore: @unchecked Sendable {
                 // the first time, have made room too).
                 madeRoom = true
                 truncateLog(connection)
+                if !tightVolume {
+                    tightVolume = true
+                    try? StoreSchema.setLogBounds(connection.sqlite, tightVolume: true)
+                }
                 continue
             } catch  where error.isCorruption && !options.readOnly {
                 if !reopened, (try? reopenIfReplaced()) == true {
@@ -258,6 +273,16 @@ package final class EntryStore: @unchecked Sendable {
             } catch {
                 throw StoreError(error)
             }
+        }
+    }
+
+    /// Keeps the log small, or not, from now on (see ``Options/tightVolume``): what the volume's
+    /// free space says, measured by the caller off the caller's thread.
+    package func adjustLog(tightVolume tight: Bool) {
+        _ = try? withWriter { connection throws(SQLiteError) in
+            guard tight != tightVolume else { return }
+            try StoreSchema.setLogBounds(connection.sqlite, tightVolume: tight)
+            tightVolume = tight
         }
     }
 

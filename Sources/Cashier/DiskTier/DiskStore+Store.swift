@@ -131,6 +131,7 @@ extension DiskStore {
         storeOptions.permissions = options?.filePermissions ?? 0o600
         storeOptions.synchronized = options?.synchronize ?? false
         storeOptions.openDeadline = deadline
+        storeOptions.tightVolume = isVolumeTight
         let store: EntryStore
         do throws(StoreError) {
             store = try EntryStore(folder: folder, options: storeOptions)
@@ -169,6 +170,15 @@ extension DiskStore {
         scheduleImport(into: store)
         return store
     }
+
+    /// Whether the folder's volume has little room left (under ``tightVolumeBytes`` free): the
+    /// store then keeps its log small, so a full volume stays survivable.
+    var isVolumeTight: Bool {
+        (fileSystem.availableCapacity(folder) ?? .max) < Self.tightVolumeBytes
+    }
+
+    /// Free bytes under which a volume has little room: 64 MiB.
+    static let tightVolumeBytes = 64 << 20
 
     /// Before a write: when the open store's file was replaced (set aside by another process)
     /// or deleted, the store is opened again, a fresh one made in the deleted one's place and
@@ -382,18 +392,18 @@ extension DiskStore {
     /// under way). Returns whether the entry is locked: `keepingLock`, an unlocked write over a
     /// locked row is written again, locked.
     func writeRow(
-        _ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions, keepingLock: Bool,
-        removingFile: Bool, until deadline: MonotonicDeadline
+        _ store: EntryStore, fileName: String, header: EntryHeader, payload: Data, options: WriteOptions,
+        keepingLock: Bool, removingFile: Bool, until deadline: MonotonicDeadline
     ) throws(SystemError) -> Bool {
         synchronize(store, options.synchronize)
         var header = header
         var outcome = try upsertRow(
-            store, header: header, payload: payload, options: options, keepingLock: keepingLock,
+            store, fileName: fileName, header: header, payload: payload, options: options, keepingLock: keepingLock,
             removingFile: removingFile, until: deadline)
         if outcome == .locked {
             header.isLocked = true
             outcome = try upsertRow(
-                store, header: header, payload: payload, options: options, keepingLock: false,
+                store, fileName: fileName, header: header, payload: payload, options: options, keepingLock: false,
                 removingFile: removingFile, until: deadline)
         }
         noteGrowth(header.length + payload.count)
@@ -410,15 +420,16 @@ extension DiskStore {
     }
 
     private func upsertRow(
-        _ store: EntryStore, header: EntryHeader, payload: Data, options: WriteOptions, keepingLock: Bool,
-        removingFile: Bool, until deadline: MonotonicDeadline
+        _ store: EntryStore, fileName: String, header: EntryHeader, payload: Data, options: WriteOptions,
+        keepingLock: Bool, removingFile: Bool, until deadline: MonotonicDeadline
     ) throws(SystemError) -> EntryStore.KeepingLockOutcome {
         let record = Self.record(header, payload: payload)
         let entry = StoreEntry(
             key: Self.storeKey(header.key), location: .row, size: record.count,
             lastUse: Int64((options.usedAt ?? Date().timeIntervalSince1970).rounded(.down)),
             expiry: Self.fixedExpiry(header), isLocked: header.isLocked)
-        let file = path(Self.fileName(for: header.key))
+        // The key's file, which the row may replace: named only when it does.
+        let file = { [self] in path(fileName) }
         return try retryingOnceSetAside(store, "write") { () throws(StoreError) in
             try store.upsert(
                 entry, record: record, keepingLock: keepingLock, file: file, removingFile: removingFile,

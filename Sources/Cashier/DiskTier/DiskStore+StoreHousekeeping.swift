@@ -265,6 +265,7 @@ extension DiskStore {
     /// is checkpointed, so what the folder occupies goes down, not only the entries' total.
     func reclaimStoreSpace() {
         guard let store = openedStore else { return }
+        store.adjustLog(tightVolume: isVolumeTight)
         _ = try? store.reclaimSpace()
         let occupied = try? store.occupiedBytes()
         storeState.withLock { $0.occupiedEstimate = occupied }

@@ -205,7 +205,8 @@ package final class DiskStore: Sendable {
             return (
                 size,
                 try writeRow(
-                    store, header: header, payload: payload, options: options, keepingLock: lockInRow,
+                    store, fileName: fileName, header: header, payload: payload, options: options,
+                    keepingLock: lockInRow,
                     removingFile: importing, until: deadline)
             )
         }

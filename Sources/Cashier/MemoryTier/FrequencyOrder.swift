@@ -66,6 +66,9 @@ struct FrequencyOrder {
 
     /// The names of the records used since the last call (see ``RecencyList/takeUsed()``),
     /// most recently first used first. Empty, without allocating, when nothing was used.
+    /// Whether ``takeUsed(_:)`` has names to give.
+    var hasUsed: Bool { !used.isEmpty }
+
     mutating func takeUsed(_ records: [String: MemoryRecord]) -> [(name: String, usedAt: Double?)] {
         guard !used.isEmpty else { return [] }
         var names: [(name: String, usedAt: Double?)] = []

@@ -125,6 +125,11 @@ final class MemoryTier: Sendable {
         withRecords(orIfNone: []) { $0.takeUsed() }
     }
 
+    /// Whether ``takeUsedNames()`` has names to give (false at once for a tier that keeps nothing).
+    var hasUsedNames: Bool {
+        withRecords(orIfNone: false) { $0.hasUsed }
+    }
+
     /// Records a use at `now` of `name`'s ``Lifespan/sinceLastUse(_:)`` record (a read that found
     /// it valid). Returns whether its file's access time is ``DiskStore/recencyGranularity`` or
     /// more behind, in which case the caller writes it (and the record now counts it as written).
@@ -241,6 +246,8 @@ final class MemoryTier: Sendable {
         /// cost limit, encoded sizes could sum past `Int.max` where `Int` is 32 bits (watchOS) even
         /// though the decoded values fit; that must not trap, and the sum stays exact modulo 2^32.
         var totalCost = 0
+
+        var hasUsed: Bool { frequency?.hasUsed ?? order.hasUsed }
 
         mutating func takeUsed() -> [(name: String, usedAt: Double?)] {
             if frequency != nil { return frequency!.takeUsed(records) }

@@ -82,6 +82,9 @@ struct RecencyList {
     /// The names of the records used since the last call, most recent first, each with its
     /// last use for a ``Lifespan/sinceLastUse(_:)`` entry (`nil` for others); then moves the
     /// marker to the front. Empty, without allocating, when nothing was used.
+    /// Whether ``takeUsed()`` has names to give.
+    var hasUsed: Bool { !newest.is(marker) }
+
     mutating func takeUsed() -> [(name: String, usedAt: Double?)] {
         guard !newest.is(marker) else { return [] }
         var names: [(name: String, usedAt: Double?)] = []
