@@ -65,6 +65,10 @@ extension DiskStore {
         var openFailure: SystemError?
         /// When a read last checked that the store file is still the one open (``MonotonicClock``).
         var lastReplacementCheck: UInt64 = 0
+        /// What the folder occupied after a sweep that could not bring it under its limit (every
+        /// entry left locked, or a limit under an empty store's size): the next sweep waits until
+        /// the folder has grown past it by a tenth of the limit, instead of running after every write.
+        var fruitlessSweepAt: Int?
         /// Whether a reclaim of the store's space is scheduled (``scheduleReclaim()``).
         var reclaimScheduled = false
         /// Keys whose removal found the volume full: tried again by the next reclaim, once other

@@ -209,7 +209,10 @@ extension DiskStore {
         _ = try? store.checkpoint()
         guard let occupied = try? store.occupiedBytes() else { return [] }
         storeState.withLock { $0.occupiedEstimate = occupied }
-        if let startingAbove, occupied <= startingAbove { return [] }
+        if let startingAbove, occupied <= startingAbove {
+            storeState.withLock { $0.fruitlessSweepAt = nil }
+            return []
+        }
         var needed = 0
         if let limit { needed = occupied - limit - freedFirst }
         if let minimumFreeSpace, let free = fileSystem.availableCapacity(folder) {
@@ -229,7 +232,8 @@ extension DiskStore {
             return freed < needed
         }
         // Locked entries are never evicted (they are not candidates): a folder of locked entries
-        // may stay over its limit.
+        // may stay over its limit, and is not swept again until it grows (see `fruitlessSweepAt`).
+        storeState.withLock { $0.fruitlessSweepAt = freed < needed ? occupied : nil }
         return victims
     }
 

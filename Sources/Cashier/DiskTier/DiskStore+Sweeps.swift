@@ -17,7 +17,11 @@ extension DiskStore {
         guard let limit = limits.size else { return }
         if openedStore != nil {
             // With a store: by the estimate of what the folder occupies (DiskStore+Store.swift).
-            guard storeState.withLock({ $0.occupiedEstimate.map { $0 > limit } ?? true }) else { return }
+            let due = storeState.withLock { state in
+                let floor = state.fruitlessSweepAt.map { max(limit, $0 + limit / 10) } ?? limit
+                return state.occupiedEstimate.map { $0 > floor } ?? true
+            }
+            guard due else { return }
         }
         let shouldSchedule = state.withLock { state -> Bool in
             guard !state.sweepScheduled, usesStore || !state.loaded || state.totalSize > limit else { return false }
