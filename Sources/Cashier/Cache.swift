@@ -79,7 +79,15 @@ public final class Cache: Sendable {
 
     deinit {
         memoryPressure?.stop()
-        recordMemoryUses()
+        // The uses gathered go to the disk tier off this thread (a deinit may run on the main
+        // thread; the write may wait for another process's lock).
+        if let disk, disk.openedStore != nil {
+            let keys = memory.takeUsedNames()
+            let now = nowSeconds
+            if !keys.isEmpty { disk.inBackground { disk.noteUses(ofKeys: keys, at: now) } }
+        } else {
+            recordMemoryUses()
+        }
         garbageCollection?.stop()
         store.hub.unsubscribe(subscription)
     }

@@ -41,9 +41,9 @@ extension EntryStore {
     /// no later), in one transaction; returns those it removed. A row written or used since the
     /// plan was made is spared: the next pass decides again. `evictedIn`: the removals are a
     /// sweep's evictions in that order, remembered as ``removeEvicted(_:order:)`` remembers them.
-    /// `filePath`: where a large entry's file is, by key; the file of each large entry removed is
-    /// removed inside the transaction, before its row goes, so no reader finds a removed entry's
-    /// file without its row, even after a kill.
+    /// `filePath`: where a key's large-entry file is; the file of each entry removed (a large
+    /// entry's, or one left behind a row) is removed inside the transaction, before its row goes,
+    /// so no reader finds a removed entry's file without its row, even after a kill.
     @discardableResult
     package func remove(
         unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil,
@@ -52,8 +52,11 @@ extension EntryStore {
         guard !entries.isEmpty else { return [] }
         return try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
+                // Whatever the row's location: a row that replaced a large entry may have its old
+                // file still under the key's name (a kill between its two transactions); with the
+                // row gone, the next import would give that file a row again.
                 let removed = try removeUnchanged(entries, connection) { entry throws(SQLiteError) in
-                    if entry.location == .file, let filePath { try Self.removeFile(filePath(entry.key)) }
+                    if let filePath { try Self.removeFile(filePath(entry.key)) }
                 }
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
                 return removed

@@ -128,6 +128,7 @@ extension EntryStore {
             var backedUp = false
             var moved = false
             do throws(SQLiteError) {
+                try connection.waitUntilDeadline()
                 _ = try Self.step(.begin, connection)
                 _ = try self.write(entry, (entry.location.rawValue, nil), overFiles: true, connection)
                 var info = stat()
@@ -389,6 +390,7 @@ extension EntryStore {
     /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws.
     /// Shapes added inside it are remembered by the connection once it commits.
     func transaction<R>(_ connection: StoreConnection, _ body: () throws(SQLiteError) -> R) throws(SQLiteError) -> R {
+        try connection.waitUntilDeadline()
         try Self.step(.begin, connection)
         do {
             let result = try body()

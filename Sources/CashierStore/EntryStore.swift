@@ -118,7 +118,10 @@ package final class EntryStore: @unchecked Sendable {
             throw .failed(SQLiteError(systemCode: errno, operation: "resolve the folder \(folder)"))
         }
         self.path = resolved.hasSuffix("/") ? resolved + options.fileName : resolved + "/" + options.fileName
-        self.options = options
+        // Opening waits what the caller has left; later reopenings wait the busy timeout.
+        var kept = options
+        kept.openDeadline = nil
+        self.options = kept
         tightVolume = options.tightVolume
         switch SQLiteLibrary.shared {
         case .failure(let error): throw .unavailable(error)
@@ -182,9 +185,10 @@ package final class EntryStore: @unchecked Sendable {
                 connection, identity: FileIdentity(device: info.st_dev, inode: info.st_ino),
                 busyTimeout: options.busyTimeoutMilliseconds)
         } catch {
-            if created {
-                for suffix in ["-wal", "-shm", ""] { unlink(path + suffix) }
-            }
+            // The file this call created, if still empty: another process may have opened it
+            // since and begun a store in it, which stays.
+            var info = stat()
+            if created, lstat(path, &info) == 0, info.st_size == 0 { unlink(path) }
             throw error
         }
     }
@@ -239,19 +243,35 @@ package final class EntryStore: @unchecked Sendable {
     func withWriter<R>(until deadline: MonotonicDeadline? = nil, _ body: (StoreConnection) throws(SQLiteError) -> R)
         throws(StoreError) -> R
     {
-        writeLock.lock()
+        // This process's other calls count against the deadline too: one holding the writer
+        // while SQLite waits for another process is waited for no longer than what is left.
+        if !writeLock.try() {
+            if let deadline {
+                guard writeLock.lock(before: Date(timeIntervalSinceNow: Double(deadline.remainingMilliseconds) / 1000))
+                else {
+                    throw .busy(
+                        SQLiteError(
+                            code: SQLiteCode.busy, message: "this process's store writer stayed busy past the wait",
+                            operation: "wait for the writer"))
+                }
+            } else {
+                writeLock.lock()
+            }
+        }
         defer { writeLock.unlock() }
         if takeShapesLost() { connection.forgetShapes() }
         var reopened = false
         var madeRoom = false
         while true {
             do throws(SQLiteError) {
-                // A wait left within 50 ms of the busy timeout keeps it (two calls saved a write;
-                // a statement may then wait up to 50 ms past the deadline).
-                let remaining = deadline?.remainingMilliseconds
-                let waitsOtherwise = remaining.map { abs(Int($0) - Int(options.busyTimeoutMilliseconds)) > 50 } ?? false
-                if waitsOtherwise, let remaining { try connection.waitAtMost(remaining) }
-                defer { if waitsOtherwise { try? connection.waitAtMost(options.busyTimeoutMilliseconds) } }
+                // Every statement that may wait for another process waits only what is left
+                // (``StoreConnection/deadline``).
+                connection.deadline = deadline
+                defer {
+                    connection.deadline = nil
+                    try? connection.waitAtMost(options.busyTimeoutMilliseconds)
+                }
+                try connection.waitUntilDeadline()
                 return try body(connection)
             } catch  where error.primaryCode == SQLiteCode.full && !madeRoom && !options.readOnly {
                 // A full volume: the log is copied into the store and cut back (as far as that

@@ -40,6 +40,20 @@ final class StoreConnection {
         self.busyTimeout = busyTimeout
     }
 
+    /// The moment by which the current call's statements stop waiting for other processes
+    /// (set by the store's writer for one call; nil: the busy timeout).
+    var deadline: MonotonicDeadline?
+
+    /// Before a statement that may wait for another process's lock (`BEGIN IMMEDIATE`, a write
+    /// outside a transaction): the wait is what is left of ``deadline``. A wait within 50 ms of the
+    /// one in force keeps it (a call saved per statement; a wait may end up to 50 ms late).
+    func waitUntilDeadline() throws(SQLiteError) {
+        guard let deadline else { return }
+        let remaining = deadline.remainingMilliseconds
+        guard abs(Int(remaining) - Int(busyTimeout)) > 50 || remaining == 0 else { return }
+        try waitAtMost(remaining)
+    }
+
     /// Makes statements wait at most `milliseconds` for another connection's lock (0: fail at once).
     func waitAtMost(_ milliseconds: Int32) throws(SQLiteError) {
         guard milliseconds != busyTimeout else { return }

@@ -191,6 +191,9 @@ import Testing
             do {
                 let cache = cache()
                 for key in keys { try cache.set(written[key.name]!, for: key) }
+                // No store work of this cache's outlives it: the damage below is done to a file
+                // no connection has open, as a process that exited leaves it.
+                cache.waitForBackgroundWork()
             }
             // Every page in the main file, so damage to it is damage to the rows.
             _ = try EntryStore(folder: folder.path).checkpoint()

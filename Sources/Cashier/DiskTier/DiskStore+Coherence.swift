@@ -29,26 +29,6 @@ enum StoreVersion: Equatable, Sendable {
 }
 
 extension DiskStore {
-    /// The version of the folder's store now, opening a store the folder has (another process
-    /// may have made it since this one looked), and reopening one set aside or deleted since
-    /// (``checkStoreFile()``, which indexes large entries' files anew). For disk work: it may
-    /// wait for the store's lock.
-    func storeVersion() -> StoreVersion {
-        guard usesStore, let store = entryStore() else { return .none }
-        checkStoreFile()
-        var info = stat()
-        guard lstat(store.path, &info) == 0 else { return .unknown }
-        do throws(StoreError) {
-            let dataVersion = try store.dataVersion()
-            return .version(
-                device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino),
-                dataVersion: dataVersion)
-        } catch {
-            if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
-            return .unknown
-        }
-    }
-
     /// The version of the folder's store for a memory hit, which never waits: one `lstat` and,
     /// if no call of this process holds the store's writer (a write waiting for another
     /// process's lock, say), `PRAGMA data_version` on it; nil, at once, if one does: the check
@@ -119,7 +99,10 @@ extension Cache {
     func coherenceTicket() -> CoherenceTicket? {
         guard memory.coherenceInterval != nil, let disk else { return nil }
         if let ticket = memory.coherenceTicket() { return ticket }
-        let version = disk.storeVersion()
+        // A store the folder has is opened here (this is disk work); its version never waits:
+        // with the writer busy now there is no baseline, and what this work finds is not kept.
+        _ = disk.entryStore()
+        guard let version = disk.storeVersionWithoutWaiting() else { return CoherenceTicket(epoch: .max) }
         // No store yet: no baseline either; the write that makes the store takes one after it
         // (``settleCoherenceBaseline(after:)``), the first check otherwise.
         guard version.isStore else { return CoherenceTicket(epoch: 0, needsBaseline: true) }
@@ -130,7 +113,7 @@ extension Cache {
     /// microseconds after its creation rather than at the next check.
     func settleCoherenceBaseline(after ticket: CoherenceTicket?) {
         guard let ticket, ticket.needsBaseline, memory.coherenceTicket() == nil, let disk else { return }
-        let version = disk.storeVersion()
+        let version = disk.storeVersionWithoutWaiting() ?? .unknown
         guard version.isStore else { return }
         _ = memory.adoptBaseline(version)
     }

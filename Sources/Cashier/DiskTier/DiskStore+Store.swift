@@ -71,9 +71,10 @@ extension DiskStore {
         var fruitlessSweepAt: Int?
         /// Whether a reclaim of the store's space is scheduled (``scheduleReclaim()``).
         var reclaimScheduled = false
-        /// Keys whose removal found the volume full: tried again by the next reclaim, once other
-        /// removals may have made room.
-        var removalsAwaitingRoom: Set<String> = []
+        /// Entries whose removal found the volume full, by key, as their rows were then: removed by
+        /// the next reclaim, once other removals may have made room, if their rows are unchanged
+        /// (another process's later write of the key stays).
+        var removalsAwaitingRoom: [String: StoreEntry] = [:]
     }
 
     /// The open store, opening it if the folder has one (or, with `options`, creating it);
@@ -189,7 +190,9 @@ extension DiskStore {
     /// large entries' files indexed anew; when its folder is gone too, the store is forgotten
     /// and the write makes both again. One `lstat` when nothing changed.
     func checkStoreFile() {
-        guard let store = openedStore else { return }
+        // The `lstat` first, without the store's writer (which a call waiting for another
+        // process may hold): it is taken only when there is something to reopen.
+        guard let store = openedStore, store.isReplaced else { return }
         do throws(StoreError) {
             if try store.reopenIfMoved() {
                 storeState.withLock { $0.occupiedEstimate = nil }
@@ -507,10 +510,10 @@ extension DiskStore {
                 return
             }
             let failure = Self.systemError(error, path: store.path, "remove")
-            if failure.code == ENOSPC {
+            if failure.code == ENOSPC, let row = try? store.entry(for: Self.storeKey(key)) {
                 // The volume is full: the next reclaim tries again, once other removals (of large
-                // entries' files) and the log's checkpoint have made room.
-                storeState.withLock { _ = $0.removalsAwaitingRoom.insert(key) }
+                // entries' files) and the log's checkpoint have made room, if the row is unchanged.
+                storeState.withLock { $0.removalsAwaitingRoom[key] = row }
                 scheduleReclaim()
             }
             throw failure

@@ -1,5 +1,6 @@
 import CashierEntryFormat
 import CashierPlatform
+import CashierSQLite
 import CashierStore
 import Foundation
 
@@ -282,7 +283,11 @@ extension DiskStore {
         guard let store = openedStore else { return false }
         _ = try? store.checkpoint()
         guard let occupied = try? store.occupiedBytes() else { return false }
-        storeState.withLock { $0.occupiedEstimate = occupied }
+        // A sweep now, even if the last one found too little to evict (things may have changed).
+        storeState.withLock {
+            $0.occupiedEstimate = occupied
+            $0.fruitlessSweepAt = nil
+        }
         return occupied > limit
     }
 
@@ -309,17 +314,23 @@ extension DiskStore {
     /// write of the key since then stays), once the log is folded into the store; those that
     /// still find no room wait for the next reclaim.
     private func retryRemovalsAwaitingRoom() {
-        let keys = storeState.withLock { state in
-            defer { state.removalsAwaitingRoom.removeAll() }
-            return state.removalsAwaitingRoom
-        }
-        guard !keys.isEmpty, let store = openedStore else { return }
+        guard let store = openedStore, !storeState.withLock({ $0.removalsAwaitingRoom.isEmpty }) else { return }
         _ = try? store.checkpoint()
+        let keys = storeState.withLock { Array($0.removalsAwaitingRoom.keys) }
         for key in keys {
             keyLocks.withLock(key) {
+                // Taken under the key's lock: a write of the key since took it off the list.
+                guard let row = storeState.withLock({ $0.removalsAwaitingRoom.removeValue(forKey: key) }) else {
+                    return
+                }
                 let file = path(Self.fileName(for: key))
-                if (try? store.remove([Self.storeKey(key)], filePath: { _ in file })) == nil {
-                    storeState.withLock { _ = $0.removalsAwaitingRoom.insert(key) }
+                do throws(StoreError) {
+                    // Only the row as it was: another process's later write of the key stays.
+                    try store.remove(unchanged: [row], filePath: { _ in file })
+                } catch {
+                    if case .failed(let failure) = error, failure.primaryCode == SQLiteCode.full {
+                        storeState.withLock { $0.removalsAwaitingRoom[key] = row }
+                    }
                 }
             }
         }

@@ -196,7 +196,7 @@ package final class DiskStore: Sendable {
             store != nil
             && storeState.withLock { state in
                 // A write of a key whose removal awaits room is the newer word on it.
-                if !state.removalsAwaitingRoom.isEmpty { state.removalsAwaitingRoom.remove(header.key) }
+                if !state.removalsAwaitingRoom.isEmpty { state.removalsAwaitingRoom[header.key] = nil }
                 return state.importPending
             }
         let lockInRow = row && options.keepsStoredLock && !importing

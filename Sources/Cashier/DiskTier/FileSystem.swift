@@ -216,9 +216,7 @@ package struct POSIXFileSystem: FileSystem {
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
-            }
+            let name = String(cString: Self.name(of: entry))
             if name != ".", name != ".." { names.append(name) }
         }
         return names
@@ -235,16 +233,24 @@ package struct POSIXFileSystem: FileSystem {
         let descriptor = dirfd(handle)
         var found: [(name: String, info: FileInfo?)] = []
         while let entry = readdir(handle) {
-            let (name, info) = withUnsafeBytes(of: entry.pointee.d_name) { raw -> (String, FileInfo?) in
-                let cName = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
-                let name = String(cString: cName)
-                guard wanted(name) else { return (name, nil) }
+            let cName = Self.name(of: entry)
+            let name = String(cString: cName)
+            var info: FileInfo?
+            if wanted(name) {
                 var st = stat()
-                return (name, fstatat(descriptor, cName, &st, 0) == 0 ? FileInfo(st) : nil)
+                info = fstatat(descriptor, cName, &st, 0) == 0 ? FileInfo(st) : nil
             }
             if name != ".", name != ".." { found.append((name, info)) }
         }
         return found
+    }
+
+    /// The name of a directory entry, read where `readdir` put it: a `dirent` is as long as its
+    /// name needs, so copying the whole 256-byte `d_name` out of it (as `withUnsafeBytes(of:)`
+    /// does) reads past the end of the last entry of the buffer (AddressSanitizer found it).
+    private static func name(of entry: UnsafeMutablePointer<dirent>) -> UnsafePointer<CChar> {
+        let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        return UnsafeRawPointer(entry).advanced(by: offset).assumingMemoryBound(to: CChar.self)
     }
 
     package func info(_ name: String, in directory: String) -> FileInfo? {
