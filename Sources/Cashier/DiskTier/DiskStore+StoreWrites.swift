@@ -1,0 +1,136 @@
+import CashierEntryFormat
+import CashierSQLite
+import CashierStore
+import Foundation
+
+/// Writes and removals of one entry in the folder's store: a row (its record), a large entry
+/// (its file and its row, in one transaction), a removal (the file before the row). Every
+/// change to a large entry's file happens inside the store transaction that changes its row
+/// (DiskStore+Store.swift says why).
+extension DiskStore {
+    /// Writes `header` and `payload` as `header.key`'s row; a large entry's file it replaces
+    /// goes in the same transaction (with `removingFile`, any file of the key: an import is
+    /// under way). Returns whether the entry is locked: `keepingLock`, an unlocked write over a
+    /// locked row is written again, locked.
+    func writeRow(
+        _ store: EntryStore, fileName: String, header: EntryHeader, payload: Data, options: WriteOptions,
+        keepingLock: Bool, removingFile: Bool, until deadline: MonotonicDeadline
+    ) throws(SystemError) -> Bool {
+        synchronize(store, options.synchronize)
+        var header = header
+        var outcome = try upsertRow(
+            store, fileName: fileName, header: header, payload: payload, options: options, keepingLock: keepingLock,
+            removingFile: removingFile, until: deadline)
+        if outcome == .locked {
+            header.isLocked = true
+            outcome = try upsertRow(
+                store, fileName: fileName, header: header, payload: payload, options: options, keepingLock: false,
+                removingFile: removingFile, until: deadline)
+        }
+        noteGrowth(header.length + payload.count)
+        return header.isLocked
+    }
+
+    /// The record of `header` and `payload`, as an entry file holds it.
+    static func record(_ header: EntryHeader, payload: Data) -> [UInt8] {
+        payload.withUnsafeBytes { payloadBytes in
+            var record = header.encode(payload: payloadBytes)
+            record.append(contentsOf: payloadBytes)
+            return record
+        }
+    }
+
+    private func upsertRow(
+        _ store: EntryStore, fileName: String, header: EntryHeader, payload: Data, options: WriteOptions,
+        keepingLock: Bool, removingFile: Bool, until deadline: MonotonicDeadline
+    ) throws(SystemError) -> EntryStore.KeepingLockOutcome {
+        let record = Self.record(header, payload: payload)
+        let entry = StoreEntry(
+            key: Self.storeKey(header.key), location: .row, size: record.count,
+            lastUse: Int64((options.usedAt ?? Date().timeIntervalSince1970).rounded(.down)),
+            expiry: Self.fixedExpiry(header), isLocked: header.isLocked)
+        // The key's file, which the row may replace: named only when it does.
+        let file = { [self] in path(fileName) }
+        return try retryingOnceSetAside(store, "write") { () throws(StoreError) in
+            try store.upsert(
+                entry, record: record, keepingLock: keepingLock, file: file, removingFile: removingFile,
+                until: deadline)
+        }
+    }
+
+    /// Writes a large entry: its file, complete under the name `temporary`, renamed to
+    /// `fileName`, and its row, in one store transaction (EntryStore's `upsertFile`). When it
+    /// fails, the file it would have replaced is in place again; `temporary` is the caller's.
+    func writeFile(
+        _ store: EntryStore, temporary: String, header: EntryHeader, fileName: String, size: Int, options: WriteOptions,
+        until deadline: MonotonicDeadline
+    ) throws(SystemError) {
+        synchronize(store, options.synchronize)
+        let entry = Self.fileRow(header, size: size, lastUse: options.usedAt ?? Date().timeIntervalSince1970)
+        let backup = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
+        let move = EntryStore.FileMove(
+            temporary: temporary, destination: path(fileName), backup: backup,
+            synchronizesFolder: options.synchronize)
+        try retryingOnceSetAside(store, "write") { () throws(StoreError) in
+            try store.upsertFile(entry, moving: move, until: deadline)
+        }
+        noteGrowth(size)
+    }
+
+    /// Runs a store call; when it found the store damaged and set it aside (a fresh store took
+    /// its place), reports that and runs it once more there. Other failures are thrown as
+    /// system errors (``systemError(_:path:_:)``).
+    private func retryingOnceSetAside<R>(
+        _ store: EntryStore, _ operation: String, _ call: () throws(StoreError) -> R
+    ) throws(SystemError) -> R {
+        do throws(StoreError) {
+            return try call()
+        } catch {
+            guard case .setAside(let setAside) = error else {
+                throw Self.systemError(error, path: store.path, operation)
+            }
+            noteSetAside(setAside, of: store)
+            do throws(StoreError) {
+                return try call()
+            } catch {
+                throw Self.systemError(error, path: store.path, operation)
+            }
+        }
+    }
+
+    /// Sets the store's durability to what this write asks: `synchronous=FULL` for a
+    /// synchronized cache (and the full syncs of Apple platforms), `NORMAL` otherwise.
+    private func synchronize(_ store: EntryStore, _ wanted: Bool) {
+        guard storeState.withLock({ $0.synchronized }) != wanted else { return }
+        if (try? store.setSynchronized(wanted)) != nil { storeState.withLock { $0.synchronized = wanted } }
+    }
+
+    /// Counts `bytes` written towards the estimate a sweep is scheduled by.
+    private func noteGrowth(_ bytes: Int) {
+        storeState.withLock { state in state.occupiedEstimate = state.occupiedEstimate.map { $0 + bytes } }
+    }
+
+    /// Removes `key`'s file (a large entry's, or one older than the store) and then its row, in
+    /// one store transaction. A store set aside meanwhile holds nothing to remove.
+    func removeFromStore(_ store: EntryStore, key: String, until deadline: MonotonicDeadline) throws(SystemError) {
+        let file = path(Self.fileName(for: key))
+        do throws(StoreError) {
+            if !(try store.remove([Self.storeKey(key)], filePath: { _ in file }, until: deadline)).isEmpty {
+                scheduleReclaim()
+            }
+        } catch {
+            if case .setAside(let setAside) = error {
+                noteSetAside(setAside, of: store)
+                return
+            }
+            let failure = Self.systemError(error, path: store.path, "remove")
+            if failure.code == ENOSPC, let row = try? store.entry(for: Self.storeKey(key)) {
+                // The volume is full: the next reclaim tries again, once other removals (of large
+                // entries' files) and the log's checkpoint have made room, if the row is unchanged.
+                storeState.withLock { $0.removalsAwaitingRoom[key] = row }
+                scheduleReclaim()
+            }
+            throw failure
+        }
+    }
+}
