@@ -55,11 +55,13 @@ extension EntryStore {
     /// The bytes the folder's entries occupy: the store file, its `-wal` and `-shm` as they are
     /// on disk (pages, free pages and all) plus the large entries' files. What a disk size limit
     /// bounds, and what `totalSize` reports.
-    package func occupiedBytes() throws(StoreError) -> Int {
+    /// `includingLog: false` leaves the `-wal` out: what the entries themselves take, which a
+    /// sweep chooses its victims by (the log is folded into the store and cut back, not evicted).
+    package func occupiedBytes(includingLog: Bool = true) throws(StoreError) -> Int {
         let files = try withReader { connection throws(SQLiteError) in
             Int(clamping: try connection.integer(.fileBytes) ?? 0)
         }
-        return files + storeFileBytes()
+        return files + storeFileBytes() - (includingLog ? 0 : fileSize(path + "-wal"))
     }
 
     /// Bytes the store's own files hold: the store, its `-wal` and its `-shm`.

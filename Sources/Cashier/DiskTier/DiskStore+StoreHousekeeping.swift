@@ -207,8 +207,11 @@ extension DiskStore {
     ) -> [Choice] {
         // The log first goes into the store and is cut back: what is left is what entries
         // occupy, not writes waiting for the next automatic checkpoint.
+        // A log the checkpoint could not cut back (a writer or reader of another process was
+        // at it: it never waits) is not what entries take: counted, it had a sweep evict nearly
+        // everything. It goes at the next checkpoint, and `waitForBackgroundWork` settles it.
         _ = try? store.checkpoint()
-        guard let occupied = try? store.occupiedBytes() else { return [] }
+        guard let occupied = try? store.occupiedBytes(includingLog: false) else { return [] }
         storeState.withLock { $0.occupiedEstimate = occupied }
         if let startingAbove, occupied <= startingAbove {
             storeState.withLock { $0.fruitlessSweepAt = nil }
