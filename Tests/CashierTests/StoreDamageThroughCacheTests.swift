@@ -241,6 +241,8 @@ import Testing
         let cache = cache()
         try cache.set(Self.value(1), for: small)
         try cache.set(Self.value(2), for: growing)
+        // The cache's own work off the caller's thread (its uses) is done before the lock is taken.
+        cache.waitForBackgroundWork()
 
         let holder = try SQLiteConnection(path: folder.storePath, flags: SQLiteCode.openReadWrite)
         try holder.execute("PRAGMA busy_timeout = 0")
