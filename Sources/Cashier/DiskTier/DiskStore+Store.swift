@@ -329,9 +329,21 @@ extension DiskStore {
         }
         guard let stored else { return nil }
         guard stored.entry.location == .row else {
-            // A large entry: its header is its file's.
-            if headerOnly { return nil }
-            switch fileSystem.readEntry(path(fileName)) {
+            // A large entry: its header is its file's (only the header, for `headerOnly`).
+            let found: ReadResult
+            if headerOnly {
+                switch fileSystem.readEntryHeader(path(fileName)) {
+                case .success(let (header, info)): found = .entry(header, payload: Data(), info: info)
+                case .failure(.absent): found = .absent
+                case .failure(.damaged(let error, let size)):
+                    found = .damaged(
+                        error, info: Self.rowInfo(StoreEntry(key: key, location: .file, size: size, lastUse: 0)))
+                case .failure(.failed(let error)): found = .failed(error)
+                }
+            } else {
+                found = fileSystem.readEntry(path(fileName))
+            }
+            switch found {
             case .absent:
                 // Another process may have replaced the entry and removed the file after this
                 // read found the row: the row read again says (once, no wait).

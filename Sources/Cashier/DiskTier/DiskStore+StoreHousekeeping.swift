@@ -140,7 +140,7 @@ extension DiskStore {
             removeIfAbandoned(temporary: name)
         }
         // Files a row shadows and orphans go, and (while an import is under way) files older than
-        // the store get rows, under the store's lock (``reconcileFiles(with:indexing:)``).
+        // the store get rows, under the store's lock (``reconcileFiles(with:indexing:removingStrays:)``).
         reconcileFiles(with: store, indexing: storeState.withLock { $0.importPending }, removingStrays: true)
         let scan = scanStore(store, verifyingRows: true)
         var chosen: [Choice] = []

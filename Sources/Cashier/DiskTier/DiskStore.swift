@@ -87,8 +87,9 @@ package final class DiskStore: Sendable {
         let fileName = Self.fileName(for: key)
         switch storeForReading() {
         case .store(let store):
+            let importing = storeState.withLock { $0.importPending }
             if let found = readFromStore(store, key: key, fileName: fileName) { return found }
-            guard storeState.withLock({ $0.importPending }) else { return .absent }
+            guard importing else { return .absent }
         case .failed(let error): return .failed(error)
         case .none: break
         }
@@ -105,8 +106,11 @@ package final class DiskStore: Sendable {
         let fileName = Self.fileName(for: key)
         switch storeForReading() {
         case .store(let store):
+            // Whether files may lack rows, asked before the row is: an import that gives this
+            // key's file a row meanwhile still leaves the file to read.
+            let importing = storeState.withLock { $0.importPending }
             switch readFromStore(store, key: key, fileName: fileName, headerOnly: true) {
-            case nil: guard storeState.withLock({ $0.importPending }) else { return .failure(.absent) }
+            case nil: guard importing else { return .failure(.absent) }
             case .absent?: return .failure(.absent)
             case .entry(let header, _, let info)?: return .success((header, info))
             case .damaged(let error, let info, _)?: return .failure(.damaged(error, size: info.size))
