@@ -47,6 +47,13 @@ double stat_times(const struct stat *st) {
     return (double)access.tv_sec + (double)access.tv_nsec / 1e9 + (double)modification.tv_sec + (double)modification.tv_nsec / 1e9;
 }
 
+/* Sources/CashierPlatform/Platform+StatTimes.swift (Platform.changeNanoseconds, FileVersion in
+   CashierStore): st.st_ctimespec (struct timespec) as nanoseconds in an Int64. */
+int64_t change_nanoseconds(const struct stat *st) {
+    struct timespec change = st->st_ctimespec;
+    return (int64_t)change.tv_sec * 1000000000 + (int64_t)change.tv_nsec;
+}
+
 /* Sources/CashierPlatform/Platform+RenameExchange.swift: Darwin.rename(source, destination) as Int32. */
 int32_t replace(const char *source, const char *destination) { return rename(source, destination); }
 
