@@ -227,14 +227,15 @@ public enum Session {
         settings.memoryCountLimit = memory
         var cache: Cache? = Cache(settings)
         say("ready")
-        while let open = cache, let line = readLine() {
+        while cache != nil, let line = readLine() {
             if line == "close" {
-                // The last reference goes: the store's connections close, its log folded in.
-                open.waitForBackgroundWork()
+                // The last reference goes before the answer: the store's connections close, its
+                // log folded in (no loop binding may keep the cache alive past this line).
+                cache?.waitForBackgroundWork()
                 cache = nil
                 say("closed")
-            } else {
-                say(answer(line.split(separator: " ", maxSplits: 2).map(String.init), cache: open))
+            } else if let cache {
+                say(answer(line.split(separator: " ", maxSplits: 2).map(String.init), cache: cache))
             }
         }
         exit(0)
