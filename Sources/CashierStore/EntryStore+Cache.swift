@@ -108,16 +108,21 @@ extension EntryStore {
     /// page, so an entry read all day costs one write a granularity. Each use has its own time.
     package func recordUses(_ uses: [(key: String, time: Int64)], granularity: Int64) throws(StoreError) {
         guard !uses.isEmpty else { return }
-        try withWriter { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in
-                let touch = try connection.statement(.recordUse)
-                for use in uses {
-                    defer { touch.reset() }
-                    try touch.bind(use.time, at: 1)
-                    try touch.bind(use.key, at: 2)
-                    try touch.bind(granularity, at: 3)
-                    _ = try touch.step()
-                }
+        try withWriter { connection throws(SQLiteError) in try touch(uses, granularity: granularity, connection) }
+    }
+
+    /// Writes `uses` in one transaction on `connection` (see ``recordUses(_:granularity:)``).
+    private func touch(_ uses: [(key: String, time: Int64)], granularity: Int64, _ connection: StoreConnection)
+        throws(SQLiteError)
+    {
+        try transaction(connection) { () throws(SQLiteError) in
+            let touch = try connection.statement(.recordUse)
+            for use in uses {
+                defer { touch.reset() }
+                try touch.bind(use.time, at: 1)
+                try touch.bind(use.key, at: 2)
+                try touch.bind(granularity, at: 3)
+                _ = try touch.step()
             }
         }
     }
@@ -127,16 +132,7 @@ extension EntryStore {
     /// at once otherwise: for a use a memory hit records, which never waits.
     package func recordUsesIfFree(_ uses: [(key: String, time: Int64)], granularity: Int64) -> Bool {
         let done: Void? = try? withWriterIfFree { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in
-                let touch = try connection.statement(.recordUse)
-                for use in uses {
-                    defer { touch.reset() }
-                    try touch.bind(use.time, at: 1)
-                    try touch.bind(use.key, at: 2)
-                    try touch.bind(granularity, at: 3)
-                    _ = try touch.step()
-                }
-            }
+            try touch(uses, granularity: granularity, connection)
         }
         return done != nil
     }
