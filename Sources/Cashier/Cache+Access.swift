@@ -10,9 +10,11 @@ extension Cache {
     /// longer decodes), which is removed and reported as
     /// ``CacheEvent/discarded(key:reason:)``, and any entry in a folder the cache refuses
     /// (``CacheError/Kind/untrustedFolder``, reported as ``CacheEvent/failure(key:error:)``). A memory hit does no
-    /// decoding, and no I/O except on a ``Lifespan/sinceLastUse(_:)`` entry, whose file's access time
-    /// it sets at most once a minute, and, at most every 10 ms, a check of the folder's store for
-    /// another process's writes (a few microseconds, no entry read); otherwise this reads one
+    /// decoding and never waits: at most every 10 ms it checks the folder's store for another
+    /// process's writes (an `lstat` and SQLite's `data_version`, only if no call of this process
+    /// holds the store, else the next hit checks), and it hands the uses it gathers to a
+    /// background queue; a hit on a ``Lifespan/sinceLastUse(_:)`` entry writes its use, once a
+    /// minute at most, on the spot when the store is free. Otherwise this reads one row or
     /// file. Never throws, never traps.
     @inlinable
     public func value<V>(for key: CacheKey<V>) -> V? {

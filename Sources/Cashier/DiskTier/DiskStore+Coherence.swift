@@ -3,7 +3,7 @@ import Foundation
 
 /// Which state of the folder's store a memory tier's values were read from (see ``Coherence``).
 ///
-/// SQLite's `data_version` (`EntryStore.dataVersion()`) changes when another connection, in
+/// SQLite's `data_version` (`EntryStore.dataVersionIfFree()`) changes when another connection, in
 /// practice another process, commits to the store, not on this process's own writes (one
 /// writer connection per folder and process); the file's device and inode tell a store set
 /// aside or deleted and made anew, whose fresh connection counts from scratch.

@@ -1,8 +1,9 @@
 import CashierPlatform
 import Foundation
 
-/// Size sweeps: after a write past the size limit, least recently used entries are removed
-/// off the caller's thread, on a serial queue of the folder's own.
+/// Size sweeps: after a write past the size limit, entries are removed in the eviction order
+/// the cache chose (frequency-aware by default), off the caller's thread, on a serial queue of
+/// the folder's own.
 ///
 /// The queue runs the sweep the cache hands it (``sweepIfNeeded(limits:sweep:)``): the cache
 /// plans it here (``planSweep(limits:)``), applies it under the key barrier and reports it;
@@ -70,7 +71,7 @@ extension DiskStore {
         sweepQueue.sync {}
     }
 
-    /// Plans a sweep: least recently used entries out until the folder is at
+    /// Plans a sweep: entries out in the eviction order until the folder is at
     /// `limits.sweepTarget` of `limits.size`. Call holding the folder lock and no key lock
     /// (it rescans the folder and reads the headers of the entries it reaches), then apply
     /// the plan under the key barrier.
