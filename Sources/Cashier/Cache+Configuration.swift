@@ -84,6 +84,12 @@ extension Cache {
         /// Garbage collection also evicts (least recently used, unlocked first) while the
         /// volume holding the cache has fewer free bytes than this.
         public var minimumFreeDiskSpace: Int? = nil
+        /// A tier several processes, on several machines, share below the disk (``SharedTier``);
+        /// `nil` (the default) for none.
+        public var sharedTier: (any SharedTier)? = nil
+        /// How long one call of ``sharedTier`` may take before the cache goes on without it
+        /// (a read as a miss there, a write or removal left to finish in the background).
+        public var sharedTierTimeout: TimeInterval = 0.25
         /// Receives every ``CacheEvent``, synchronously, on the thread that caused it.
         public var onEvent: (@Sendable (CacheEvent) -> Void)? = nil
         /// The clock expiry is measured with; replace it in tests instead of sleeping.

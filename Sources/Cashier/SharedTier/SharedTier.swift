@@ -1,0 +1,80 @@
+import Foundation
+
+/// A tier below the disk that several processes, on several machines, share: a fleet of
+/// servers behind one load balancer, say.
+///
+/// Cashier reads memory, then disk, then the shared tier, then fetches; a value found here
+/// fills the local tiers. Writes and removals reach the shared tier after they land locally;
+/// a key another instance changed is dropped from this instance's local tiers when
+/// ``changes()`` says so.
+///
+/// What travels is the entry's record, the bytes the disk tier stores, checksum and versions
+/// included: a damaged record is a miss, and a record of another schema or app version is
+/// judged as the disk tier judges one. Records live in *slots* (``SharedSlot``): a key's
+/// name and the version that decides whether a reader can decode it, so two versions of an
+/// app, running side by side during a rolling deploy, each keep their own record of a key
+/// instead of overwriting each other's in a loop.
+///
+/// Implementations are in packages of their own (`CashierPostgres` on PostgreSQL). A call
+/// may fail or take long: Cashier bounds every call by
+/// ``Cache/Configuration-swift.struct/sharedTierTimeout``, reports a failure through
+/// ``Cache/Configuration-swift.struct/onEvent`` and goes on with the local tiers; callers see
+/// no error from the shared tier.
+public protocol SharedTier: Sendable {
+    /// The record in `slot`, or `nil` when there is none or it has expired.
+    func record(in slot: SharedSlot) async throws -> SharedRecord?
+
+    /// Stores `record` in `slot`, replacing what was there, and tells the other instances
+    /// (through their ``changes()``) that the key `slot.name` changed.
+    func store(_ record: SharedRecord, in slot: SharedSlot) async throws
+
+    /// Removes the records of every slot of the key `name`, and tells the other instances.
+    func removeRecords(named name: String) async throws
+
+    /// Removes every record, and tells the other instances (``SharedChange/all``).
+    func removeAllRecords() async throws
+
+    /// What other instances changed, as they change it: each element a key whose local copies
+    /// are stale. An implementation that may have missed changes (it lost its connection)
+    /// yields ``SharedChange/all`` once it can tell again. Changes this instance made itself
+    /// are not required to appear. Each call starts a new stream.
+    func changes() -> AsyncStream<SharedChange>
+}
+
+/// Where a record lives in a ``SharedTier``: a key's name and the version its readers need.
+public struct SharedSlot: Sendable, Hashable, CustomStringConvertible {
+    /// The key's name, as ``CacheKey/name``.
+    public var name: String
+    /// What a reader must share with the writer to use the record: `"schema-N"` for a key that
+    /// declares ``CacheKey/schemaVersion`` `N`, `"app-V"` for one that does not (its entries
+    /// are tied to ``Cache/Configuration-swift.struct/appVersion`` `V`).
+    public var version: String
+
+    public init(name: String, version: String) {
+        self.name = name
+        self.version = version
+    }
+
+    public var description: String { "\(name.debugDescription) (\(version))" }
+}
+
+/// A record in a ``SharedTier``: the entry as the disk stores it, and when it expires.
+public struct SharedRecord: Sendable, Hashable {
+    /// The entry's record: header (versions, type name, lifespan, lock), payload, checksum.
+    public var bytes: Data
+    /// When the entry expires, after which the tier may drop it; `nil` for never.
+    public var expiresAt: Date?
+
+    public init(bytes: Data, expiresAt: Date?) {
+        self.bytes = bytes
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A change another instance made to a ``SharedTier``.
+public enum SharedChange: Sendable, Hashable {
+    /// The key with this name changed (written or removed): local copies of it are stale.
+    case key(String)
+    /// Anything may have changed (every record removed, or changes missed while disconnected).
+    case all
+}
