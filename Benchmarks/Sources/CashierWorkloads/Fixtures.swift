@@ -56,10 +56,15 @@ public final class Scratch: @unchecked Sendable {
     }
 }
 
-/// Fills `scratch` with `count` entries of `User.sample` through Cashier, keys `user-0`…
+/// Fills `scratch` with `count` entries of `User.sample` through Cashier, keys `user-0`…,
+/// written an hour ago by the cache's clock: as an app finds its entries at launch, each read
+/// is a use its row has not recorded yet.
 public func fill(_ scratch: Scratch, count: Int) {
-    let cache = Cache(scratch.configuration(memoryCountLimit: 0))
+    var configuration = scratch.configuration(memoryCountLimit: 0)
+    configuration.now = { Date(timeIntervalSinceNow: -3_600) }
+    let cache = Cache(configuration)
     for index in 0..<count { try? cache.set(User.sample, for: userKey(index)) }
+    cache.waitForBackgroundWork()
 }
 
 public func userKey(_ index: Int) -> CacheKey<User> { CacheKey("user-\(index)", schemaVersion: 1) }

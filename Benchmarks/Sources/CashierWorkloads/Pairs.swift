@@ -72,6 +72,10 @@ public enum Pairs {
         ("sqlite-write", sqliteWrite), ("sqlite-overwrite", sqliteOverwrite), ("sqlite-read", sqliteColdRead),
         ("sqlite-size", sqliteTotalSize), ("sqlite-evict", { sqliteEvictHalf($0) }),
         ("sqlite-evict-reclaim", { sqliteEvictHalf($0, reclaiming: true) }),
+        // Issue 35: the default configuration (memory tier on).
+        ("default-read", defaultColdRead), ("default-sqlite-read", defaultSQLiteColdRead),
+        ("default-write", defaultWrite), ("default-overwrite", defaultOverwrite), ("fetch-hit", fetchHit),
+        ("count-keys", countAndKeys),
     ]
 
     /// Memory hits spread over `keyCount` keys: 100 stay in the CPU caches, 10,000 mostly do not.

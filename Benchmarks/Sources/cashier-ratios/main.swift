@@ -71,7 +71,7 @@ var referencesMet = 0
 var references = 0
 // --only ID,ID…: some pairs (memory, memory-10k, memory-folder, write, sync, sync-floor, read, read-10k, open, size, sweep, threads,
 // read-64k, read-1m, write-64k, write-1m, sqlite-write, sqlite-overwrite, sqlite-read, sqlite-size, sqlite-evict,
-// sqlite-evict-reclaim).
+// sqlite-evict-reclaim, default-read, default-sqlite-read, default-write, default-overwrite, fetch-hit, count-keys).
 let only = value(of: "--only").map { Set($0.split(separator: ",").map(String.init)) }
 if let only, let unknown = only.subtracting(Pairs.all.map(\.id)).first {
     print("cashier-ratios: no pair named \(unknown)")
