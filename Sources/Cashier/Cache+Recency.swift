@@ -16,15 +16,16 @@ extension Cache {
         usesWriting.lock()
         defer { usesWriting.unlock() }
         let keys = memory.takeUsedNames()
-        guard !keys.isEmpty else { return }
+        // With no memory use, the disk reads' uses still go now.
+        guard !keys.isEmpty else { return disk.flushStoreUses() }
         disk.noteUses(ofKeys: keys, at: nowSeconds)
     }
 
-    /// ``recordMemoryUses()`` off the caller's thread, on the disk tier's background queue:
-    /// what reads and writes call, so no recency write (a store transaction, which may wait for
-    /// another process's lock) runs on the caller's thread. One is scheduled at a time and takes
-    /// every use gathered until it runs, so many uses go in one transaction.
-    /// ``waitForBackgroundWork()`` waits for it.
+    /// ``recordMemoryUses()`` off the caller's thread, on the disk tier's background queue, a
+    /// ``DiskStore/usesWindow`` later: what reads and writes call, so no recency write (a store
+    /// transaction, which may wait for another process's lock) runs on the caller's thread. One
+    /// is scheduled at a time and takes every use gathered in its window, so many uses go in
+    /// one transaction. ``waitForBackgroundWork()`` writes them at once.
     ///
     /// A folder without a store (SQLite missing) keeps uses in this process's index and in
     /// access times, which no other process holds: written at once, as before.
@@ -38,7 +39,7 @@ extension Cache {
         }
         guard schedules else { return }
         // Weakly: an instance that goes first writes its uses itself, in `deinit`.
-        disk.inBackground { [weak self] in
+        disk.afterUsesWindow { [weak self] in
             self?.usesWriteScheduled.withLock { $0 = false }
             self?.recordMemoryUses()
         }

@@ -84,7 +84,10 @@ public final class Cache: Sendable {
         if let disk, disk.openedStore != nil {
             let keys = memory.takeUsedNames()
             let now = nowSeconds
-            if !keys.isEmpty { disk.inBackground { disk.noteUses(ofKeys: keys, at: now) } }
+            disk.inBackground {
+                if !keys.isEmpty { disk.noteUses(ofKeys: keys, at: now) }
+                disk.flushStoreUses()
+            }
         } else {
             recordMemoryUses()
         }

@@ -78,6 +78,57 @@ struct StoreBusyTests {
         #expect(writer.outcome == "ok", "the write failed after the lock was released: \(writer.outcome)")
         #expect(Cache(folder.configuration(memoryCountLimit: 0)).value(for: written) == "after")
     }
+
+    @Test(
+        "A read from disk of an entry last used long ago returns while another process holds the write lock; its use lands after",
+        arguments: [0, nil] as [Int?])
+    func aColdReadNeverWaitsToRecordItsUse(memoryCountLimit: Int?) throws {
+        let folder = TemporaryFolder()
+        let key = CacheKey<String>("old")
+        do {
+            // Written an hour ago by the writer's clock: the read below is a use its row lacks.
+            var configuration = folder.configuration(memoryCountLimit: 0)
+            configuration.now = { Date(timeIntervalSinceNow: -3_600) }
+            let writer = Cache(configuration)
+            try writer.set("stored", for: key)
+            writer.waitForBackgroundWork()
+        }
+        var configuration = folder.configuration(memoryCountLimit: memoryCountLimit)
+        configuration.busyTimeout = 60
+        let cache = Cache(configuration)
+        #expect(Self.lastUse(in: folder) ?? .max < Int(Date().timeIntervalSince1970) - 3_000)
+
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskStore.storeFileName)
+        defer { holder.release() }
+        // The read returns while the lock is held (waiting for it would take the 60 s busy timeout).
+        let reader = BackgroundWrite { if cache.value(for: key) != "stored" { throw ReadMissed() } }
+        #expect(reader.finished.wait(timeout: .now() + 30) == .success, "the read waited for the write lock")
+        #expect(reader.outcome == "ok")
+        holder.release()
+        cache.waitForBackgroundWork()
+        #expect(
+            Self.lastUse(in: folder) ?? 0 > Int(Date().timeIntervalSince1970) - 600, "the read's use was not written")
+    }
+
+    private struct ReadMissed: Error {}
+
+    /// The last use of the one row of the folder's store, read by `python3`'s SQLite.
+    static func lastUse(in folder: TemporaryFolder) -> Int? {
+        let process = Process()
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c",
+            "import sqlite3, sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute('select max(last_use) from entry').fetchone()[0])",
+            folder.path + "/" + DiskStore.storeFileName,
+        ]
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
 }
 
 /// A `python3` process holding `BEGIN IMMEDIATE` on a store (SQLite's write lock, in WAL mode

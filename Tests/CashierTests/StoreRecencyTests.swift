@@ -67,10 +67,13 @@ import Testing
                 at(Double(index + 1))
             }
             at(600)
-            // Read from disk by an instance that keeps nothing in memory: the use goes to k0's row.
-            var reader = makeConfiguration(folder, clock: clock)
-            reader.memoryCountLimit = 0
-            #expect(Cache(reader).value(for: CacheKey<Data>("k0")) != nil)
+            // Read from disk by an instance that keeps nothing in memory: the use goes to k0's row,
+            // off the caller's thread, within a uses window (the launch lives that long).
+            var configuration = makeConfiguration(folder, clock: clock)
+            configuration.memoryCountLimit = 0
+            let reader = Cache(configuration)
+            #expect(reader.value(for: CacheKey<Data>("k0")) != nil)
+            reader.waitForBackgroundWork()
         }
         let events = EventLog()
         let next = cache(relaunched: true, events: events, diskLimit: folder.occupiedBytes - size * 3 / 2)

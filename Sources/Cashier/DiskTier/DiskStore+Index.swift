@@ -35,7 +35,10 @@ extension DiskStore {
                 if now > info.accessedAt { persistStoreUses(store, [(key, now)], exactly: true) }
                 return now
             }
-            guard abs(now - info.accessedAt) >= Self.recencyGranularity else { return info.accessedAt }
+            guard abs(now - info.accessedAt) >= Self.recencyGranularity else {
+                noteStoredUse(key, at: info.accessedAt)
+                return info.accessedAt
+            }
             persistStoreUses(store, [(key, now)])
             return now
         }

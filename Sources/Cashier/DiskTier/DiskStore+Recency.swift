@@ -53,6 +53,7 @@ extension DiskStore {
             // garbage collection judges the lifespan by it; the others coarsely.
             persistStoreUses(store, keys.filter { $0.usedAt == nil }.map { ($0.name, now) })
             persistStoreUses(store, keys.compactMap { use in use.usedAt.map { (use.name, $0) } }, exactly: true)
+            flushStoreUses()
             return
         }
         for (key, usedAt) in keys {
@@ -85,28 +86,79 @@ extension DiskStore {
         return store.recordUsesIfFree([(Self.storeKey(key), Int64(now.rounded(.down)))], granularity: 0)
     }
 
-    /// Writes uses into their rows (last use and frequency), in one transaction, on the same
-    /// terms as access times: only a use a granularity or more after the row's last use
-    /// changes it. Uses this process wrote less than a granularity ago are not sent at all,
-    /// so a stream of memory hits costs no store call. Best effort, like an access time.
+    /// Gathers uses for their rows (last use and frequency), written off the caller's thread
+    /// by ``flushStoreUses()``, many in one transaction, on the same terms as access times:
+    /// only a use a granularity or more after the row's last use changes it. Uses this
+    /// process sent less than a granularity ago are not sent again, so a stream of reads
+    /// costs no store call. Best effort, like an access time: a kill loses at most the uses of
+    /// the last ``usesWindow``.
     ///
     /// `exactly`: every use is written (a sliding lifespan's last use, which expiry runs from).
     func persistStoreUses(_ store: EntryStore, _ uses: [(key: String, at: Double)], exactly: Bool = false) {
         guard !uses.isEmpty else { return }
-        if exactly {
-            try? store.recordUses(uses.map { (Self.storeKey($0.key), Int64($0.at.rounded(.down))) }, granularity: 0)
-            return
-        }
         let granularity = Self.recencyGranularity
-        let due = storeState.withLock { state -> [(key: String, time: Int64)] in
-            if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
-            return uses.compactMap { use in
-                if let last = state.persistedUses[use.key], use.at - last < granularity, use.at >= last { return nil }
-                state.persistedUses[use.key] = use.at
-                return (Self.storeKey(use.key), Int64(use.at.rounded(.down)))
+        let schedules = storeState.withLock { state -> Bool in
+            if exactly {
+                state.pendingExactUses += uses.map { (Self.storeKey($0.key), Int64($0.at.rounded(.down))) }
+            } else {
+                if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
+                for use in uses {
+                    if let last = state.persistedUses[use.key], use.at - last < granularity, use.at >= last {
+                        continue
+                    }
+                    state.persistedUses[use.key] = use.at
+                    state.pendingUses.append((Self.storeKey(use.key), Int64(use.at.rounded(.down))))
+                }
             }
+            guard !state.usesFlushScheduled, !state.pendingUses.isEmpty || !state.pendingExactUses.isEmpty else {
+                return false
+            }
+            state.usesFlushScheduled = true
+            return true
         }
-        guard !due.isEmpty else { return }
-        try? store.recordUses(due, granularity: Int64(granularity))
+        if schedules { scheduleUsesFlush() }
+    }
+
+    /// Notes that `key`'s row was last used at `time` as far as this process knows (a read
+    /// found it so): a use less than a granularity later is not sent.
+    func noteStoredUse(_ key: String, at time: Double) {
+        storeState.withLock { state in
+            if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
+            if (state.persistedUses[key] ?? -.infinity) < time { state.persistedUses[key] = time }
+        }
+    }
+
+    /// How long uses gather before their write: one transaction a window, whatever the reads.
+    static let usesWindow: TimeInterval = 0.25
+
+    /// Writes the gathered uses a ``usesWindow`` from now on the sweep queue. The work holds
+    /// the disk tier weakly (an instance that goes first hands its uses over in `Cache.deinit`),
+    /// and is not among what ``waitForSweeps()`` waits for: that writes them itself.
+    private func scheduleUsesFlush() {
+        afterUsesWindow { [weak self] in
+            guard let self else { return }
+            storeState.withLock { $0.usesFlushScheduled = false }
+            flushStoreUses()
+        }
+    }
+
+    /// Runs `work` a ``usesWindow`` from now on the sweep queue, outside what ``waitForSweeps()``
+    /// waits for: for uses, which gather meanwhile and which a wait writes itself.
+    func afterUsesWindow(_ work: @escaping @Sendable () -> Void) {
+        sweepQueue.asyncAfter(deadline: .now() + Self.usesWindow, execute: work)
+    }
+
+    /// Writes the uses gathered so far into their rows, in one transaction (two with exact ones).
+    func flushStoreUses() {
+        guard let store = openedStore else { return }
+        let (coarse, exact) = storeState.withLock { state in
+            defer {
+                state.pendingUses.removeAll()
+                state.pendingExactUses.removeAll()
+            }
+            return (state.pendingUses, state.pendingExactUses)
+        }
+        if !coarse.isEmpty { try? store.recordUses(coarse, granularity: Int64(Self.recencyGranularity)) }
+        if !exact.isEmpty { try? store.recordUses(exact, granularity: 0) }
     }
 }

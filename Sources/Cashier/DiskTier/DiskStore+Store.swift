@@ -58,6 +58,13 @@ extension DiskStore {
         /// The last use this process wrote into each row it used lately (a bounded memo:
         /// forgotten wholesale past 4,096 keys), so a granularity's repeated uses cost nothing.
         var persistedUses: [String: Double] = [:]
+        /// Uses of rows waiting for their write off the caller's thread (``flushStoreUses()``):
+        /// coarse ones, written if a granularity after the row's last use, and exact ones (a
+        /// ``Lifespan/sinceLastUse(_:)`` entry's last use, which its expiry runs from).
+        var pendingUses: [(key: String, time: Int64)] = []
+        var pendingExactUses: [(key: String, time: Int64)] = []
+        /// Whether a write of the pending uses is scheduled (``scheduleUsesFlush()``).
+        var usesFlushScheduled = false
         /// Whether files older than the store may lack rows still (an import is under way): a
         /// row written meanwhile removes its key's file, which no row would announce.
         var importPending = false

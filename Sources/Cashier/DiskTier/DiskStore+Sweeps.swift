@@ -63,6 +63,7 @@ extension DiskStore {
     /// including one retried because another process held the folder lock: that wait
     /// lasts as long as the other process keeps the lock.
     package func waitForSweeps() {
+        flushStoreUses()
         pendingSweeps.wait()
     }
 
