@@ -47,11 +47,16 @@ extension Cache {
 
     /// The memory-hit half of ``value(for:)``: not generic, so callers' specializations
     /// share it. `copy` runs under the tier's lock, given the stored value's address.
+    ///
+    /// `fetching`: the hit of ``value(for:lifespan:fetch:)``, for which an expired record is a
+    /// miss whatever ``Configuration/returnsExpiredValues`` says, answered as ``MemoryAnswer/expired``
+    /// with nothing reported (the fetch that follows reports the miss).
     @usableFromInline
     func memoryHit(
-        _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?,
+        _ name: String, valueType: ObjectIdentifier, schemaVersion: Int?, fetching: Bool = false,
         copy: (UnsafeMutableRawPointer) -> Void
     ) -> MemoryAnswer {
+        let expiredIsMiss = fetching || !configuration.returnsExpiredValues
         // A cache whose folder has a store checks it at most once a coherence interval (one
         // coarse clock read a hit); a memory-only one reads no clock.
         var answer = memory.hit(
@@ -69,8 +74,8 @@ extension Cache {
         case .counted:
             break
         case .expiring(let deadline):
-            if nowSeconds >= deadline, !configuration.returnsExpiredValues {
-                missExpired(name)
+            if nowSeconds >= deadline, expiredIsMiss {
+                if !fetching { missExpired(name) }
                 return .expired
             }
             memory.count { $0.hits += 1 }
@@ -78,8 +83,8 @@ extension Cache {
             let now = nowSeconds
             if now < deadline {
                 noteSlidingUse(name, at: now, countingHit: true)
-            } else if !configuration.returnsExpiredValues {
-                missExpired(name)
+            } else if expiredIsMiss {
+                if !fetching { missExpired(name) }
                 return .expired
             } else {
                 memory.count { $0.hits += 1 }

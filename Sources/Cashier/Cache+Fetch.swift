@@ -28,11 +28,36 @@ extension Cache {
     ///
     /// To let the fetch decide the lifespan, or to learn whether the value was
     /// fetched, use ``entry(for:policy:fetch:)``.
+    @inlinable
     public func value<V>(
         for key: CacheKey<V>, lifespan: Lifespan? = nil,
         fetch: @Sendable () async throws -> V
     ) async throws -> V {
-        try await cachedOrFetched(key) { Fetched(try await fetch(), lifespan: lifespan) }.value
+        // A memory hit answers as ``value(for:)``'s does: specialized for the caller's type, no
+        // entry built. An expired record goes straight to the fetch.
+        var found: V?
+        switch memoryHit(
+            key.name, valueType: ObjectIdentifier(V.self), schemaVersion: key.schemaVersion, fetching: true,
+            copy: { storage in found = storage.assumingMemoryBound(to: V.self).pointee })
+        {
+        case .hit: if let found { return found }
+        case .expired: return try await fetchedValue(key, lifespan: lifespan, afterMiss: true, fetch: fetch)
+        case .miss: break
+        }
+        return try await fetchedValue(key, lifespan: lifespan, afterMiss: false, fetch: fetch)
+    }
+
+    /// The rest of ``value(for:lifespan:fetch:)`` after memory: the cached entry if valid, else
+    /// the shared fetch's value. `afterMiss`: memory held the key expired, so fetch at once.
+    @usableFromInline
+    func fetchedValue<V>(
+        _ key: CacheKey<V>, lifespan: Lifespan?, afterMiss: Bool, fetch: @Sendable () async throws -> V
+    ) async throws -> V {
+        guard afterMiss else {
+            return try await cachedOrFetched(key) { Fetched(try await fetch(), lifespan: lifespan) }.value
+        }
+        emit(.miss(key: key.name))
+        return try await sharedFetch(key) { Fetched(try await fetch(), lifespan: lifespan) }.value
     }
 
     /// The value for `key` under a ``FetchPolicy``.
