@@ -97,7 +97,7 @@ extension Cache {
             return try await sharedFetch(key, fetch: fetch)
         case .refresh:
             do {
-                return try await sharedFetch(key, fetch: fetch)
+                return try await sharedFetch(key, consultingSharedTier: false, fetch: fetch)
             } catch {
                 if let found = load(key) {
                     return CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
@@ -141,7 +141,14 @@ extension Cache {
 
     /// Runs `fetch` once for every concurrent caller on `key`'s name, stores its value and
     /// answers the entry stored (``Origin/fetch``) to each.
-    func sharedFetch<V>(_ key: CacheKey<V>, fetch: () async throws -> Fetched<V>) async throws -> CacheEntry<V> {
+    ///
+    /// With a ``Configuration-swift.struct/sharedTier`` and `consultingSharedTier`, the one
+    /// caller that runs the fetch first asks the shared tier (bounded by
+    /// ``Configuration-swift.struct/sharedTierTimeout``): a usable record there is answered
+    /// (``Origin/shared``) to each caller instead, and `fetch` is not called.
+    func sharedFetch<V>(
+        _ key: CacheKey<V>, consultingSharedTier: Bool = true, fetch: () async throws -> Fetched<V>
+    ) async throws -> CacheEntry<V> {
         let (call, isLeader) = store.fetches.withLock { calls in
             if let call = calls[key.name] { return (call, false) }
             let call = FetchCall()
@@ -158,7 +165,11 @@ extension Cache {
         }
         let outcome: Result<CacheEntry<V>, any Error>
         do {
-            outcome = .success(try await fetchAndStore(key, fetch: fetch))
+            if consultingSharedTier, let shared, let entry = await entryFromSharedTier(key, shared) {
+                outcome = .success(entry)
+            } else {
+                outcome = .success(try await fetchAndStore(key, fetch: fetch))
+            }
         } catch {
             outcome = .failure(error)
         }
