@@ -128,7 +128,8 @@ final class SharedTierLink: Sendable {
         if let subscription { hub.unsubscribe(subscription) }
     }
 
-    /// The task applying the tier's changes to `cache` while it lives.
+    /// The task applying the tier's changes to `cache` while it lives; the first stream is
+    /// asked for before this returns.
     ///
     /// A stream that ends is asked for again, after a pause (`pause`, doubled each time a
     /// stream ends without a change, up to 30 s); what changed between the two streams cannot
@@ -136,9 +137,10 @@ final class SharedTierLink: Sendable {
     private static func consumeChanges(
         of tier: any SharedTier, pause: TimeInterval, for cache: Cache
     ) -> Task<Void, Never> {
-        Task { [weak cache] in
+        // Asked for here, on the caller's thread: changes count from the cache's making.
+        var stream = tier.changes()
+        return Task { [weak cache] in
             var pauses = 0
-            var stream = tier.changes()
             while !Task.isCancelled {
                 var delivered = false
                 for await change in stream {
