@@ -57,8 +57,9 @@ extension Cache {
     /// HTTP `max-age`, say); a `nil` lifespan means the key's, else
     /// ``Configuration/defaultLifespan``. The entry's ``CacheEntry/origin`` says
     /// where the value came from: ``Origin/memory`` or ``Origin/disk`` for a cached
-    /// one, ``Origin/fetch`` for a fetched one (also for callers that shared the
-    /// fetch). A fetched entry carries the metadata stored with it; if the write
+    /// one, ``Origin/shared`` for one another instance stored in the cache's
+    /// ``Configuration-swift.struct/sharedTier`` (<doc:OnAServer>), ``Origin/fetch`` for a
+    /// fetched one (also for callers that shared the fetch or the lookup). A fetched entry carries the metadata stored with it; if the write
     /// failed, the value is still returned, with the metadata that would have been
     /// stored and a ``CacheEntry/size`` of 0 (the failure goes to
     /// ``Configuration/onEvent``).
