@@ -59,10 +59,10 @@ extension Cache {
     /// where the value came from: ``Origin/memory`` or ``Origin/disk`` for a cached
     /// one, ``Origin/shared`` for one another instance stored in the cache's
     /// ``Configuration-swift.struct/sharedTier`` (<doc:OnAServer>), ``Origin/fetch`` for a
-    /// fetched one (also for callers that shared the fetch or the lookup). A fetched entry carries the metadata stored with it; if the write
-    /// failed, the value is still returned, with the metadata that would have been
-    /// stored and a ``CacheEntry/size`` of 0 (the failure goes to
-    /// ``Configuration/onEvent``).
+    /// fetched one (also for callers that shared the fetch or the lookup). A fetched
+    /// entry carries the metadata stored with it; if the write failed, the value is
+    /// still returned, with the metadata that would have been stored and a
+    /// ``CacheEntry/size`` of 0 (the failure goes to ``Configuration/onEvent``).
     ///
     /// The policies behave as with ``value(for:lifespan:policy:fetch:)``:
     /// - ``FetchPolicy/cacheFirst``: a valid entry is returned; an expired one or a
