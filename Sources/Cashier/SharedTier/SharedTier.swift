@@ -58,11 +58,13 @@ public struct SharedSlot: Sendable, Hashable, CustomStringConvertible {
     /// are tied to ``Cache/Configuration-swift.struct/appVersion`` `V`).
     public var version: String
 
+    /// The slot of key `name` for readers of `version` (`"schema-N"` or `"app-V"`, see ``version``).
     public init(name: String, version: String) {
         self.name = name
         self.version = version
     }
 
+    /// The name, quoted, and the version, for messages: `"profile" (schema-2)`.
     public var description: String { "\(name.debugDescription) (\(version))" }
 }
 
@@ -73,6 +75,7 @@ public struct SharedRecord: Sendable, Hashable {
     /// When the entry expires, after which the tier may drop it; `nil` for never.
     public var expiresAt: Date?
 
+    /// A record of `bytes` (an entry's record, as the disk tier stores it) expiring at `expiresAt`.
     public init(bytes: Data, expiresAt: Date?) {
         self.bytes = bytes
         self.expiresAt = expiresAt

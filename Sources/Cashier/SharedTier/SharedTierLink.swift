@@ -6,7 +6,7 @@ import Foundation
 /// ``SharedTier/changes()``.
 ///
 /// Made by `Cache.init` when the configuration names a tier, started once the cache is
-/// whole (``start(for:)``), stopped by its `deinit` (``stop()``). Nothing here holds the
+/// whole (``start(for:)``), stopped by its `deinit` (``stop(hub:)``). Nothing here holds the
 /// cache: the change task holds it weakly, and only while it applies one change.
 final class SharedTierLink: Sendable {
     let tier: any SharedTier
