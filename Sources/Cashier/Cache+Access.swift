@@ -185,6 +185,11 @@ extension Cache {
                     TypedRecord(name: key.name, metadata: metadata, value: value, cost: payload.count), ticket: ticket)
                 settleCoherenceBaseline(after: ticket)
                 publish(key.name, value)
+                if shared != nil {
+                    shareWrite(
+                        key.name, schemaVersion: key.schemaVersion, typeName: ValueCoding.typeName(of: V.self),
+                        format: format, metadata: metadata, payload: payload)
+                }
             }
         } catch let error as CacheError {
             reportStoreNotices()
@@ -294,8 +299,9 @@ extension Cache {
 
     // MARK: Untyped operations by name (the facade and housekeeping use them too)
 
-    /// Removes `name`'s entry from memory and disk and tells observers.
-    func removeEntry(named name: String) {
+    /// Removes `name`'s entry from memory and disk and tells observers; and, unless the removal
+    /// comes from the shared tier itself, removes the key's records there.
+    func removeEntry(named name: String, reachingSharedTier: Bool = true) {
         var failure: SystemError?
         store.keyLocks.withLock(name) {
             memory.remove(name)
@@ -305,6 +311,7 @@ extension Cache {
                 failure = error
             }
             publish(name, nil)
+            if reachingSharedTier, let shared { shared.writes.enqueue(.remove(name)) }
         }
         if let failure { emit(.failure(key: name, error: failure.cacheError(key: name))) }
     }

@@ -82,11 +82,12 @@ extension Cache {
     /// HTTP `max-age`, say); a `nil` lifespan means the key's, else
     /// ``Configuration/defaultLifespan``. The entry's ``CacheEntry/origin`` says
     /// where the value came from: ``Origin/memory`` or ``Origin/disk`` for a cached
-    /// one, ``Origin/fetch`` for a fetched one (also for callers that shared the
-    /// fetch). A fetched entry carries the metadata stored with it; if the write
-    /// failed, the value is still returned, with the metadata that would have been
-    /// stored and a ``CacheEntry/size`` of 0 (the failure goes to
-    /// ``Configuration/onEvent``).
+    /// one, ``Origin/shared`` for one another instance stored in the cache's
+    /// ``Configuration-swift.struct/sharedTier`` (<doc:OnAServer>), ``Origin/fetch`` for a
+    /// fetched one (also for callers that shared the fetch or the lookup). A fetched
+    /// entry carries the metadata stored with it; if the write failed, the value is
+    /// still returned, with the metadata that would have been stored and a
+    /// ``CacheEntry/size`` of 0 (the failure goes to ``Configuration/onEvent``).
     ///
     /// The policies behave as with ``value(for:lifespan:policy:fetch:)``:
     /// - ``FetchPolicy/cacheFirst``: a valid entry is returned; an expired one or a
@@ -122,7 +123,7 @@ extension Cache {
             return try await sharedFetch(key, fetch: fetch)
         case .refresh:
             do {
-                return try await sharedFetch(key, fetch: fetch)
+                return try await sharedFetch(key, consultingSharedTier: false, fetch: fetch)
             } catch {
                 if let found = load(key) {
                     return CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
@@ -166,7 +167,14 @@ extension Cache {
 
     /// Runs `fetch` once for every concurrent caller on `key`'s name, stores its value and
     /// answers the entry stored (``Origin/fetch``) to each.
-    func sharedFetch<V>(_ key: CacheKey<V>, fetch: () async throws -> Fetched<V>) async throws -> CacheEntry<V> {
+    ///
+    /// With a ``Configuration-swift.struct/sharedTier`` and `consultingSharedTier`, the one
+    /// caller that runs the fetch first asks the shared tier (bounded by
+    /// ``Configuration-swift.struct/sharedTierTimeout``): a usable record there is answered
+    /// (``Origin/shared``) to each caller instead, and `fetch` is not called.
+    func sharedFetch<V>(
+        _ key: CacheKey<V>, consultingSharedTier: Bool = true, fetch: () async throws -> Fetched<V>
+    ) async throws -> CacheEntry<V> {
         let (call, isLeader) = store.fetches.withLock { calls in
             if let call = calls[key.name] { return (call, false) }
             let call = FetchCall()
@@ -183,7 +191,11 @@ extension Cache {
         }
         let outcome: Result<CacheEntry<V>, any Error>
         do {
-            outcome = .success(try await fetchAndStore(key, fetch: fetch))
+            if consultingSharedTier, let shared, let entry = await entryFromSharedTier(key, shared) {
+                outcome = .success(entry)
+            } else {
+                outcome = .success(try await fetchAndStore(key, fetch: fetch))
+            }
         } catch {
             outcome = .failure(error)
         }

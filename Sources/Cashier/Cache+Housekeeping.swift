@@ -7,11 +7,18 @@ extension Cache {
     /// ``CacheEvent/failure(key:error:)`` without a key. Writes racing with it land
     /// wholly before it (and are removed) or wholly after it (and stay): the files and
     /// the memory tiers of every instance on the folder go in one step that no write of
-    /// any key can enter (see <doc:Concurrency>).
+    /// any key can enter (see <doc:Concurrency>). With a ``Configuration-swift.struct/sharedTier``,
+    /// every record there goes too, in the background (<doc:OnAServer>).
     public func removeAll() {
+        removeAll(reachingSharedTier: true)
+    }
+
+    /// ``removeAll()``; `reachingSharedTier` false for the shared tier's own ``SharedChange/all``.
+    func removeAll(reachingSharedTier: Bool) {
         let forget = {
             _ = self.memory.removeAll()
             self.publish(nil, nil)
+            if reachingSharedTier, let shared = self.shared { shared.writes.enqueue(.removeAll) }
         }
         guard let disk else {
             store.keyLocks.withEveryKeyLocked(forget)
@@ -67,7 +74,9 @@ extension Cache {
 
     /// Removes every entry whose key `shouldRemove` accepts, e.g. `{ $0.hasPrefix("user42.") }` at sign-out.
     ///
-    /// Reads each entry's header (keys are stored whole in them), not file names.
+    /// Reads each entry's header (keys are stored whole in them), not file names. With a
+    /// ``Configuration-swift.struct/sharedTier``, the records there of the keys removed here go
+    /// too (the tier lists no keys: a key stored only there stays).
     public func removeAll(where shouldRemove: (String) -> Bool) {
         withoutActuallyEscaping(shouldRemove) { shouldRemove in
             removeAll { key, _ in shouldRemove(key) }
@@ -92,6 +101,13 @@ extension Cache {
         report(removals)
     }
 
+    /// Queues for the shared tier the removals a caller asked for (``DiskStore/Removal/removed(key:)``);
+    /// evictions and discards stay local. Call under the barrier the removals were made under.
+    private func shareRemovals(_ removals: [DiskStore.Removal]) {
+        guard let shared else { return }
+        for case .removed(let key) in removals { shared.writes.enqueue(.remove(key)) }
+    }
+
     /// Removes the memory records `removal` names a removal for, in a memory-only cache:
     /// judged first, then removed and announced under the barrier, each if it is still the
     /// record that was judged; reported after.
@@ -99,11 +115,13 @@ extension Cache {
         let chosen = memory.allRecords.compactMap { record in removal(record).map { (record, $0) } }
         guard !chosen.isEmpty else { return }
         let removed = store.keyLocks.withEveryKeyLocked {
-            chosen.compactMap { record, removal -> DiskStore.Removal? in
+            let removed = chosen.compactMap { record, removal -> DiskStore.Removal? in
                 guard memory.peek(record.name) === record else { return nil }
                 forget(removal)
                 return removal
             }
+            shareRemovals(removed)
+            return removed
         }
         report(removed)
     }
@@ -127,7 +145,7 @@ extension Cache {
     /// ``Store/commit(_:on:dropping:origin:)``).
     private func commit(_ plan: DiskStore.RemovalPlan) -> [DiskStore.Removal] {
         guard let disk else { return [] }
-        return store.commit(plan, on: disk, dropping: memory, origin: identity)
+        return store.commit(plan, on: disk, dropping: memory, origin: identity, whileBarred: shareRemovals)
     }
 
     /// Garbage collection: expired entries, damaged files, abandoned temporary files and
@@ -207,7 +225,8 @@ extension Store {
     /// The disk layer only unlinks under the barrier and reports what it removed; dropping
     /// memory and notifying is the front's, here.
     func commit(
-        _ plan: DiskStore.RemovalPlan, on disk: DiskStore, dropping memory: MemoryTier, origin: ObjectIdentifier
+        _ plan: DiskStore.RemovalPlan, on disk: DiskStore, dropping memory: MemoryTier, origin: ObjectIdentifier,
+        whileBarred: ([DiskStore.Removal]) -> Void = { _ in }
     ) -> [DiskStore.Removal] {
         var removals: [DiskStore.Removal] = []
         if !plan.isEmpty {
@@ -217,6 +236,7 @@ extension Store {
                     memory.remove(removal.key)
                     hub.publish(Change(name: removal.key, value: nil, origin: origin))
                 }
+                whileBarred(removals)
             }
         }
         disk.finish(plan)

@@ -25,6 +25,8 @@ public final class Cache: Sendable {
 
     let store: Store
     let memory: MemoryTier
+    /// The connection to ``Configuration-swift.struct/sharedTier``; `nil` without one.
+    let shared: SharedTierLink?
     /// This instance's identity in change notifications (see ``identity``).
     private let token: Token
     private let subscription: Int
@@ -69,12 +71,15 @@ public final class Cache: Sendable {
             garbageCollection = nil
         }
         memoryPressure = memory.limit == 0 ? nil : MemoryPressureSource()
+        let ledger = store.sharedTierLedger
+        shared = configuration.sharedTier.map { SharedTierLink(tier: $0, configuration: configuration, ledger: ledger) }
         // In the background: inside an expiring activity where the platform has them, and never
         // waiting for a folder lock another process holds (no lock across a suspension).
         garbageCollection?.start { [weak self] in
             _ = withBackgroundActivity("Cashier garbage collection") { self?.collectGarbage(waiting: false) }
         }
         memoryPressure?.start { [weak self] in self?.relieveMemoryPressure($0) }
+        shared?.start(for: self)
     }
 
     deinit {
@@ -93,6 +98,7 @@ public final class Cache: Sendable {
         }
         garbageCollection?.stop()
         store.hub.unsubscribe(subscription)
+        shared?.stop(hub: store.hub)
     }
 
     /// The process's one cache with this name (default configuration, ``Location/caches``).
@@ -173,7 +179,10 @@ public final class Cache: Sendable {
     /// Blocks until the size sweeps scheduled so far, and a garbage collection that
     /// ``Configuration-swift.struct/garbageCollectionInterval`` started and that is still
     /// running, have finished, after writing down the recency of the values read from
-    /// memory since the cache last touched the disk.
+    /// memory since the cache last touched the disk; with a
+    /// ``Configuration-swift.struct/sharedTier``, also until the writes and removals queued
+    /// for it have reached it, failed or timed out (each bounded by
+    /// ``Configuration-swift.struct/sharedTierTimeout``, five seconds more in all at most).
     ///
     /// A sweep that found the folder locked by another process is tried again a second
     /// later; this waits for that retry too, so it can last as long as the other process
@@ -188,6 +197,7 @@ public final class Cache: Sendable {
     /// time of entries read from memory (at most once a minute each, see
     /// <doc:StorageAndLimits>), and by waiting.
     public func waitForBackgroundWork() {
+        shared?.writes.waitUntilSent()
         recordMemoryUses()
         garbageCollection?.waitForRunningRound()
         disk?.waitForSweeps()

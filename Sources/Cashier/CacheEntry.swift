@@ -27,7 +27,8 @@ public struct CacheEntry<Value: Codable & Sendable>: Sendable {
     /// Bytes the entry takes on disk, header included; 0 in a memory-only cache.
     public let size: Int
     /// Where the value came from: ``Origin/memory`` or ``Origin/disk`` for ``Cache/entry(for:)``,
-    /// ``Origin/fetch`` for a value ``Cache/entry(for:policy:fetch:)`` fetched.
+    /// ``Origin/fetch`` for a value ``Cache/entry(for:policy:fetch:)`` fetched, ``Origin/shared``
+    /// for one it found in the cache's ``SharedTier`` (<doc:OnAServer>).
     ///
     /// A fetched entry's metadata is that of the entry the fetch stored. When the
     /// write failed (the failure went to ``Cache/Configuration-swift.struct/onEvent``),

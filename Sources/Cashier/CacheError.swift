@@ -58,6 +58,10 @@ public struct CacheError: Error, Sendable, Hashable {
         public static let decodingFailed = Kind(rawValue: "decodingFailed")
         /// The fetch closure of ``Cache/value(for:lifespan:fetch:)`` threw (reported through events only).
         public static let fetchFailed = Kind(rawValue: "fetchFailed")
+        /// A call of the cache's ``SharedTier`` threw, or took longer than
+        /// ``Cache/Configuration-swift.struct/sharedTierTimeout``: a read went on as a miss
+        /// there, a write or removal reached the local tiers only. Reported through events only.
+        public static let sharedTierUnavailable = Kind(rawValue: "sharedTierUnavailable")
 
         /// What each of Cashier's kinds prints, by token.
         private static let words: [String: String] = [
@@ -66,6 +70,7 @@ public struct CacheError: Error, Sendable, Hashable {
             "untrustedFolder": "untrusted folder", "noSpace": "no space", "ioFailure": "I/O failure",
             "busy": "busy (another process holds the store)",
             "decodingFailed": "decoding failed", "fetchFailed": "fetch failed",
+            "sharedTierUnavailable": "shared tier unavailable",
         ]
 
         /// Whether `error` is a ``CacheError`` of this kind: lets `catch CacheError.Kind.noSpace`

@@ -37,4 +37,7 @@ public enum Origin: Sendable, Hashable {
     case disk
     /// A fetch of ``Cache/entry(for:policy:fetch:)`` (also for callers that joined a fetch already running).
     case fetch
+    /// The cache's ``SharedTier``: another instance stored the entry there; it now fills this
+    /// instance's local tiers (also for callers that joined the lookup).
+    case shared
 }

@@ -8,6 +8,8 @@ final class Store: Sendable {
     let hub = ChangeHub()
     let fetches = Locked<[String: FetchCall]>([:])
     let revalidating = Locked<Set<String>>([])
+    /// Which keys' records in a shared tier this folder's reads must not trust now.
+    let sharedTierLedger = SharedTierLedger()
 
     private init(disk: DiskStore?) {
         self.disk = disk

@@ -13,6 +13,16 @@ struct Found<Value> {
 struct ReadReport {
     var events: [CacheEvent] = []
     var changes: [(any Sendable)?] = []
+
+    /// Notes an entry discarded for `reason`: ``CacheEvent/discarded(key:reason:)``, then, for a
+    /// value that would not decode or migrate, the error as a failure.
+    mutating func noteDiscard(_ name: String, _ reason: DiscardReason, because error: (any Error)? = nil) {
+        events.append(.discarded(key: name, reason: reason))
+        if let error {
+            let message = DecodingDescription.describe(error)
+            events.append(.failure(key: name, error: CacheError(kind: .decodingFailed, key: name, message: message)))
+        }
+    }
 }
 
 /// An entry file the judgement lets a read use: ``EntryVerdict/usable``, or to migrate.
@@ -110,12 +120,7 @@ extension Cache {
     ) {
         try? disk.remove(key: name, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         memory.remove(name)
-        report.events.append(.discarded(key: name, reason: reason))
-        if let error {
-            let message = DecodingDescription.describe(error)
-            report.events.append(
-                .failure(key: name, error: CacheError(kind: .decodingFailed, key: name, message: message)))
-        }
+        report.noteDiscard(name, reason, because: error)
         report.changes.append(nil)
     }
 

@@ -19,7 +19,10 @@ import Foundation
 /// may fail or take long: Cashier bounds every call by
 /// ``Cache/Configuration-swift.struct/sharedTierTimeout``, reports a failure through
 /// ``Cache/Configuration-swift.struct/onEvent`` and goes on with the local tiers; callers see
-/// no error from the shared tier.
+/// no error from the shared tier. A call still running at the timeout is cancelled: an
+/// implementation should then give up, and must not apply a write or removal after it has
+/// returned. Each cache makes one write or removal at a time, in order; reads may run at
+/// once. <doc:OnAServer> says how the cache uses it.
 public protocol SharedTier: Sendable {
     /// The record in `slot`, or `nil` when there is none or it has expired.
     func record(in slot: SharedSlot) async throws -> SharedRecord?
@@ -37,7 +40,12 @@ public protocol SharedTier: Sendable {
     /// What other instances changed, as they change it: each element a key whose local copies
     /// are stale. An implementation that may have missed changes (it lost its connection)
     /// yields ``SharedChange/all`` once it can tell again. Changes this instance made itself
-    /// are not required to appear. Each call starts a new stream.
+    /// are not required to appear (each one that does costs a local copy). Each call starts a
+    /// new stream, listening from the call on; a cache asks for one when it is made.
+    ///
+    /// A stream should end only when the tier is shut down: when one ends, the cache asks for
+    /// another after a pause, and drops every local entry, since it cannot know what changed
+    /// in between. It ends the stream itself (cancels its iteration) when it goes.
     func changes() -> AsyncStream<SharedChange>
 }
 
@@ -50,11 +58,13 @@ public struct SharedSlot: Sendable, Hashable, CustomStringConvertible {
     /// are tied to ``Cache/Configuration-swift.struct/appVersion`` `V`).
     public var version: String
 
+    /// The slot of key `name` for readers of `version` (`"schema-N"` or `"app-V"`, see ``version``).
     public init(name: String, version: String) {
         self.name = name
         self.version = version
     }
 
+    /// The name, quoted, and the version, for messages: `"profile" (schema-2)`.
     public var description: String { "\(name.debugDescription) (\(version))" }
 }
 
@@ -65,6 +75,7 @@ public struct SharedRecord: Sendable, Hashable {
     /// When the entry expires, after which the tier may drop it; `nil` for never.
     public var expiresAt: Date?
 
+    /// A record of `bytes` (an entry's record, as the disk tier stores it) expiring at `expiresAt`.
     public init(bytes: Data, expiresAt: Date?) {
         self.bytes = bytes
         self.expiresAt = expiresAt

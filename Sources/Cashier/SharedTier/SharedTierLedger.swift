@@ -1,0 +1,64 @@
+import CashierPlatform
+
+/// Which keys' records in the shared tier a read of this folder must not trust, shared by
+/// every ``Cache`` instance of the process on the folder (it lives in the folder's ``Store``).
+///
+/// A key is untrusted there while a write or removal of it, landed locally, has not reached
+/// the shared tier yet (the record there is older: reading it would bring back a value removed
+/// or replaced here), and after one failed to reach it, until a later one of that key does
+/// (``SharedTierWrites`` reports them). ``Cache/removeAll()`` does the same for every key.
+/// A read that finds a key untrusted goes on as a miss there, to the fetch.
+///
+/// Marks are made under the key's lock, in the same step as the local change; a read checks
+/// before it asks the shared tier and again, under the key's lock, before it keeps what it
+/// found. Bounded by the keys with a write on its way, and those whose write failed.
+final class SharedTierLedger: Sendable {
+    private struct State {
+        /// Writes and removals of each key on their way to the shared tier.
+        var pending: [String: Int] = [:]
+        /// Removals of every key on their way.
+        var pendingAll = 0
+        /// Keys whose last write or removal did not reach the shared tier.
+        var failed: Set<String> = []
+        /// Whether the last removal of every key did not reach it.
+        var allFailed = false
+    }
+    private let state = Locked(State())
+
+    /// Whether the shared tier's records of `name` may be read.
+    func isTrusted(_ name: String) -> Bool {
+        state.withLock { state in
+            state.pendingAll == 0 && !state.allFailed && state.pending[name] == nil && !state.failed.contains(name)
+        }
+    }
+
+    /// A change of `name` (`nil`: of every key) is on its way to the shared tier.
+    func begin(_ name: String?) {
+        state.withLock { state in
+            if let name { state.pending[name, default: 0] += 1 } else { state.pendingAll += 1 }
+        }
+    }
+
+    /// A change ``begin(_:)`` announced has ended: it reached the shared tier or not, or was
+    /// superseded by a later change of the same key before it was sent (`reached` `nil`).
+    func end(_ name: String?, reached: Bool?) {
+        state.withLock { state in
+            if let name {
+                if let count = state.pending[name], count > 1 {
+                    state.pending[name] = count - 1
+                } else {
+                    state.pending[name] = nil
+                }
+                if reached == true { state.failed.remove(name) } else if reached == false { state.failed.insert(name) }
+            } else {
+                state.pendingAll = max(0, state.pendingAll - 1)
+                if reached == true {
+                    state.allFailed = false
+                    state.failed.removeAll()
+                } else if reached == false {
+                    state.allFailed = true
+                }
+            }
+        }
+    }
+}

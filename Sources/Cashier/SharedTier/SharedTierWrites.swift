@@ -1,0 +1,182 @@
+import CashierEntryFormat
+import CashierPlatform
+import Foundation
+
+/// The writes and removals of one ``Cache`` on their way to its ``SharedTier``: queued in the
+/// order they landed locally, sent one at a time, off the caller's thread.
+///
+/// - **Order.** Each change is queued under its key's lock (or the barrier of every key) in
+///   the step that makes it locally, and the queue sends one change at a time, the next only
+///   once the last has ended, even one cancelled at its timeout: a later change of a key never
+///   overtakes an earlier one.
+/// - **Superseded changes go unsent.** A change still queued when a later change of the same
+///   slot (a write), the same key (a removal) or every key (``Cache/removeAll()``) comes is
+///   dropped: the tier ends as it would have, and a tier that is down or slow keeps the
+///   queue at one change a key.
+/// - **Failure is local.** A change that throws, or takes longer than the timeout, is reported
+///   through `onEvent` as ``CacheEvent/failure(key:error:)`` of kind
+///   ``CacheError/Kind/sharedTierUnavailable``; the caller saw no error. The ledger then keeps
+///   this folder's reads of that key away from the shared tier (``SharedTierLedger``).
+///
+/// Holds no reference to the cache: changes queued before it went are still sent.
+final class SharedTierWrites: Sendable {
+    /// A change for the shared tier.
+    enum Change: Sendable {
+        /// Store the entry (its header and payload; the record's bytes are made when sent).
+        case store(SharedSlot, header: EntryHeader, payload: Data, expiresAt: Date?)
+        /// Remove every record of the key.
+        case remove(String)
+        /// Remove every record.
+        case removeAll
+
+        /// The key's name; `nil` for every key.
+        var name: String? {
+            switch self {
+            case .store(let slot, _, _, _): slot.name
+            case .remove(let name): name
+            case .removeAll: nil
+            }
+        }
+
+        /// Whether a change queued later than this one makes it moot.
+        func isSuperseded(by later: Change) -> Bool {
+            switch (self, later) {
+            case (_, .removeAll): true
+            case (.store(let slot, _, _, _), .store(let laterSlot, _, _, _)): slot == laterSlot
+            case (_, .remove(let name)): self.name == name
+            default: false
+            }
+        }
+    }
+
+    private struct State {
+        var queued: [Change] = []
+        /// Whether a task is sending the queue (one at a time).
+        var isSending = false
+    }
+
+    private let tier: any SharedTier
+    private let timeout: TimeInterval
+    private let ledger: SharedTierLedger
+    private let onEvent: (@Sendable (CacheEvent) -> Void)?
+    private let state = Locked(State())
+    /// Entered for each change queued; left when it is superseded, sent, failed or timed out:
+    /// what ``waitUntilSent()`` waits for.
+    private let unsent = DispatchGroup()
+
+    init(
+        tier: any SharedTier, timeout: TimeInterval, ledger: SharedTierLedger,
+        onEvent: (@Sendable (CacheEvent) -> Void)?
+    ) {
+        self.tier = tier
+        self.timeout = timeout
+        self.ledger = ledger
+        self.onEvent = onEvent
+    }
+
+    /// Queues `change`, dropping what it supersedes. Call holding its key's lock (or the
+    /// barrier of every key, for ``Change/removeAll``), in the step that made it locally.
+    func enqueue(_ change: Change) {
+        unsent.enter()
+        ledger.begin(change.name)
+        let (superseded, startsSending) = state.withLock { state -> ([Change], Bool) in
+            var superseded: [Change] = []
+            state.queued.removeAll { queued in
+                guard queued.isSuperseded(by: change) else { return false }
+                superseded.append(queued)
+                return true
+            }
+            state.queued.append(change)
+            defer { state.isSending = true }
+            return (superseded, !state.isSending)
+        }
+        for change in superseded {
+            ledger.end(change.name, reached: nil)
+            unsent.leave()
+        }
+        if startsSending { Task { await self.sendQueued() } }
+    }
+
+    /// Blocks until every change queued so far has been sent, has failed or has timed out,
+    /// and no longer than each one's timeout in turn and five seconds more (a tier that
+    /// ignores cancellation, or a pool of threads all blocked, never blocks this for good).
+    func waitUntilSent() {
+        let count = state.withLock { $0.queued.count + ($0.isSending ? 1 : 0) }
+        guard count > 0 else { return }
+        let bound = timeout.isFinite ? min(max(timeout, 0), 3600) * Double(count) + 5 : 5
+        _ = unsent.wait(timeout: .now() + bound)
+    }
+
+    /// Sends the queue, one change at a time, until it is empty.
+    private func sendQueued() async {
+        while let change = nextChange() {
+            await send(change)
+        }
+    }
+
+    private func nextChange() -> Change? {
+        state.withLock { state in
+            guard !state.queued.isEmpty else {
+                state.isSending = false
+                return nil
+            }
+            return state.queued.removeFirst()
+        }
+    }
+
+    private func send(_ change: Change) async {
+        let tier = tier
+        let (outcome, call) = await SharedTierCall.run(within: timeout) {
+            switch change {
+            case .store(let slot, let header, let payload, let expiresAt):
+                try await tier.store(SharedRecord(header: header, payload: payload, expiresAt: expiresAt), in: slot)
+            case .remove(let name):
+                try await tier.removeRecords(named: name)
+            case .removeAll:
+                try await tier.removeAllRecords()
+            }
+        }
+        if case .failure(let error) = outcome { report(error, of: change) }
+        if outcome.timedOut {
+            // Reported and no longer waited for; the next change waits until this one ends.
+            unsent.leave()
+            let reached = await call.result.succeeded
+            ledger.end(change.name, reached: reached)
+        } else {
+            ledger.end(change.name, reached: outcome.succeeded)
+            unsent.leave()
+        }
+    }
+
+    private func report(_ error: any Error, of change: Change) {
+        let what: String
+        switch change {
+        case .store(let slot, _, _, _): what = "storing \(slot) in the shared tier"
+        case .remove: what = "removing its records from the shared tier"
+        case .removeAll: what = "removing every record from the shared tier"
+        }
+        let failure = CacheError(kind: .sharedTierUnavailable, key: change.name, message: "\(what): \(error)")
+        onEvent?(.failure(key: change.name, error: failure))
+    }
+}
+
+extension SharedRecord {
+    /// The record the disk tier stores for an entry (`EntryHeader`, OnDiskFormat): the header,
+    /// its checksum computed over it and the payload, then the payload.
+    init(header: EntryHeader, payload: Data, expiresAt: Date?) {
+        var bytes = Data(capacity: header.length + payload.count)
+        payload.withUnsafeBytes { bytes.append(contentsOf: header.encode(payload: $0)) }
+        bytes.append(payload)
+        self.init(bytes: bytes, expiresAt: expiresAt)
+    }
+}
+
+extension Result {
+    fileprivate var succeeded: Bool {
+        if case .success = self { true } else { false }
+    }
+
+    fileprivate var timedOut: Bool {
+        if case .failure(let error) = self { error is SharedTierCall.TimedOut } else { false }
+    }
+}

@@ -1,0 +1,257 @@
+import CashierEntryFormat
+import CashierPlatform
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// One store several servers share, in memory, as servers share one PostgreSQL: each server's
+/// cache reaches it through a ``FakeSharedTier`` of its own (`tier(_:)`), and a change one
+/// makes is streamed to the others' ``SharedTier/changes()``.
+///
+/// It counts what it is asked (stores and reads per slot, removals), and can fail every call,
+/// hang every call until the call is cancelled, hold stores at a gate, damage a record, end
+/// the streams, and send a change as if another server had made it.
+final class SharedBacking: Sendable {
+    enum Mode: Sendable {
+        case working
+        /// Every call throws ``Unavailable``.
+        case failing
+        /// Every call waits until it is cancelled (the cache's timeout cancels it).
+        case hanging
+    }
+
+    struct Unavailable: Error, CustomStringConvertible {
+        var description: String { "the fake shared tier is down" }
+    }
+
+    private struct State {
+        var records: [SharedSlot: SharedRecord] = [:]
+        var stores: [SharedSlot: Int] = [:]
+        var reads: [SharedSlot: Int] = [:]
+        var removals: [String] = []
+        var removalsOfAll = 0
+        var mode = Mode.working
+        /// Open streams by server, each by its id.
+        var streams: [Int: [Int: AsyncStream<SharedChange>.Continuation]] = [:]
+        var nextID = 0
+        /// How many times each server asked for ``SharedTier/changes()``.
+        var subscriptions: [Int: Int] = [:]
+        /// Streams that ended (finished here or dropped by their consumer).
+        var endedStreams = 0
+        var hanging: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var cancelledBeforeHanging: Set<Int> = []
+        var gatesStores = false
+        var atGate: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Locked(State())
+
+    /// The tier server `server` reaches the store through.
+    func tier(_ server: Int) -> FakeSharedTier { FakeSharedTier(backing: self, server: server) }
+
+    var mode: Mode {
+        get { state.withLock { $0.mode } }
+        set { state.withLock { $0.mode = newValue } }
+    }
+
+    func stores(in slot: SharedSlot) -> Int { state.withLock { $0.stores[slot] ?? 0 } }
+    func reads(in slot: SharedSlot) -> Int { state.withLock { $0.reads[slot] ?? 0 } }
+    var removals: [String] { state.withLock { $0.removals } }
+    var removalsOfAll: Int { state.withLock { $0.removalsOfAll } }
+    func subscriptions(of server: Int) -> Int { state.withLock { $0.subscriptions[server] ?? 0 } }
+    var endedStreams: Int { state.withLock { $0.endedStreams } }
+    func record(in slot: SharedSlot) -> SharedRecord? { state.withLock { $0.records[slot] } }
+
+    /// The value the record in `slot` holds, decoded as a read would (`nil`: none, or damaged).
+    func value<V: Codable & Sendable>(_ type: V.Type, in slot: SharedSlot) -> V? {
+        guard let record = record(in: slot),
+            case .entry(let header, let payload) = DiskStore.readEntry(
+                fromRecord: [UInt8](record.bytes), wantsPayload: true)
+        else { return nil }
+        return try? ValueCoding.decode(V.self, from: payload ?? Data(), format: header.format)
+    }
+
+    /// Flips one byte of the record in `slot` (its last: the payload's, which the checksum covers).
+    func damage(_ slot: SharedSlot) {
+        state.withLock { state in
+            guard var record = state.records[slot], !record.bytes.isEmpty else { return }
+            record.bytes[record.bytes.count - 1] ^= 0xFF
+            state.records[slot] = record
+        }
+    }
+
+    /// Sends `change` to server `server`'s streams, as if another server had made it.
+    func send(_ change: SharedChange, to server: Int) {
+        let streams = state.withLock { Array(($0.streams[server] ?? [:]).values) }
+        for stream in streams { stream.yield(change) }
+    }
+
+    /// Ends every stream of server `server`, as an implementation that lost its connection for good.
+    func endStreams(of server: Int) {
+        let streams = state.withLock { Array(($0.streams[server] ?? [:]).values) }
+        for stream in streams { stream.finish() }
+    }
+
+    /// Holds every store at a gate from now until ``openGate()``.
+    func closeGate() { state.withLock { $0.gatesStores = true } }
+
+    /// How many stores wait at the gate.
+    var storesAtGate: Int { state.withLock { $0.atGate.count } }
+
+    func openGate() {
+        let waiting = state.withLock { state in
+            state.gatesStores = false
+            defer { state.atGate = [] }
+            return state.atGate
+        }
+        for store in waiting { store.resume() }
+    }
+
+    // MARK: What the tiers call
+
+    /// Fails or hangs as the mode says; returns when the call may go on.
+    fileprivate func enter() async throws {
+        switch mode {
+        case .working: return
+        case .failing: throw Unavailable()
+        case .hanging: try await hang()
+        }
+    }
+
+    private func hang() async throws {
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let cancelled = state.withLock { state in
+                    if state.cancelledBeforeHanging.remove(id) != nil { return true }
+                    state.hanging[id] = continuation
+                    return false
+                }
+                if cancelled { continuation.resume(throwing: CancellationError()) }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                if let continuation = state.hanging.removeValue(forKey: id) { return continuation }
+                state.cancelledBeforeHanging.insert(id)
+                return nil
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    fileprivate func passGate() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let passes = state.withLock { state in
+                if state.gatesStores { state.atGate.append(continuation) }
+                return !state.gatesStores
+            }
+            if passes { continuation.resume() }
+        }
+    }
+
+    fileprivate func read(_ slot: SharedSlot) -> SharedRecord? {
+        state.withLock { state in
+            state.reads[slot, default: 0] += 1
+            return state.records[slot]
+        }
+    }
+
+    fileprivate func store(_ record: SharedRecord, in slot: SharedSlot, by server: Int) {
+        state.withLock { state in
+            state.records[slot] = record
+            state.stores[slot, default: 0] += 1
+        }
+        broadcast(.key(slot.name), from: server)
+    }
+
+    fileprivate func removeRecords(named name: String, by server: Int) {
+        state.withLock { state in
+            state.records = state.records.filter { $0.key.name != name }
+            state.removals.append(name)
+        }
+        broadcast(.key(name), from: server)
+    }
+
+    fileprivate func removeAllRecords(by server: Int) {
+        state.withLock { state in
+            state.records = [:]
+            state.removalsOfAll += 1
+        }
+        broadcast(.all, from: server)
+    }
+
+    /// Streams `change` to every server but `server`.
+    private func broadcast(_ change: SharedChange, from server: Int) {
+        let streams = state.withLock { state in
+            state.streams.filter { $0.key != server }.flatMap { $0.value.values }
+        }
+        for stream in streams { stream.yield(change) }
+    }
+
+    fileprivate func changes(for server: Int) -> AsyncStream<SharedChange> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SharedChange.self)
+        let id = state.withLock { state in
+            state.nextID += 1
+            state.subscriptions[server, default: 0] += 1
+            state.streams[server, default: [:]][state.nextID] = continuation
+            return state.nextID
+        }
+        continuation.onTermination = { [self] _ in
+            state.withLock { state in
+                state.streams[server]?[id] = nil
+                state.endedStreams += 1
+            }
+        }
+        return stream
+    }
+}
+
+/// One server's way to a ``SharedBacking``.
+struct FakeSharedTier: SharedTier {
+    let backing: SharedBacking
+    let server: Int
+
+    func record(in slot: SharedSlot) async throws -> SharedRecord? {
+        try await backing.enter()
+        return backing.read(slot)
+    }
+
+    func store(_ record: SharedRecord, in slot: SharedSlot) async throws {
+        try await backing.enter()
+        await backing.passGate()
+        backing.store(record, in: slot, by: server)
+    }
+
+    func removeRecords(named name: String) async throws {
+        try await backing.enter()
+        backing.removeRecords(named: name, by: server)
+    }
+
+    func removeAllRecords() async throws {
+        try await backing.enter()
+        backing.removeAllRecords(by: server)
+    }
+
+    func changes() -> AsyncStream<SharedChange> { backing.changes(for: server) }
+}
+
+/// Waits, without blocking a thread, until `condition` holds; records an issue naming `what`
+/// after `seconds` without it. For what a cache's background task does (the change stream),
+/// which no event announces; the bound is generous on purpose, it measures no speed.
+@discardableResult
+func eventually(
+    _ what: String, seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () -> Bool
+) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 2_000_000)
+    }
+    if condition() { return true }
+    Issue.record("\(what) did not happen within \(seconds) seconds", sourceLocation: sourceLocation)
+    return false
+}
