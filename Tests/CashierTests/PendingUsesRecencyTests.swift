@@ -1,0 +1,66 @@
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// Uses gathered for a window before their write (`DiskStore.usesWindow`): whatever orders
+/// entries by recency, or judges a sliding lifespan, right after a use must see it.
+@Suite struct PendingUsesRecencyTests {
+    let folder = TemporaryFolder()
+    let clock = TestClock()
+    let events = EventLog()
+    /// Large entries (files, each with its row), so a limit in whole entries is easy to state.
+    static let entryBytes = 16 * 1024
+    static let value = Data(repeating: 7, count: entryBytes)
+
+    static func key(_ index: Int) -> CacheKey<Data> { CacheKey<Data>("k\(index)") }
+
+    /// Ten entries written a second apart (k0 the oldest) by an instance without a limit;
+    /// answers a cache on the folder whose limit is passed by the next entry written.
+    func filledCache(memoryLimit: Int?) throws -> (writer: Cache, limited: Cache) {
+        // A limit far off, so that waiting settles the store's log: what is left is what entries take.
+        let writer = makeLimitedCache(
+            folder, clock: clock, diskLimit: 1 << 30, memoryLimit: 0, events: nil, evictionPolicy: .leastRecentlyUsed)
+        for index in 0..<10 {
+            try writer.set(Self.value, for: Self.key(index))
+            clock.advance(by: 1)
+        }
+        writer.waitForBackgroundWork()
+        let limited = makeLimitedCache(
+            folder, clock: clock, diskLimit: writer.totalSize + Self.entryBytes / 2, memoryLimit: memoryLimit,
+            events: events, evictionPolicy: .leastRecentlyUsed)
+        return (writer, limited)
+    }
+
+    @Test func aSizeSweepRightAfterADiskReadKeepsTheEntryRead() throws {
+        let (writer, cache) = try filledCache(memoryLimit: 0)
+        defer { _ = writer }
+        clock.advance(by: 600)
+        // A read from disk ten minutes after k0's last use: k0 is now the most recently used.
+        #expect(cache.value(for: Self.key(0)) == Self.value)
+        // The next write passes the limit; its sweep runs at once on the sweep queue.
+        try cache.set(Self.value, for: Self.key(10))
+        cache.disk?.drainSweepQueue()
+        cache.waitForBackgroundWork()
+        #expect(!events.evictions.isEmpty)
+        #expect(!events.evictions.contains("k0"), "evicted \(events.evictions)")
+        #expect(cache.value(for: Self.key(0)) == Self.value)
+    }
+
+    @Test func aSizeSweepRightAfterAMemoryHitKeepsTheEntryHit() throws {
+        let (writer, cache) = try filledCache(memoryLimit: nil)
+        defer { _ = writer }
+        // Into memory within a granularity of its write (no use for its row yet) …
+        #expect(cache.value(for: Self.key(0)) == Self.value)
+        cache.waitForBackgroundWork()
+        clock.advance(by: 600)
+        // … then a memory hit ten minutes later: a use the write below hands to the disk tier.
+        #expect(cache.value(for: Self.key(0)) == Self.value)
+        try cache.set(Self.value, for: Self.key(10))
+        cache.disk?.drainSweepQueue()
+        cache.waitForBackgroundWork()
+        #expect(!events.evictions.isEmpty)
+        #expect(!events.evictions.contains("k0"), "evicted \(events.evictions)")
+    }
+}
