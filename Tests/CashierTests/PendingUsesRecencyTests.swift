@@ -64,3 +64,65 @@ import Testing
         #expect(!events.evictions.contains("k0"), "evicted \(events.evictions)")
     }
 }
+
+extension PendingUsesRecencyTests {
+    @Test(arguments: [false, true])
+    func aReadOfAnInstanceJustGoneKeepsItsEntryFromTheNextInstancesCollection(ownDiskTier: Bool) throws {
+        do {
+            let (writer, _) = try filledCache(memoryLimit: 0)
+            clock.advance(by: 600)
+            // The last instance on the folder reads k0 from disk and goes: no wait for its work.
+            var configuration = makeConfiguration(folder, clock: clock)
+            configuration.memoryCountLimit = 0
+            let reader = Cache(configuration)
+            #expect(reader.value(for: Self.key(0)) == Self.value)
+            _ = writer
+        }
+        // The next instance in this process (a new disk tier: the last one went with its caches),
+        // or the next launch's, collects at once: k0 is the most recently used.
+        var configuration = makeConfiguration(folder, clock: clock, events: events)
+        if ownDiskTier { configuration.fileSystem = POSIXFileSystem() }
+        configuration.memoryCountLimit = 0
+        configuration.evictionPolicy = .leastRecentlyUsed
+        configuration.diskSizeLimit = folder.occupiedBytes - Self.entryBytes * 3 / 2
+        let next = Cache(configuration)
+        next.collectGarbage()
+        #expect(!events.evictions.isEmpty)
+        #expect(!events.evictions.contains("k0"), "evicted \(events.evictions)")
+    }
+}
+
+extension PendingUsesRecencyTests {
+    @Test func theUsesOfWritesAreDatedWhenTheyWereMadeNotWhenWritten() throws {
+        do {
+            // Memory tier on: each write's use is handed to the disk tier, to go with the next flush.
+            let cache = makeLimitedCache(
+                folder, clock: clock, diskLimit: 1 << 30, memoryLimit: nil, events: nil,
+                evictionPolicy: .leastRecentlyUsed)
+            for index in 0..<10 {
+                try cache.set(Self.value, for: Self.key(index))
+                clock.advance(by: 1)
+            }
+            // Ten minutes later (by the cache's clock, within the uses window by the real one),
+            // another instance reads k0 from disk, and both write what they gathered.
+            clock.advance(by: 600)
+            var configuration = makeConfiguration(folder, clock: clock)
+            configuration.memoryCountLimit = 0
+            let reader = Cache(configuration)
+            #expect(reader.value(for: Self.key(0)) == Self.value)
+            reader.waitForBackgroundWork()
+            clock.advance(by: 60)
+            cache.waitForBackgroundWork()
+        }
+        // The writes were uses at 0…9 s, not ten minutes later: k0, read since, is the most recent.
+        var configuration = makeConfiguration(folder, clock: clock, events: events)
+        configuration.fileSystem = POSIXFileSystem()
+        configuration.memoryCountLimit = 0
+        configuration.evictionPolicy = .leastRecentlyUsed
+        configuration.diskSizeLimit = folder.occupiedBytes - Self.entryBytes * 3 / 2
+        let next = Cache(configuration)
+        next.collectGarbage()
+        #expect(!events.evictions.isEmpty)
+        #expect(!events.evictions.contains("k0"), "evicted \(events.evictions)")
+    }
+}
