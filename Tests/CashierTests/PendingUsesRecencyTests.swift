@@ -126,3 +126,35 @@ extension PendingUsesRecencyTests {
         #expect(!events.evictions.contains("k0"), "evicted \(events.evictions)")
     }
 }
+
+extension PendingUsesRecencyTests {
+    static let session = CacheKey<String>("session", lifespan: .sinceLastUse(300))
+
+    @Test func anInstanceWithoutMemoryKnowsTheSlidingUseItJustMade() throws {
+        var configuration = makeConfiguration(folder, clock: clock, events: events)
+        configuration.memoryCountLimit = 0
+        let cache = Cache(configuration)
+        try cache.set("token", for: Self.session)
+        clock.advance(by: 290)
+        #expect(cache.value(for: Self.session) == "token")
+        // 210 s after its last use: valid for 90 s more. Its row still says it was last used at
+        // its write (the use waits for its window): judged by it, 200 s over, and discarded.
+        clock.advance(by: 210)
+        #expect(cache.value(for: Self.session) == "token")
+        #expect(events.discards.isEmpty)
+    }
+
+    @Test func aUseOfARemovedEntryIsNotCountedForTheEntryWrittenAfterIt() throws {
+        var configuration = makeConfiguration(folder, clock: clock)
+        configuration.memoryCountLimit = 0
+        let cache = Cache(configuration)
+        try cache.set("old", for: Self.session)
+        clock.advance(by: 100)
+        #expect(cache.value(for: Self.session) == "old") // a use of the old entry, pending
+        cache.removeValue(for: Self.session)
+        try cache.set("new", for: Self.session) // in the same second
+        cache.waitForBackgroundWork()
+        let row = try folder.row(for: Self.session.name)
+        #expect(row?.frequency == 0, "the new entry was never read")
+    }
+}

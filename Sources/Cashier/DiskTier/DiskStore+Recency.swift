@@ -70,8 +70,35 @@ extension DiskStore {
 
     /// The last use of an entry whose file reads `info`, for a ``Lifespan/sinceLastUse(_:)``
     /// lifespan: the file's access time, or what this process knows of later uses.
-    package func lastUse(of fileName: String, info: FileInfo) -> Double {
-        Self.lastUse(info: info, indexed: indexedLastUse(of: fileName))
+    /// With the store, a use of `key` gathered and not yet written counts too: the instance that
+    /// made it knows it exactly, and so does every instance on this disk tier.
+    package func lastUse(of fileName: String, key: String, info: FileInfo) -> Double {
+        max(Self.lastUse(info: info, indexed: indexedLastUse(of: fileName)), pendingExactUse(of: key) ?? -.infinity)
+    }
+
+    /// The latest exact use of `key` gathered for its row and not yet written, if any.
+    func pendingExactUse(of key: String) -> Double? {
+        guard openedStore != nil else { return nil }
+        let storeKey = Self.storeKey(key)
+        return storeState.withLock { state in
+            state.pendingExactUses.lazy.filter { $0.key == storeKey }.map { Double($0.time) }.max()
+        }
+    }
+
+    /// Forgets the uses gathered for `key`'s row (`nil`: every row's): its entry is removed, and
+    /// a use written later would count for the entry written next under its key. Call holding
+    /// the key's lock (the barrier of every key for `nil`).
+    func forgetPendingUses(of key: String?) {
+        let storeKey = key.map(Self.storeKey)
+        storeState.withLock { state in
+            guard let storeKey else {
+                state.pendingUses.removeAll()
+                state.pendingExactUses.removeAll()
+                return
+            }
+            state.pendingUses.removeAll { $0.key == storeKey }
+            state.pendingExactUses.removeAll { $0.key == storeKey }
+        }
     }
 
     /// The later of a file's access time and the last use an index holds for it (`nil`: none).

@@ -336,6 +336,7 @@ package final class DiskStore: Sendable {
     {
         switch storeForReading() {
         case .store(let store):
+            forgetPendingUses(of: key)
             try removeFromStore(store, key: key, until: MonotonicDeadline(milliseconds: busyTimeoutMilliseconds))
         case .failed(let error): throw error
         case .none: try remove(Self.fileName(for: key))
