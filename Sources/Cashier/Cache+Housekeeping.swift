@@ -133,6 +133,9 @@ extension Cache {
         guard let disk else { return }
         let (store, memory, origin, limits) = (store, memory, identity, limits)
         disk.sweepIfNeeded(limits: limits) { [weak self] in
+            // The uses gathered so far go first (this instance's memory hits, every read's from
+            // disk, waiting for their window): the victims are ordered by them.
+            if let self { self.recordMemoryUses() } else { disk.flushStoreUses() }
             let removals = disk.withFolderLock(waiting: false) {
                 store.commit(disk.planSweep(limits: limits), on: disk, dropping: memory, origin: origin)
             }

@@ -13,19 +13,32 @@ extension Cache {
     /// taken by a write under way off its thread (``recordMemoryUsesLater()``) written first.
     func recordMemoryUses() {
         guard let disk else { return }
-        usesWriting.lock()
-        defer { usesWriting.unlock() }
-        let keys = memory.takeUsedNames()
-        // With no memory use, the disk reads' uses still go now.
-        guard !keys.isEmpty else { return disk.flushStoreUses() }
-        disk.noteUses(ofKeys: keys, at: nowSeconds)
+        guard disk.openedStore != nil else {
+            usesWriting.lock()
+            defer { usesWriting.unlock() }
+            let keys = memory.takeUsedNames()
+            guard !keys.isEmpty else { return }
+            return disk.noteUses(ofKeys: keys, at: nowSeconds)
+        }
+        handOverMemoryUses(to: disk)
+        // With the disk reads' uses, and any a write under way has taken (it holds the flush).
+        disk.flushStoreUses()
     }
 
-    /// ``recordMemoryUses()`` off the caller's thread, on the disk tier's background queue, a
-    /// ``DiskStore/usesWindow`` later: what reads and writes call, so no recency write (a store
-    /// transaction, which may wait for another process's lock) runs on the caller's thread. One
-    /// is scheduled at a time and takes every use gathered in its window, so many uses go in
-    /// one transaction. ``waitForBackgroundWork()`` writes them at once.
+    /// Takes the memory tier's uses into those the disk tier gathers for its rows, as used now
+    /// (a sliding entry's at its own moment): no I/O. Under ``usesWriting``, so a caller that
+    /// orders by recency next finds every use taken meanwhile gathered.
+    private func handOverMemoryUses(to disk: DiskStore) {
+        usesWriting.lock()
+        defer { usesWriting.unlock() }
+        disk.gatherStoreUses(ofKeys: memory.takeUsedNames(), at: nowSeconds)
+    }
+
+    /// ``recordMemoryUses()`` with the write off the caller's thread, a ``DiskStore/usesWindow``
+    /// later: what reads and writes call, so no recency write (a store transaction, which may
+    /// wait for another process's lock) runs on the caller's thread. The uses are taken now and
+    /// stamped now, as the disk work that hands them over happens (a flush later must not date
+    /// them later); many go in one transaction. ``waitForBackgroundWork()`` writes them at once.
     ///
     /// A folder without a store (SQLite missing) keeps uses in this process's index and in
     /// access times, which no other process holds: written at once, as before.
@@ -33,16 +46,8 @@ extension Cache {
         guard let disk else { return }
         guard disk.openedStore != nil else { return recordMemoryUses() }
         guard memory.hasUsedNames else { return }
-        let schedules = usesWriteScheduled.withLock { scheduled in
-            defer { scheduled = true }
-            return !scheduled
-        }
-        guard schedules else { return }
-        // Weakly: an instance that goes first writes its uses itself, in `deinit`.
-        disk.afterUsesWindow { [weak self] in
-            self?.usesWriteScheduled.withLock { $0 = false }
-            self?.recordMemoryUses()
-        }
+        // Gathered uses schedule their write themselves (`DiskStore.persistStoreUses`).
+        handOverMemoryUses(to: disk)
     }
 
     /// Records a read at `now` that found `name`'s ``Lifespan/sinceLastUse(_:)`` entry valid,

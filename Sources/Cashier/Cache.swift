@@ -32,10 +32,8 @@ public final class Cache: Sendable {
     private let subscription: Int
     private let garbageCollection: GarbageCollectionTimer?
     private let memoryPressure: MemoryPressureSource?
-    /// Whether a write of the memory tier's uses is scheduled off the caller's thread
-    /// (``recordMemoryUsesLater()``): one at a time, taking every use gathered until it runs.
-    let usesWriteScheduled = Locked(false)
-    /// Held while the memory tier's uses are taken and written (``recordMemoryUses()``).
+    /// Held while the memory tier's uses are taken and handed to the disk tier (written too,
+    /// in a folder without a store: ``recordMemoryUses()``).
     let usesWriting = NSLock()
 
     /// Makes a cache. Never throws: the folder is created by the first write, and
@@ -84,15 +82,13 @@ public final class Cache: Sendable {
 
     deinit {
         memoryPressure?.stop()
-        // The uses gathered go to the disk tier off this thread (a deinit may run on the main
+        // The uses gathered are written now if that needs no wait, so the next instance on the
+        // folder (this process's, maybe with a disk tier of its own once this one's goes, or the
+        // next launch's) orders by them; else off this thread (a deinit may run on the main
         // thread; the write may wait for another process's lock).
         if let disk, disk.openedStore != nil {
-            let keys = memory.takeUsedNames()
-            let now = nowSeconds
-            disk.inBackground {
-                if !keys.isEmpty { disk.noteUses(ofKeys: keys, at: now) }
-                disk.flushStoreUses()
-            }
+            disk.gatherStoreUses(ofKeys: memory.takeUsedNames(), at: nowSeconds)
+            if !disk.flushStoreUsesIfFree() { disk.inBackground { disk.flushStoreUses() } }
         } else {
             recordMemoryUses()
         }

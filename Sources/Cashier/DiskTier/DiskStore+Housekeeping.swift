@@ -154,6 +154,7 @@ extension DiskStore {
         if let store = entryStore() {
             // Files are the store's to remove, under its lock (a file another process renames
             // into place meanwhile is that process's entry).
+            forgetPendingUses(of: nil)
             failures = removeAllFromStore(store)
             storeState.withLock { $0.occupiedEstimate = nil }
             state.withLock { $0.reset(loadedEmpty: failures.isEmpty) }

@@ -48,14 +48,7 @@ extension DiskStore {
     /// it comes with its own moment (a ``Lifespan/sinceLastUse(_:)`` entry's last use, which
     /// its lifespan runs from), which only ever moves an access time later.
     package func noteUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) {
-        if let store = openedStore {
-            // A use with its own moment is a sliding lifespan's: its row keeps it exactly, as
-            // garbage collection judges the lifespan by it; the others coarsely.
-            persistStoreUses(store, keys.filter { $0.usedAt == nil }.map { ($0.name, now) })
-            persistStoreUses(store, keys.compactMap { use in use.usedAt.map { (use.name, $0) } }, exactly: true)
-            flushStoreUses()
-            return
-        }
+        if gatherStoreUses(ofKeys: keys, at: now) { return flushStoreUses() }
         for (key, usedAt) in keys {
             let fileName = Self.fileName(for: key)
             let (known, stamp) = recordUse(fileName, at: usedAt ?? now)
@@ -63,10 +56,49 @@ extension DiskStore {
         }
     }
 
+    /// With the store, gathers the uses of `keys` for their rows, as ``noteUses(ofKeys:at:)``
+    /// records them, without writing them (``flushStoreUses()`` does); false without a store.
+    @discardableResult
+    func gatherStoreUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) -> Bool {
+        guard let store = openedStore else { return false }
+        // A use with its own moment is a sliding lifespan's: its row keeps it exactly, as
+        // garbage collection judges the lifespan by it; the others coarsely.
+        persistStoreUses(store, keys.filter { $0.usedAt == nil }.map { ($0.name, now) })
+        persistStoreUses(store, keys.compactMap { use in use.usedAt.map { (use.name, $0) } }, exactly: true)
+        return true
+    }
+
     /// The last use of an entry whose file reads `info`, for a ``Lifespan/sinceLastUse(_:)``
     /// lifespan: the file's access time, or what this process knows of later uses.
-    package func lastUse(of fileName: String, info: FileInfo) -> Double {
-        Self.lastUse(info: info, indexed: indexedLastUse(of: fileName))
+    /// With the store, a use of `key` gathered and not yet written counts too: the instance that
+    /// made it knows it exactly, and so does every instance on this disk tier.
+    package func lastUse(of fileName: String, key: String, info: FileInfo) -> Double {
+        max(Self.lastUse(info: info, indexed: indexedLastUse(of: fileName)), pendingExactUse(of: key) ?? -.infinity)
+    }
+
+    /// The latest exact use of `key` gathered for its row and not yet written, if any.
+    func pendingExactUse(of key: String) -> Double? {
+        guard openedStore != nil else { return nil }
+        let storeKey = Self.storeKey(key)
+        return storeState.withLock { state in
+            state.pendingExactUses.lazy.filter { $0.key == storeKey }.map { Double($0.time) }.max()
+        }
+    }
+
+    /// Forgets the uses gathered for `key`'s row (`nil`: every row's): its entry is removed, and
+    /// a use written later would count for the entry written next under its key. Call holding
+    /// the key's lock (the barrier of every key for `nil`).
+    func forgetPendingUses(of key: String?) {
+        let storeKey = key.map(Self.storeKey)
+        storeState.withLock { state in
+            guard let storeKey else {
+                state.pendingUses.removeAll()
+                state.pendingExactUses.removeAll()
+                return
+            }
+            state.pendingUses.removeAll { $0.key == storeKey }
+            state.pendingExactUses.removeAll { $0.key == storeKey }
+        }
     }
 
     /// The later of a file's access time and the last use an index holds for it (`nil`: none).
@@ -148,9 +180,41 @@ extension DiskStore {
         sweepQueue.asyncAfter(deadline: .now() + Self.usesWindow, execute: work)
     }
 
+    /// ``flushStoreUses()`` now if that needs no wait (the store's writer and lock free, commits
+    /// not synchronized: see ``noteSlidingUseIfFree(_:at:)``). What could not be written stays
+    /// gathered. Returns whether none is left.
+    func flushStoreUsesIfFree() -> Bool {
+        guard let store = openedStore, !storeState.withLock({ $0.synchronized }), usesFlushing.try() else {
+            return false
+        }
+        defer { usesFlushing.unlock() }
+        var (coarse, exact) = storeState.withLock { state in
+            defer {
+                state.pendingUses.removeAll()
+                state.pendingExactUses.removeAll()
+            }
+            return (state.pendingUses, state.pendingExactUses)
+        }
+        if !coarse.isEmpty, store.recordUsesIfFree(coarse, granularity: Int64(Self.recencyGranularity)) {
+            coarse = []
+        }
+        if !exact.isEmpty, store.recordUsesIfFree(exact, granularity: 0) { exact = [] }
+        guard !coarse.isEmpty || !exact.isEmpty else { return true }
+        storeState.withLock { state in
+            state.pendingUses.insert(contentsOf: coarse, at: 0)
+            state.pendingExactUses.insert(contentsOf: exact, at: 0)
+        }
+        return false
+    }
+
     /// Writes the uses gathered so far into their rows, in one transaction (two with exact ones).
+    ///
+    /// One at a time (``usesFlushing``): a caller that orders by recency next (a sweep, garbage
+    /// collection) finds the uses a flush under way took written first.
     func flushStoreUses() {
         guard let store = openedStore else { return }
+        usesFlushing.lock()
+        defer { usesFlushing.unlock() }
         let (coarse, exact) = storeState.withLock { state in
             defer {
                 state.pendingUses.removeAll()

@@ -32,6 +32,8 @@ package final class DiskStore: Sendable {
     let scanLock = NSLock()
     /// The folder's store of small entries and index of all (DiskStore+Store.swift), once opened.
     let storeState = Locked(StoreState())
+    /// Held while gathered uses are taken and written (``flushStoreUses()``).
+    let usesFlushing = NSLock()
     /// Serializes opening the store in this process.
     let storeOpenLock = NSLock()
     /// Whether small entries go to the store and the index is the store's; otherwise every
@@ -334,6 +336,7 @@ package final class DiskStore: Sendable {
     {
         switch storeForReading() {
         case .store(let store):
+            forgetPendingUses(of: key)
             try removeFromStore(store, key: key, until: MonotonicDeadline(milliseconds: busyTimeoutMilliseconds))
         case .failed(let error): throw error
         case .none: try remove(Self.fileName(for: key))

@@ -154,7 +154,7 @@ extension Cache {
         let now = nowSeconds
         var usedAt = now
         if metadata.lifespan.slidingSeconds != nil {
-            metadata.lastUsedAt = disk.lastUse(of: entry.fileName, info: entry.info)
+            metadata.lastUsedAt = disk.lastUse(of: entry.fileName, key: key.name, info: entry.info)
             usedAt = metadata.use(at: now)
             metadata.lastUsedAt = usedAt
         }
@@ -229,7 +229,8 @@ extension Cache {
             let entry = readJudged(name, from: disk, expecting: expectation, report: &report)
             publishChanges(of: report, for: name)
             return entry.map {
-                EntryMetadata($0.header, size: $0.info.size, lastUsedAt: disk.lastUse(of: $0.fileName, info: $0.info))
+                EntryMetadata(
+                    $0.header, size: $0.info.size, lastUsedAt: disk.lastUse(of: $0.fileName, key: name, info: $0.info))
             }
         }
         finishRead(report)
@@ -246,7 +247,7 @@ extension Cache {
             case .success(let (header, info)) = disk.readHeader(key: name),
             header.key == name
         else { return nil }
-        return EntryMetadata(header, size: info.size, lastUsedAt: disk.lastUse(of: fileName, info: info))
+        return EntryMetadata(header, size: info.size, lastUsedAt: disk.lastUse(of: fileName, key: name, info: info))
     }
 
 }
