@@ -73,10 +73,10 @@ import Testing
     @Test(arguments: [true, false], [false, true])
     func theFastPathReportsWhatTheEntryPathDoes(memoryOnly: Bool, returnsExpired: Bool) async throws {
         let cases: [(CacheKey<Int>, Double)] = [
-            (CacheKey<Int>("fresh", lifespan: .seconds(100)), 10),  // a hit
-            (CacheKey<Int>("old", lifespan: .seconds(100)), 200),  // expired
-            (CacheKey<Int>("idle", lifespan: .sinceLastUse(100)), 50),  // a sliding hit
-            (CacheKey<Int>("gone", lifespan: .sinceLastUse(100)), 200),  // a sliding one expired
+            (CacheKey<Int>("fresh", lifespan: .seconds(100)), 10), // a hit
+            (CacheKey<Int>("old", lifespan: .seconds(100)), 200), // expired
+            (CacheKey<Int>("idle", lifespan: .sinceLastUse(100)), 50), // a sliding hit
+            (CacheKey<Int>("gone", lifespan: .sinceLastUse(100)), 200), // a sliding one expired
             (CacheKey<Int>("locked", lifespan: .never), 1),
         ]
         for (key, advance) in cases {
