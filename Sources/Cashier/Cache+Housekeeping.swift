@@ -212,7 +212,10 @@ extension Cache {
         if let disk {
             guard !isFolderRefused(key: nil) else { return [] }
             let appVersion = configuration.appVersion
-            return disk.keys { $0.schemaVersion != nil || $0.appVersion == appVersion }.sorted()
+            let keys = disk.keys(acceptingEveryRecordOf: appVersion) {
+                $0.schemaVersion != nil || $0.appVersion == appVersion
+            }
+            return keys.sorted()
         }
         return memory.allRecords.map(\.name).sorted()
     }

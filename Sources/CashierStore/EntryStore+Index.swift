@@ -21,6 +21,50 @@ extension EntryStore {
         }
     }
 
+    /// Every entry's key, in no particular order, sorted out by what the index
+    /// tells of it without reading its record: `vouched`, rows laid out as ``RowRecord/shaped``
+    /// whose shape (what the records of one type and app version share) `vouches` accepts,
+    /// asked once a shape; `unread`, the other rows (the caller reads their records); `files`,
+    /// the large entries.
+    package func keys(vouchedBy vouches: (RowShape) -> Bool) throws(StoreError)
+        -> (vouched: [String], unread: [String], files: [String])
+    {
+        try withReader { connection throws(SQLiteError) in
+            let query = try connection.sqlite.cached(
+                "SELECT key, location, substr(record, 1, 3) FROM entry")
+            defer { query.reset() }
+            var keys: (vouched: [String], unread: [String], files: [String]) = ([], [], [])
+            // By shape id: whether `vouches` accepted it (nil: not asked yet, or no such shape).
+            var verdicts: [Int64: Bool] = [:]
+            var last: (id: Int64, vouched: Bool) = (0, false)
+            while try query.step() {
+                let location = query.int64(at: 1)
+                if location == RowRecord.shaped, let id = query.withBlob(at: 2, { RowRecord.shapeID($0)?.id }) {
+                    let vouched: Bool
+                    if id == last.id {
+                        vouched = last.vouched
+                    } else if let known = verdicts[id] {
+                        vouched = known
+                    } else {
+                        vouched = try connection.shape(id: id).map(vouches) ?? false
+                        verdicts[id] = vouched
+                    }
+                    last = (id, vouched)
+                    if vouched {
+                        keys.vouched.append(query.text(at: 0))
+                        continue
+                    }
+                }
+                if RowRecord.location(location) == .file {
+                    keys.files.append(query.text(at: 0))
+                } else {
+                    keys.unread.append(query.text(at: 0))
+                }
+            }
+            return keys
+        }
+    }
+
     /// The keys of the large entries (those whose record is a file), in no particular order.
     package func largeEntryKeys() throws(StoreError) -> [String] {
         try withReader { connection throws(SQLiteError) in

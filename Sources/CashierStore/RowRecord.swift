@@ -324,6 +324,19 @@ package struct RowShape: Sendable, Equatable {
         self.header = header
     }
 
+    /// The app version its records were written under; nil for records written without one
+    /// (the header's flag at offset 15), or names that do not hold it.
+    package var appVersion: String? {
+        guard header[15] == 1 else { return nil }
+        func length(at offset: Int) -> Int {
+            (0..<4).reduce(0) { $0 | Int(header[offset + $1]) << (8 * $1) }
+        }
+        let typeLength = length(at: 60)
+        let appLength = length(at: 64)
+        guard typeLength + appLength == names.count else { return nil }
+        return String(decoding: names[typeLength...], as: UTF8.self)
+    }
+
     /// Names longer than this (a type name of 1 KiB) keep their row ``RowRecord/compact``.
     package static let maximumNamesLength = 1024
     /// Shapes a store holds at most; when it holds them, new names keep their rows compact.

@@ -379,4 +379,25 @@ import Testing
         #expect(cache.value(for: key) == Self.small)
         #expect(cache.count == 1)
     }
+
+    // MARK: What keys lists
+
+    @Test(
+        "keys lists the rows of this app version and the versioned keys of any, never an unversioned key of another",
+        arguments: [3, 300])
+    func keysLeaveOutUnversionedEntriesOfAnotherAppVersion(olderEntries: Int) throws {
+        let older = Cache(makeConfiguration(folder, clock: clock, appVersion: "1.0"))
+        for index in 0..<olderEntries { try older.set(index, for: CacheKey<Int>("older-\(index)")) }
+        try older.set(1, for: CacheKey<Int>("versioned", schemaVersion: 1))
+        try older.set(Self.large, for: CacheKey<Data>("older-large"))
+        older.waitForBackgroundWork()
+        let current = Cache(makeConfiguration(folder, clock: clock, appVersion: "2.0"))
+        try current.set(2, for: CacheKey<Int>("current"))
+        try current.set("text", for: CacheKey<String>("current-text"))
+        try current.set(Self.large, for: CacheKey<Data>("current-large"))
+        let expected = ["current", "current-large", "current-text", "versioned"]
+        #expect(current.keys == expected)
+        #expect(Cache(makeConfiguration(folder, clock: clock, appVersion: "2.0")).keys == expected)
+        #expect(Cache(makeConfiguration(folder, clock: clock, appVersion: "1.0")).keys.count == olderEntries + 2)
+    }
 }

@@ -75,30 +75,43 @@ extension DiskStore {
     }
 
     /// The keys of every entry whose header `include` accepts, rows and files, keeping no
-    /// header: what ``Cache/keys`` lists. One pass over the records, one over the folder.
-    package func keys(where include: (EntryHeader) -> Bool) -> [String] {
+    /// header: what ``Cache/keys`` lists. One pass over the index; a row's record is read only
+    /// when its shape does not decide: `include` accepts every record written under
+    /// `acceptedAppVersion`, so a row whose shape says that version is listed unread.
+    package func keys(acceptingEveryRecordOf acceptedAppVersion: String? = nil, where include: (EntryHeader) -> Bool)
+        -> [String]
+    {
         guard let store = entryStore() else {
             return scanHeaders().entries.filter { include($0.header) }.map(\.header.key)
         }
+        let importing = storeState.withLock { $0.importPending }
         var keys: [String] = []
         var rowKeys = Set<String>()
         var fileKeys = Set<String>()
         do throws(StoreError) {
-            try store.forEachRecord { stored in
-                guard stored.entry.location == .row else {
-                    fileKeys.insert(stored.entry.key)
-                    return
-                }
-                rowKeys.insert(stored.entry.key)
-                guard case .success(let header) = Self.readRecord(stored.record, verifying: false),
+            // A shaped row's key bytes are its `key` column: its header's key is this one.
+            let listed = try store.keys { shape in acceptedAppVersion != nil && shape.appVersion == acceptedAppVersion }
+            keys = listed.vouched
+            fileKeys = Set(listed.files)
+            if importing { rowKeys = Set(listed.vouched + listed.unread) }
+            let unread = listed.unread
+            func list(_ stored: StoredRecord) {
+                guard stored.entry.location == .row,
+                    case .success(let header) = Self.readRecord(stored.record, verifying: false),
                     header.key == stored.entry.key, include(header)
                 else { return }
                 keys.append(header.key)
             }
+            // A few rows by point reads; many (an older version's) in one pass over the records.
+            if unread.count <= 256 {
+                for key in unread { if let stored = try store.record(for: key) { list(stored) } }
+            } else if !unread.isEmpty {
+                let wanted = Set(unread)
+                try store.forEachRecord { if wanted.contains($0.entry.key) { list($0) } }
+            }
         } catch {
             if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
         }
-        let importing = storeState.withLock { $0.importPending }
         guard !fileKeys.isEmpty || importing else { return keys }
         for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where Self.isEntryFileName(name) {
             guard case .success(let (header, _)) = readHeader(name), Self.isHome(name, of: header.key),
