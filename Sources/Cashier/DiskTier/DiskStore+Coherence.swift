@@ -71,7 +71,7 @@ extension DiskStore {
 extension Cache {
     /// Empties the memory tier when the folder's store changed since it last looked (another
     /// process wrote): checks at most once a ``MemoryTier/coherenceInterval``. The reads that
-    /// do not go through ``memoryHit(_:valueType:schemaVersion:copy:)`` call it first.
+    /// do not go through ``memoryHit(_:valueType:schemaVersion:fetching:copy:)`` call it first.
     func keepMemoryCoherentIfDue() {
         if memory.claimCoherenceCheck() { checkMemoryCoherence() }
     }

@@ -63,7 +63,7 @@ extension DiskStore {
         /// ``Lifespan/sinceLastUse(_:)`` entry's last use, which its expiry runs from).
         var pendingUses: [(key: String, time: Int64)] = []
         var pendingExactUses: [(key: String, time: Int64)] = []
-        /// Whether a write of the pending uses is scheduled (``scheduleUsesFlush()``).
+        /// Whether a write of the pending uses is scheduled (`scheduleUsesFlush()`).
         var usesFlushScheduled = false
         /// Whether files older than the store may lack rows still (an import is under way): a
         /// row written meanwhile removes its key's file, which no row would announce.
