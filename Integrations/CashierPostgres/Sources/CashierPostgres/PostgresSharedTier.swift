@@ -187,10 +187,12 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// another is deleting).
     @discardableResult
     public func sweep() async throws -> Int {
+        var statements = [table.deleteExpired(limit: options.sweepBatchSize)]
+        if let sizeLimit = options.sizeLimit {
+            statements.append(table.deleteBeyond(sizeLimit: sizeLimit, limit: options.sweepBatchSize))
+        }
         var removed = 0
-        for statement in [table.deleteExpired(limit: options.sweepBatchSize)]
-            + (options.sizeLimit.map { [table.deleteBeyond(sizeLimit: $0, limit: options.sweepBatchSize)] } ?? [])
-        {
+        for statement in statements {
             while true {
                 let count = try await perform("a sweep of \(options.tableName)") { [client] in
                     let rows = try await client.query(statement)

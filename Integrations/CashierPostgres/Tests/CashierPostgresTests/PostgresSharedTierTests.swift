@@ -135,6 +135,26 @@ struct PostgresSharedTierTests {
         }
     }
 
+    @Test func tierOnTheApplicationsClientLeavesThePoolToIt() async throws {
+        let options = TestDatabase.options()
+        try await TestDatabase.withTiers(1, options: options) { _, client in
+            // Not run: reads and writes need only the client, which the application runs.
+            let tier = PostgresSharedTier(client: client, options: options)
+            let slot = SharedSlot(name: "k", version: "app-1.0")
+            try await tier.store(record("v"), in: slot)
+            #expect(try await tier.record(in: slot) == record("v"))
+        }
+    }
+
+    @Test func plugsIntoACachesConfiguration() async throws {
+        try await TestDatabase.withTiers(1) { tiers, _ in
+            var configuration = Cashier.Cache.Configuration(name: "shared")
+            configuration.location = .memoryOnly
+            configuration.sharedTier = tiers[0]
+            #expect(configuration.sharedTier is PostgresSharedTier)
+        }
+    }
+
     @Test func twoInstancesCreateTheTableAtOnce() async throws {
         try await TestDatabase.withTiers(4) { tiers, _ in
             try await withThrowingTaskGroup(of: Void.self) { group in
