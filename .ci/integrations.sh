@@ -62,6 +62,7 @@ export CASHIER_POSTGRES_URL="postgres://cashier@127.0.0.1:$port/postgres"
 echo "$("$bin/postgres" --version) on 127.0.0.1:$port ($cluster)"
 
 for package in "${packages[@]}"; do
+    started=$SECONDS
     scratch=()
     if [ -n "${INTEGRATIONS_SCRATCH:-}" ]; then scratch=(--scratch-path "$INTEGRATIONS_SCRATCH"); fi
     echo "== integrations: $package: swift build"
@@ -73,6 +74,7 @@ for package in "${packages[@]}"; do
         echo "integrations: $package skipped tests although PostgreSQL is running" >&2
         exit 1
     fi
+    echo "integrations: $package built and tested in $((SECONDS - started)) s"
 done
 cd "$root"
 echo "== integrations passed"

@@ -98,11 +98,12 @@ public final class PostgresSharedTier: SharedTier, Service {
 
     public func record(in slot: SharedSlot) async throws -> SharedRecord? {
         try await perform("a read of \(slot)") { [table, client] in
-            let rows = try await client.query(table.select(slot))
-            for try await (bytes, expiresAt) in rows.decode((Data, Date?).self) {
-                return SharedRecord(bytes: bytes, expiresAt: expiresAt)
+            // Read to the end (one row at most): a sequence left unfinished holds its connection.
+            var found: SharedRecord?
+            for try await (bytes, expiresAt) in try await client.query(table.select(slot)).decode((Data, Date?).self) {
+                found = SharedRecord(bytes: bytes, expiresAt: expiresAt)
             }
-            return nil
+            return found
         }
     }
 
@@ -195,9 +196,9 @@ public final class PostgresSharedTier: SharedTier, Service {
         for statement in statements {
             while true {
                 let count = try await perform("a sweep of \(options.tableName)") { [client] in
-                    let rows = try await client.query(statement)
-                    for try await count in rows.decode(Int.self) { return count }
-                    return 0
+                    var removed = 0
+                    for try await count in try await client.query(statement).decode(Int.self) { removed = count }
+                    return removed
                 }
                 removed += count
                 if count < options.sweepBatchSize { break }
