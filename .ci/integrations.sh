@@ -8,8 +8,10 @@
 # port only, its data and socket in a temporary folder; fsync is off (nothing here must survive
 # a crash of the machine).
 #
-# INTEGRATIONS_SCRATCH=DIR builds every package in DIR instead of each package's .build: the
-# second and third packages then reuse what the first compiled of their common dependencies.
+# The three packages build in one scratch folder (Integrations/.build-ci, or INTEGRATIONS_SCRATCH):
+# the second and third reuse what the first compiled of the dependencies they share (swift-nio,
+# swift-crypto and BoringSSL twice, Cashier itself). From a new clone on 2 cores this took 6 min,
+# against 23 min with a .build per package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -63,8 +65,7 @@ echo "$("$bin/postgres" --version) on 127.0.0.1:$port ($cluster)"
 
 for package in "${packages[@]}"; do
     started=$SECONDS
-    scratch=()
-    if [ -n "${INTEGRATIONS_SCRATCH:-}" ]; then scratch=(--scratch-path "$INTEGRATIONS_SCRATCH"); fi
+    scratch=(--scratch-path "${INTEGRATIONS_SCRATCH:-$root/Integrations/.build-ci}")
     echo "== integrations: $package: swift build"
     swift build --build-tests --package-path "Integrations/$package" "${scratch[@]}"
     echo "== integrations: $package: swift test"
