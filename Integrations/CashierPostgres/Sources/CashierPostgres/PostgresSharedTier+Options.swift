@@ -1,0 +1,48 @@
+extension PostgresSharedTier {
+    /// How a ``PostgresSharedTier`` names its table and channel, bounds its calls and keeps its
+    /// table small.
+    public struct Options: Sendable {
+        /// The table records live in, created when missing. Default `cashier_entries`.
+        ///
+        /// Letters, digits and `_`, not starting with a digit, at most 48 characters (the tier
+        /// derives index names from it, and PostgreSQL cuts identifiers at 63 bytes). Instances
+        /// that share records must name the same table.
+        public var tableName: String = "cashier_entries"
+
+        /// The `LISTEN`/`NOTIFY` channel the change stream uses; `nil` (the default) uses
+        /// ``tableName``. Instances that share records must name the same channel.
+        public var channel: String? = nil
+
+        /// The most bytes of records the table keeps, or `nil` (the default) for no bound.
+        ///
+        /// Enforced by ``PostgresSharedTier/sweep()``: the records written longest ago (by
+        /// `updated_at`) go first. Between sweeps the table may exceed it by what was written.
+        public var sizeLimit: Int? = nil
+
+        /// How often ``PostgresSharedTier/run()`` sweeps expired records (and, with a
+        /// ``sizeLimit``, the oldest beyond it). Default one minute.
+        public var sweepInterval: Duration = .seconds(60)
+
+        /// How many rows one statement of a sweep deletes at most: a sweep runs statements of this
+        /// size until one deletes fewer, so no statement holds many row locks for long.
+        public var sweepBatchSize: Int = 500
+
+        /// The longest a call waits for PostgreSQL (for a connection, then for the answer) before
+        /// it throws ``PostgresSharedTierError/timedOut(operation:after:)``. Default 2 seconds.
+        ///
+        /// Cashier bounds each call by its own, shorter `sharedTierTimeout` as well; this bound
+        /// is for other callers and for the tier's own sweeps.
+        public var operationTimeout: Duration = .seconds(2)
+
+        /// How long, after PostgreSQL could not be reached, calls throw
+        /// ``PostgresSharedTierError/unreachable`` at once instead of waiting for it again, and
+        /// how long the change stream waits between attempts to listen again. Default 1 second.
+        public var retryDelay: Duration = .seconds(1)
+
+        /// Options with every default.
+        public init() {}
+
+        /// The channel the tier listens and notifies on.
+        var effectiveChannel: String { channel ?? tableName }
+    }
+}

@@ -1,0 +1,372 @@
+import Cashier
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+import ServiceLifecycle
+
+/// Cashier's shared tier on PostgreSQL: every instance of a server fleet reads and writes one
+/// table, and hears through `LISTEN`/`NOTIFY` which keys the others changed.
+///
+/// ```swift
+/// let tier = PostgresSharedTier(configuration: postgresConfiguration)
+/// var configuration = Cache.Configuration(name: "api")
+/// configuration.sharedTier = tier
+/// let cache = Cache(configuration)
+/// // in a ServiceGroup with the server, or in a task of its own:
+/// try await tier.run()
+/// ```
+///
+/// **One table** (``Options-swift.struct/tableName``, created when missing): a row per slot,
+/// `(name, version)` its primary key, with the record's bytes, their size, when it expires and
+/// when it was written. A store replaces the row; a read ignores an expired one; the server
+/// deletes expired rows in bounded batches (``sweep()``), and with a
+/// ``Options-swift.struct/sizeLimit`` the rows written longest ago beyond it.
+///
+/// **Changes**: each store and removal notifies the channel with the key's name and this
+/// instance's id, in the statement that writes, so others hear of it when it commits and this
+/// instance skips its own. After the listening connection was lost, ``changes()`` yields
+/// `.all` once it listens again: what happened meanwhile is unknown.
+///
+/// **Running it**: ``run()`` (this type is a swift-service-lifecycle `Service`) listens, sweeps
+/// and, for a tier made with ``init(configuration:options:logger:)``, runs the connection pool
+/// it owns. A tier made with ``init(client:options:logger:)`` uses a `PostgresClient` the
+/// application runs. Without ``run()`` reads and writes work (on a running client), but no
+/// change is heard and nothing is swept.
+///
+/// **Failure is bounded**: a call waits at most ``Options-swift.struct/operationTimeout`` and then
+/// throws; after PostgreSQL could not be reached, calls throw at once for
+/// ``Options-swift.struct/retryDelay`` before trying again.
+public final class PostgresSharedTier: SharedTier, Service {
+    /// The options the tier was made with.
+    public let options: Options
+    /// This instance's id in its notifications, so that it skips its own.
+    public let instanceID: UUID
+
+    private let client: PostgresClient
+    /// Whether ``run()`` runs `client` (the tier made it).
+    private let ownsClient: Bool
+    private let logger: Logger
+    private let table: Table
+    private let state = NIOLockedValueBox(State())
+    /// Wakes the sweeper: every ``Options-swift.struct/sweepInterval``, and when writes since the
+    /// last sweep may have passed the size limit.
+    private let sweepRequests: AsyncStream<Void>
+    private let sweepRequester: AsyncStream<Void>.Continuation
+
+    /// A tier on a `PostgresClient` the application runs (its `run()` in a task or a
+    /// `ServiceGroup`), shared with the application's own queries.
+    ///
+    /// - Precondition: ``Options-swift.struct/tableName`` and ``Options-swift.struct/channel``
+    ///   are valid names (letters, digits and `_`, at most 48 characters).
+    public convenience init(
+        client: PostgresClient, options: Options = Options(), logger: Logger = PostgresSharedTier.defaultLogger
+    ) {
+        self.init(client: client, ownsClient: false, options: options, logger: logger)
+    }
+
+    /// A tier with a connection pool of its own, made from `configuration` and run by ``run()``.
+    ///
+    /// - Precondition: ``Options-swift.struct/tableName`` and ``Options-swift.struct/channel``
+    ///   are valid names (letters, digits and `_`, at most 48 characters).
+    public convenience init(
+        configuration: PostgresClient.Configuration, options: Options = Options(),
+        logger: Logger = PostgresSharedTier.defaultLogger
+    ) {
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.init(client: client, ownsClient: true, options: options, logger: logger)
+    }
+
+    private init(client: PostgresClient, ownsClient: Bool, options: Options, logger: Logger) {
+        precondition(Table.isValidName(options.tableName), "invalid table name \(options.tableName.debugDescription)")
+        precondition(
+            Table.isValidName(options.effectiveChannel), "invalid channel \(options.effectiveChannel.debugDescription)")
+        precondition(options.sweepBatchSize > 0, "sweepBatchSize must be positive")
+        self.client = client
+        self.ownsClient = ownsClient
+        self.options = options
+        self.logger = logger
+        self.instanceID = UUID()
+        self.table = Table(name: options.tableName, channel: options.effectiveChannel)
+        (sweepRequests, sweepRequester) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// A logger that logs nothing, the default.
+    public static let defaultLogger = Logger(label: "cashier.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    // MARK: - SharedTier
+
+    public func record(in slot: SharedSlot) async throws -> SharedRecord? {
+        try await perform("a read of \(slot)") { [table, client] in
+            // Read to the end (one row at most): a sequence left unfinished holds its connection.
+            var found: SharedRecord?
+            for try await (bytes, expiresAt) in try await client.query(table.select(slot)).decode((Data, Date?).self) {
+                found = SharedRecord(bytes: bytes, expiresAt: expiresAt)
+            }
+            return found
+        }
+    }
+
+    public func store(_ record: SharedRecord, in slot: SharedSlot) async throws {
+        let notice = notification(for: .key(slot.name))
+        try await perform("a write of \(slot)") { [table, client] in
+            try await client.execute(table.upsert(record, in: slot, notifying: notice))
+        }
+        requestSweepIfOverSize(adding: record.bytes.count)
+    }
+
+    public func removeRecords(named name: String) async throws {
+        let notice = notification(for: .key(name))
+        try await perform("a removal of \(name.debugDescription)") { [table, client] in
+            try await client.execute(table.delete(named: name, notifying: notice))
+        }
+    }
+
+    public func removeAllRecords() async throws {
+        let notice = notification(for: .all)
+        try await perform("a removal of every record") { [table, client] in
+            try await client.execute(table.deleteAll(notifying: notice))
+        }
+    }
+
+    public func changes() -> AsyncStream<SharedChange> {
+        // Unbounded: a subscriber that fell behind and lost a key would serve a stale value.
+        // Cashier's consumer only drops local copies, so it keeps up.
+        let (stream, continuation) = AsyncStream.makeStream(of: SharedChange.self)
+        let id = state.withLockedValue { state in
+            state.nextSubscriber += 1
+            state.subscribers[state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLockedValue { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    // MARK: - Running
+
+    /// Listens for other instances' changes, sweeps the table every
+    /// ``Options-swift.struct/sweepInterval`` and, for a tier that made its own pool, runs it;
+    /// until the task is cancelled or the service group shuts down gracefully. Call it once.
+    ///
+    /// When it returns, the streams of ``changes()`` finish.
+    public func run() async throws {
+        let isFirstRun = state.withLockedValue { state in
+            defer { state.hasRun = true }
+            return !state.hasRun
+        }
+        precondition(isFirstRun, "PostgresSharedTier.run() is called once")
+        defer { finishSubscribers() }
+        await withTaskGroup(of: Void.self) { group in
+            if ownsClient {
+                group.addTask { await self.client.run() }
+            }
+            await cancelWhenGracefulShutdown {
+                await withTaskGroup(of: Void.self) { work in
+                    work.addTask { await self.listen() }
+                    work.addTask { await self.sweepWhenAsked() }
+                    work.addTask { await self.askForSweeps() }
+                }
+            }
+            // The pool closes once the tier no longer needs it.
+            group.cancelAll()
+        }
+    }
+
+    /// Creates the table and its indexes when missing. Calls do so on first use; call this to
+    /// find a missing privilege at start-up rather than at the first read.
+    public func prepare() async throws {
+        try await perform("the creation of table \(options.tableName)") {}
+    }
+
+    /// Deletes expired records and, with a ``Options-swift.struct/sizeLimit``, the records
+    /// written longest ago beyond it, in statements of at most
+    /// ``Options-swift.struct/sweepBatchSize`` rows. Returns how many records it deleted.
+    ///
+    /// ``run()`` calls it periodically; several instances may sweep at once (each skips the rows
+    /// another is deleting).
+    @discardableResult
+    public func sweep() async throws -> Int {
+        var statements = [table.deleteExpired(limit: options.sweepBatchSize)]
+        if let sizeLimit = options.sizeLimit {
+            statements.append(table.deleteBeyond(sizeLimit: sizeLimit, limit: options.sweepBatchSize))
+        }
+        var removed = 0
+        for statement in statements {
+            while true {
+                let count = try await perform("a sweep of \(options.tableName)") { [client] in
+                    var removed = 0
+                    for try await count in try await client.query(statement).decode(Int.self) { removed = count }
+                    return removed
+                }
+                removed += count
+                if count < options.sweepBatchSize { break }
+            }
+        }
+        state.withLockedValue { $0.bytesSinceSweep = 0 }
+        return removed
+    }
+
+    // MARK: - Calls
+
+    /// Runs `body` within ``Options-swift.struct/operationTimeout``, after creating the table if
+    /// no call has yet; marks the server unreachable when it could not be reached.
+    private func perform<T: Sendable>(
+        _ operation: String, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let now = ContinuousClock.now
+        let isReachable = state.withLockedValue { state in
+            guard let until = state.unreachableUntil, now < until else { return true }
+            return false
+        }
+        guard isReachable else { throw PostgresSharedTierError.unreachable }
+        do {
+            return try await withDeadline(options.operationTimeout, operation: operation) {
+                try await self.createTableIfNeeded()
+                return try await body()
+            }
+        } catch {
+            if Self.isConnectionFailure(error) { markUnreachable() }
+            throw error
+        }
+    }
+
+    private func createTableIfNeeded() async throws {
+        guard !state.withLockedValue({ $0.isTableReady }) else { return }
+        for statement in table.creation {
+            do {
+                try await client.execute(statement)
+            } catch let error as PSQLError where error.code == .server {
+                // Another instance created it between `IF NOT EXISTS` and the insert into the
+                // catalog (unique_violation 23505, duplicate_table 42P07): it exists now.
+                let code = error.serverInfo?[.sqlState]
+                guard code == "23505" || code == "42P07" else { throw error }
+            }
+        }
+        state.withLockedValue { $0.isTableReady = true }
+    }
+
+    /// Whether `error` says PostgreSQL could not be reached (rather than refused a statement).
+    private static func isConnectionFailure(_ error: any Error) -> Bool {
+        switch error {
+        case PostgresSharedTierError.timedOut: true
+        case let error as PSQLError: error.code != .server && error.code != .queryCancelled
+        default: false
+        }
+    }
+
+    private func markUnreachable() {
+        let until = ContinuousClock.now.advanced(by: options.retryDelay)
+        state.withLockedValue { $0.unreachableUntil = until }
+    }
+
+    private func requestSweepIfOverSize(adding count: Int) {
+        guard let limit = options.sizeLimit else { return }
+        let isDue = state.withLockedValue { state in
+            state.bytesSinceSweep += count
+            // A sweep per eighth of the limit written: the table exceeds it by that much at most
+            // between sweeps, plus what other instances wrote.
+            return state.bytesSinceSweep > max(limit / 8, 1)
+        }
+        if isDue { sweepRequester.yield() }
+    }
+
+    // MARK: - Background work
+
+    private func askForSweeps() async {
+        while (try? await Task.sleep(for: options.sweepInterval)) != nil {
+            sweepRequester.yield()
+        }
+    }
+
+    private func sweepWhenAsked() async {
+        for await _ in sweepRequests {
+            if Task.isCancelled { return }
+            do {
+                let removed = try await sweep()
+                if removed > 0 { logger.debug("swept \(removed) records from \(options.tableName)") }
+            } catch {
+                logger.warning("sweep of \(options.tableName) failed: \(String(reflecting: error))")
+            }
+        }
+    }
+
+    /// Listens on the channel until cancelled, again after every lost connection; once listening
+    /// again, tells subscribers that anything may have changed meanwhile.
+    private func listen() async {
+        var hasListened = false
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: table.channel) { notifications in
+                        self.state.withLockedValue { state in
+                            state.unreachableUntil = nil
+                            state.isListening = true
+                        }
+                        defer { self.state.withLockedValue { $0.isListening = false } }
+                        if hasListened { self.broadcast(.all) }
+                        hasListened = true
+                        for try await notification in notifications { self.receive(notification.payload) }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.info("listening on \(table.channel) stopped: \(String(reflecting: error))")
+                if Self.isConnectionFailure(error) { markUnreachable() }
+            }
+            // A connection that closed without an error is lost all the same: listen again.
+            guard (try? await Task.sleep(for: options.retryDelay)) != nil else { return }
+        }
+    }
+
+    private func receive(_ payload: String) {
+        guard let notice = Notice(payload: payload), notice.instance != instanceID.uuidString else { return }
+        broadcast(notice.change)
+    }
+
+    private func broadcast(_ change: SharedChange) {
+        let subscribers = state.withLockedValue { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.yield(change) }
+    }
+
+    private func finishSubscribers() {
+        let subscribers = state.withLockedValue { state in
+            defer { state.subscribers = [:] }
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+
+    /// Whether the tier listens to its channel now; for tests, which wait for it before they
+    /// expect to hear another instance.
+    var isListening: Bool { state.withLockedValue { $0.isListening } }
+
+    private func notification(for change: SharedChange) -> String {
+        Notice(instance: instanceID.uuidString, change: change).payload
+    }
+}
+
+extension PostgresClient {
+    /// Runs `query` and reads its rows to the end, which returns the connection to the pool.
+    fileprivate func execute(_ query: PostgresQuery) async throws {
+        for try await _ in try await self.query(query) {}
+    }
+}
+
+extension PostgresSharedTier {
+    /// What the lock guards: every field is read and written with the lock held, never across
+    /// an `await`.
+    private struct State {
+        var subscribers: [Int: AsyncStream<SharedChange>.Continuation] = [:]
+        var nextSubscriber = 0
+        var isTableReady = false
+        var hasRun = false
+        /// Until when calls throw ``PostgresSharedTierError/unreachable`` without trying.
+        var unreachableUntil: ContinuousClock.Instant?
+        /// Bytes stored by this instance since its last sweep.
+        var bytesSinceSweep = 0
+        /// Whether the channel is listened to now (tests wait for it).
+        var isListening = false
+    }
+}
