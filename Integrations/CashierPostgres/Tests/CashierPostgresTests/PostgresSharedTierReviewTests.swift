@@ -41,7 +41,7 @@ struct PostgresSharedTierReviewTests {
             for await _ in held.stream { break }
             let write = Task { try await tier.store(record("old"), in: slot) }
             try await Task.sleep(for: .milliseconds(200))
-            write.cancel()  // as Cashier does at its timeout
+            write.cancel() // as Cashier does at its timeout
             _ = await write.result
             let removed = (try? await tier.removeRecords(named: "race")) != nil
             try await blocker
@@ -72,7 +72,8 @@ struct PostgresSharedTierReviewTests {
         try await TestDatabase.withTiers(1) { tiers, _ in
             let tier = tiers[0]
             var generator = SystemRandomNumberGenerator()
-            let name = String((0..<3_000).map { _ in Character(UnicodeScalar(UInt8.random(in: 33...126, using: &generator))) })
+            let name = String(
+                (0..<3_000).map { _ in Character(UnicodeScalar(UInt8.random(in: 33...126, using: &generator))) })
             let slot = SharedSlot(name: name, version: "schema-1")
             try await tier.store(record("v"), in: slot)
             #expect(try await tier.record(in: slot) == record("v"))
@@ -84,7 +85,8 @@ struct PostgresSharedTierReviewTests {
     @Test func aKeyWithNULIsNeverAnotherKeys() async throws {
         try await TestDatabase.withTiers(1) { tiers, _ in
             let tier = tiers[0]
-            let stored = (try? await tier.store(record("nul"), in: SharedSlot(name: "a\u{0}b", version: "schema-1"))) != nil
+            let stored =
+                (try? await tier.store(record("nul"), in: SharedSlot(name: "a\u{0}b", version: "schema-1"))) != nil
             #expect(try await tier.record(in: SharedSlot(name: "a", version: "schema-1")) == nil)
             if stored {
                 #expect(try await tier.record(in: SharedSlot(name: "a\u{0}b", version: "schema-1")) == record("nul"))
