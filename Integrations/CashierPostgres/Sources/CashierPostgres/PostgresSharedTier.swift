@@ -243,12 +243,13 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// starts only after the earlier one's statement has ended, and one whose call gave up
     /// before its turn is never sent.
     private func performWrite(_ operation: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        // The table first, within the bound, before the write's own task may run the statement.
+        try await perform(operation) {}
         let write = state.withLockedValue { state -> Task<Void, any Error> in
             let previous = state.lastWrite
             let write = Task {
                 await previous?.value
                 try Task.checkCancellation()
-                try await self.createTableIfNeeded()
                 try await body()
             }
             state.lastWrite = Task { _ = await write.result }
