@@ -274,9 +274,10 @@ public final class PostgresSharedTier: SharedTier, Service {
                 try await client.execute(statement)
             } catch let error as PSQLError where error.code == .server {
                 // Another instance created it between `IF NOT EXISTS` and the insert into the
-                // catalog (unique_violation 23505, duplicate_table 42P07): it exists now.
+                // catalog (unique_violation 23505, duplicate_table 42P07, or duplicate_object
+                // 42710: `type "…" already exists`, the table's row type): it exists now.
                 let code = error.serverInfo?[.sqlState]
-                guard code == "23505" || code == "42P07" else { throw error }
+                guard code == "23505" || code == "42P07" || code == "42710" else { throw error }
             }
         }
         state.withLockedValue { $0.isTableReady = true }
