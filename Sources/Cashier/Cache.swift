@@ -69,8 +69,8 @@ public final class Cache: Sendable {
             garbageCollection = nil
         }
         memoryPressure = memory.limit == 0 ? nil : MemoryPressureSource()
-        let ledger = store.sharedTierLedger
-        shared = configuration.sharedTier.map { SharedTierLink(tier: $0, configuration: configuration, ledger: ledger) }
+        let queue = store.sharedTierWrites
+        shared = configuration.sharedTier.map { SharedTierLink(tier: $0, configuration: configuration, queue: queue) }
         // In the background: inside an expiring activity where the platform has them, and never
         // waiting for a folder lock another process holds (no lock across a suspension).
         garbageCollection?.start { [weak self] in

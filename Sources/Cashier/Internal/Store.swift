@@ -8,8 +8,11 @@ final class Store: Sendable {
     let hub = ChangeHub()
     let fetches = Locked<[String: FetchCall]>([:])
     let revalidating = Locked<Set<String>>([])
+    /// The changes of this folder's instances on their way to their shared tiers, in the
+    /// order they landed here (one queue for the folder: see ``SharedTierWrites``).
+    let sharedTierWrites = SharedTierWrites()
     /// Which keys' records in a shared tier this folder's reads must not trust now.
-    let sharedTierLedger = SharedTierLedger()
+    var sharedTierLedger: SharedTierLedger { sharedTierWrites.ledger }
 
     private init(disk: DiskStore?) {
         self.disk = disk

@@ -183,13 +183,25 @@ extension Cache {
     }
 }
 
-extension SharedTierWrites {
+/// One cache's way into its folder's ``SharedTierWrites``: its changes, for its tier.
+struct SharedTierLinkWrites: Sendable {
+    let queue: SharedTierWrites
+    let destination: SharedTierWrites.Destination
+
+    /// Queues `change` for this cache's tier (see ``SharedTierWrites/enqueue(_:to:)``).
+    func enqueue(_ change: SharedTierWrites.Change) {
+        queue.enqueue(change, to: destination)
+    }
+
     /// Queues a write of `header` and `payload` to `slot`, expiring when the entry does
     /// (`nil` when it never expires or is locked).
     func enqueueStore(slot: SharedSlot, header: EntryHeader, payload: Data, metadata: EntryMetadata) {
         let expiresAt = metadata.expiryDeadline.map { Date(timeIntervalSince1970: $0) }
         enqueue(.store(slot, header: header, payload: payload, expiresAt: expiresAt))
     }
+
+    /// Blocks until the folder's queued changes are sent (``SharedTierWrites/waitUntilSent()``).
+    func waitUntilSent() { queue.waitUntilSent() }
 }
 
 extension SharedSlot {

@@ -11,7 +11,8 @@ import Foundation
 final class SharedTierLink: Sendable {
     let tier: any SharedTier
     let timeout: TimeInterval
-    let writes: SharedTierWrites
+    /// The folder's queue of changes, with this cache's tier as their destination.
+    let writes: SharedTierLinkWrites
     let ledger: SharedTierLedger
     private let onEvent: (@Sendable (CacheEvent) -> Void)?
     private let state = Locked(State())
@@ -34,13 +35,16 @@ final class SharedTierLink: Sendable {
         var allGeneration: UInt64
     }
 
-    init(tier: any SharedTier, configuration: Cache.Configuration, ledger: SharedTierLedger) {
+    /// A link to `tier` whose changes go through `queue`, the folder's (``Store``).
+    init(tier: any SharedTier, configuration: Cache.Configuration, queue: SharedTierWrites) {
         self.tier = tier
         timeout = configuration.sharedTierTimeout
-        self.ledger = ledger
+        ledger = queue.ledger
         onEvent = configuration.onEvent
-        writes = SharedTierWrites(
-            tier: tier, timeout: configuration.sharedTierTimeout, ledger: ledger, onEvent: configuration.onEvent)
+        writes = SharedTierLinkWrites(
+            queue: queue,
+            destination: SharedTierWrites.Destination(
+                tier: tier, timeout: configuration.sharedTierTimeout, onEvent: configuration.onEvent))
     }
 
     // MARK: Reads

@@ -2,16 +2,20 @@ import CashierEntryFormat
 import CashierPlatform
 import Foundation
 
-/// The writes and removals of one ``Cache`` on their way to its ``SharedTier``: queued in the
-/// order they landed locally, sent one at a time, off the caller's thread.
+/// The writes and removals of every ``Cache`` of this process on one folder on their way to
+/// their ``SharedTier``: queued in the order they landed locally, sent one at a time, off the
+/// caller's thread. It lives in the folder's ``Store``, with the ledger: two instances on one
+/// folder change one set of entries, so their changes reach the tier in one order, the
+/// folder's (a removal by one is never overtaken by an earlier write of the other still on
+/// its way, which would bring the removed value back).
 ///
 /// - **Order.** Each change is queued under its key's lock (or the barrier of every key) in
 ///   the step that makes it locally, and the queue sends one change at a time, the next only
 ///   once the last has ended, even one cancelled at its timeout: a later change of a key never
-///   overtakes an earlier one.
-/// - **Superseded changes go unsent.** A change still queued when a later change of the same
-///   slot (a write), the same key (a removal) or every key (``Cache/removeAll()``) comes is
-///   dropped: the tier ends as it would have, and a tier that is down or slow keeps the
+///   overtakes an earlier one, whichever instance on the folder made either.
+/// - **Superseded changes go unsent.** A change still queued when a later change, for the same
+///   tier (``Destination``), of the same slot (a write), the same key (a removal) or every key
+///   (``Cache/removeAll()``) comes is dropped: the tier ends as it would have, and a tier that is down or slow keeps the
 ///   queue at one change a key.
 /// - **Failure is local.** A change that throws, or takes longer than the timeout, is reported
 ///   through `onEvent` as ``CacheEvent/failure(key:error:)`` of kind
@@ -49,44 +53,46 @@ final class SharedTierWrites: Sendable {
         }
     }
 
-    private struct State {
-        var queued: [Change] = []
-        /// Whether a task is sending the queue (one at a time).
-        var isSending = false
+    /// Where a change goes: one ``Cache``'s tier, its timeout and its event handler.
+    struct Destination: Sendable {
+        /// Tells destinations apart (by identity): only a change for the same one supersedes another.
+        let id = Identity()
+        final class Identity: Sendable {}
+        let tier: any SharedTier
+        let timeout: TimeInterval
+        let onEvent: (@Sendable (CacheEvent) -> Void)?
     }
 
-    private let tier: any SharedTier
-    private let timeout: TimeInterval
-    private let ledger: SharedTierLedger
-    private let onEvent: (@Sendable (CacheEvent) -> Void)?
+    private struct State {
+        var queued: [(change: Change, destination: Destination)] = []
+        /// Whether a task is sending the queue (one at a time).
+        var isSending = false
+        /// The timeout of the change being sent.
+        var sendingTimeout: TimeInterval = 0
+    }
+
+    /// Which keys' records the folder's reads must not trust now.
+    let ledger = SharedTierLedger()
     private let state = Locked(State())
     /// Entered for each change queued; left when it is superseded, sent, failed or timed out:
     /// what ``waitUntilSent()`` waits for.
     private let unsent = DispatchGroup()
 
-    init(
-        tier: any SharedTier, timeout: TimeInterval, ledger: SharedTierLedger,
-        onEvent: (@Sendable (CacheEvent) -> Void)?
-    ) {
-        self.tier = tier
-        self.timeout = timeout
-        self.ledger = ledger
-        self.onEvent = onEvent
-    }
-
     /// Queues `change`, dropping what it supersedes. Call holding its key's lock (or the
     /// barrier of every key, for ``Change/removeAll``), in the step that made it locally.
-    func enqueue(_ change: Change) {
+    func enqueue(_ change: Change, to destination: Destination) {
         unsent.enter()
         ledger.begin(change.name)
         let (superseded, startsSending) = state.withLock { state -> ([Change], Bool) in
             var superseded: [Change] = []
             state.queued.removeAll { queued in
-                guard queued.isSuperseded(by: change) else { return false }
-                superseded.append(queued)
+                guard queued.destination.id === destination.id, queued.change.isSuperseded(by: change) else {
+                    return false
+                }
+                superseded.append(queued.change)
                 return true
             }
-            state.queued.append(change)
+            state.queued.append((change, destination))
             defer { state.isSending = true }
             return (superseded, !state.isSending)
         }
@@ -101,32 +107,36 @@ final class SharedTierWrites: Sendable {
     /// and no longer than each one's timeout in turn and five seconds more (a tier that
     /// ignores cancellation, or a pool of threads all blocked, never blocks this for good).
     func waitUntilSent() {
-        let count = state.withLock { $0.queued.count + ($0.isSending ? 1 : 0) }
-        guard count > 0 else { return }
-        let bound = timeout.isFinite ? min(max(timeout, 0), 3600) * Double(count) + 5 : 5
+        let timeouts = state.withLock { state in
+            state.queued.map(\.destination.timeout) + (state.isSending ? [state.sendingTimeout] : [])
+        }
+        guard !timeouts.isEmpty else { return }
+        let bound = timeouts.reduce(5) { $0 + ($1.isFinite ? min(max($1, 0), 3600) : 0) }
         _ = unsent.wait(timeout: .now() + bound)
     }
 
     /// Sends the queue, one change at a time, until it is empty.
     private func sendQueued() async {
-        while let change = nextChange() {
-            await send(change)
+        while let (change, destination) = nextChange() {
+            await send(change, to: destination)
         }
     }
 
-    private func nextChange() -> Change? {
+    private func nextChange() -> (Change, Destination)? {
         state.withLock { state in
             guard !state.queued.isEmpty else {
                 state.isSending = false
                 return nil
             }
-            return state.queued.removeFirst()
+            let next = state.queued.removeFirst()
+            state.sendingTimeout = next.destination.timeout
+            return next
         }
     }
 
-    private func send(_ change: Change) async {
-        let tier = tier
-        let (outcome, call) = await SharedTierCall.run(within: timeout) {
+    private func send(_ change: Change, to destination: Destination) async {
+        let tier = destination.tier
+        let (outcome, call) = await SharedTierCall.run(within: destination.timeout) {
             switch change {
             case .store(let slot, let header, let payload, let expiresAt):
                 try await tier.store(SharedRecord(header: header, payload: payload, expiresAt: expiresAt), in: slot)
@@ -136,7 +146,7 @@ final class SharedTierWrites: Sendable {
                 try await tier.removeAllRecords()
             }
         }
-        if case .failure(let error) = outcome { report(error, of: change) }
+        if case .failure(let error) = outcome { report(error, of: change, to: destination.onEvent) }
         if outcome.timedOut {
             // Reported and no longer waited for; the next change waits until this one ends.
             unsent.leave()
@@ -148,7 +158,7 @@ final class SharedTierWrites: Sendable {
         }
     }
 
-    private func report(_ error: any Error, of change: Change) {
+    private func report(_ error: any Error, of change: Change, to onEvent: (@Sendable (CacheEvent) -> Void)?) {
         let what: String
         switch change {
         case .store(let slot, _, _, _): what = "storing \(slot) in the shared tier"

@@ -39,6 +39,9 @@ public struct CashierPersistDriver: PersistDriver {
     public func create<Object: Codable & Sendable>(key: String, value: Object, expires: Duration?) async throws {
         let data = try JSONEncoder().encode(value)
         let cacheKey = cacheKey(key)
+        // Brings what another instance stored in the shared tier into the local tiers, which
+        // the check below reads.
+        _ = await lookUp(cacheKey)
         try creations.withLock(for: key) {
             if let entry = cache.entry(for: cacheKey), !entry.isExpired { throw PersistError.duplicate }
             try cache.set(data, for: cacheKey, lifespan: Self.lifespan(expires))
@@ -48,6 +51,7 @@ public struct CashierPersistDriver: PersistDriver {
     public func set<Object: Codable & Sendable>(key: String, value: Object, expires: Duration?) async throws {
         let data = try JSONEncoder().encode(value)
         let cacheKey = cacheKey(key)
+        if expires == nil { _ = await lookUp(cacheKey) } // the expiry it keeps may be another instance's
         try creations.withLock(for: key) {
             var lifespan = Self.lifespan(expires)
             if expires == nil, let entry = cache.entry(for: cacheKey), !entry.isExpired, let expiresAt = entry.expiresAt
@@ -59,21 +63,23 @@ public struct CashierPersistDriver: PersistDriver {
     }
 
     public func get<Object: Codable & Sendable>(key: String, as type: Object.Type) async throws -> Object? {
-        try read(key, as: type)?.object
+        try await read(key, as: type)?.object
     }
 
     public func getWithTTL<Object: Codable & Sendable>(
         key: String, as type: Object.Type
     ) async throws -> (object: Object, ttl: Duration?)? {
-        try read(key, as: type)
+        try await read(key, as: type)
     }
 
     public func remove(key: String) async throws {
         cache.removeValue(for: cacheKey(key))
     }
 
-    private func read<Object: Decodable>(_ key: String, as: Object.Type) throws -> (object: Object, ttl: Duration?)? {
-        guard let entry = cache.entry(for: cacheKey(key)), !entry.isExpired else { return nil }
+    private func read<Object: Decodable>(_ key: String, as: Object.Type) async throws -> (
+        object: Object, ttl: Duration?
+    )? {
+        guard let entry = await lookUp(cacheKey(key)), !entry.isExpired else { return nil }
         let object: Object
         do {
             object = try JSONDecoder().decode(Object.self, from: entry.value)
@@ -83,6 +89,15 @@ public struct CashierPersistDriver: PersistDriver {
         let ttl = entry.expiresAt.map { Duration.seconds(max(0, $0.timeIntervalSince(cache.configuration.now()))) }
         return (object, ttl)
     }
+
+    /// The entry of `key` in memory, on disk, else in the shared tier (which the synchronous
+    /// `entry(for:)` never asks: values another instance stored would never be seen); `nil`
+    /// for none, or an expired one.
+    private func lookUp(_ key: CacheKey<Data>) async -> CacheEntry<Data>? {
+        try? await cache.entry(for: key) { () async throws -> Fetched<Data> in throw Absent() }
+    }
+
+    private struct Absent: Error {}
 
     private func cacheKey(_ key: String) -> CacheKey<Data> {
         CacheKey<Data>(keyPrefix + key, schemaVersion: 1)

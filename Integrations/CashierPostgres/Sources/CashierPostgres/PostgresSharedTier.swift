@@ -109,7 +109,7 @@ public final class PostgresSharedTier: SharedTier, Service {
 
     public func store(_ record: SharedRecord, in slot: SharedSlot) async throws {
         let notice = notification(for: .key(slot.name))
-        try await perform("a write of \(slot)") { [table, client] in
+        try await performWrite("a write of \(slot)") { [table, client] in
             try await client.execute(table.upsert(record, in: slot, notifying: notice))
         }
         requestSweepIfOverSize(adding: record.bytes.count)
@@ -117,14 +117,14 @@ public final class PostgresSharedTier: SharedTier, Service {
 
     public func removeRecords(named name: String) async throws {
         let notice = notification(for: .key(name))
-        try await perform("a removal of \(name.debugDescription)") { [table, client] in
+        try await performWrite("a removal of \(name.debugDescription)") { [table, client] in
             try await client.execute(table.delete(named: name, notifying: notice))
         }
     }
 
     public func removeAllRecords() async throws {
         let notice = notification(for: .all)
-        try await perform("a removal of every record") { [table, client] in
+        try await performWrite("a removal of every record") { [table, client] in
             try await client.execute(table.deleteAll(notifying: notice))
         }
     }
@@ -232,6 +232,41 @@ public final class PostgresSharedTier: SharedTier, Service {
         }
     }
 
+    /// Runs a write or removal (`body`) as ``perform(_:_:)`` does, once every earlier one of this
+    /// instance has ended.
+    ///
+    /// A call that timed out or was cancelled returns at once, but its statement, already on
+    /// the wire, runs on to its end (postgres-nio does not cancel an answer): a removal sent
+    /// next on another connection of the pool could commit first, and the write then bring the
+    /// removed value back for every instance. The `SharedTier` contract forbids applying a
+    /// change after the call returned; what this keeps is its point, the order: a later change
+    /// starts only after the earlier one's statement has ended, and one whose call gave up
+    /// before its turn is never sent.
+    private func performWrite(_ operation: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        // The table first, within the bound, before the write's own task may run the statement.
+        try await perform(operation) {}
+        let write = state.withLockedValue { state -> Task<Void, any Error> in
+            let previous = state.lastWrite
+            let write = Task {
+                await previous?.value
+                try Task.checkCancellation()
+                try await body()
+            }
+            state.lastWrite = Task { _ = await write.result }
+            return write
+        }
+        do {
+            try await withTaskCancellationHandler {
+                try await perform(operation) { try await write.value }
+            } onCancel: {
+                write.cancel()
+            }
+        } catch {
+            write.cancel()
+            throw error
+        }
+    }
+
     private func createTableIfNeeded() async throws {
         guard !state.withLockedValue({ $0.isTableReady }) else { return }
         for statement in table.creation {
@@ -239,9 +274,10 @@ public final class PostgresSharedTier: SharedTier, Service {
                 try await client.execute(statement)
             } catch let error as PSQLError where error.code == .server {
                 // Another instance created it between `IF NOT EXISTS` and the insert into the
-                // catalog (unique_violation 23505, duplicate_table 42P07): it exists now.
+                // catalog (unique_violation 23505, duplicate_table 42P07, or duplicate_object
+                // 42710: `type "…" already exists`, the table's row type): it exists now.
                 let code = error.serverInfo?[.sqlState]
-                guard code == "23505" || code == "42P07" else { throw error }
+                guard code == "23505" || code == "42P07" || code == "42710" else { throw error }
             }
         }
         state.withLockedValue { $0.isTableReady = true }
@@ -368,5 +404,7 @@ extension PostgresSharedTier {
         var bytesSinceSweep = 0
         /// Whether the channel is listened to now (tests wait for it).
         var isListening = false
+        /// Ends when the last write or removal started has ended (``performWrite(_:_:)``).
+        var lastWrite: Task<Void, Never>?
     }
 }

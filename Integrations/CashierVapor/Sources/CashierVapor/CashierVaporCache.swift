@@ -42,7 +42,13 @@ public struct CashierVaporCache: Vapor.Cache, Sendable {
     public func get<T>(_ key: String, as type: T.Type) -> EventLoopFuture<T?> where T: Decodable & Sendable {
         let cacheKey = cacheKey(key)
         return eventLoop.makeFutureWithTask { [cache] in
-            guard let entry = cache.entry(for: cacheKey), !entry.isExpired else { return nil }
+            // Through the shared tier too: the synchronous `entry(for:)` reads memory and disk
+            // only, and would never see what another instance stored.
+            guard
+                let entry = try? await cache.entry(
+                    for: cacheKey, fetch: { () async throws -> Fetched<Data> in throw Absent() }),
+                !entry.isExpired
+            else { return nil }
             return try JSONDecoder().decode(T.self, from: entry.value)
         }
     }
@@ -72,6 +78,8 @@ public struct CashierVaporCache: Vapor.Cache, Sendable {
     public func `for`(_ request: Request) -> CashierVaporCache {
         CashierVaporCache(cache: cache, keyPrefix: keyPrefix, on: request.eventLoop)
     }
+
+    private struct Absent: Error {}
 
     private func cacheKey(_ key: String) -> CacheKey<Data> {
         CacheKey<Data>(keyPrefix + key, schemaVersion: 1)
