@@ -50,7 +50,9 @@ extension SharedTierTests {
             #expect(backing.value(Int.self, in: Self.slot) == nil, "the tier resurrected a removed value")
             let server2 = cache(server: 2, onOtherFolder: true)
             #expect(try await server2.value(for: Self.key) { 9 } == 9)
-            #expect(try await one.value(for: Self.key) { 8 } == 8)
+            // Server 2's value (if its write reached the tier yet) or a fetch: never the removed 1.
+            let got = try await one.value(for: Self.key) { 8 }
+            #expect(got == 8 || got == 9, "the removed value came back: \(got)")
         }
 
         /// set, remove, set, remove, set while the first write hangs at the tier: the tier ends
