@@ -130,12 +130,14 @@ extension Cache {
     ///   folder sync after the rename fails, the new entry is in place (and read back)
     ///   but may not survive a power loss.
     public func set<V>(_ value: V, for key: CacheKey<V>, lifespan: Lifespan? = nil) throws {
-        try write(value, for: key, lifespan: lifespan)
+        try write(value, for: key, lifespan: lifespan, isFetched: false)
     }
 
     /// ``set(_:for:lifespan:)``, answering the metadata stored (what a fetched entry reports).
+    /// A fetched value (`isFetched`) leaves the shared tier's records of the key's other
+    /// versions; a value the app set removes them (``SharedTier/storeRemovingOtherVersions(_:in:)``).
     @discardableResult
-    func write<V>(_ value: V, for key: CacheKey<V>, lifespan: Lifespan?) throws -> EntryMetadata {
+    func write<V>(_ value: V, for key: CacheKey<V>, lifespan: Lifespan?, isFetched: Bool) throws -> EntryMetadata {
         let format = ValueCoding.format(for: V.self, codec: key.codec)
         let payload: Data
         do {
@@ -188,7 +190,7 @@ extension Cache {
                 if shared != nil {
                     shareWrite(
                         key.name, schemaVersion: key.schemaVersion, typeName: ValueCoding.typeName(of: V.self),
-                        format: format, metadata: metadata, payload: payload)
+                        format: format, metadata: metadata, payload: payload, removingOtherVersions: !isFetched)
                 }
             }
         } catch let error as CacheError {

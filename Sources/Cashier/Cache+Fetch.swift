@@ -210,7 +210,7 @@ extension Cache {
         let fetched = try await fetch()
         let metadata: EntryMetadata
         do {
-            metadata = try write(fetched.value, for: key, lifespan: fetched.lifespan)
+            metadata = try write(fetched.value, for: key, lifespan: fetched.lifespan, isFetched: true)
         } catch {
             // Reported by `write` through onEvent. The caller still gets the value, with
             // what would have been stored.

@@ -63,6 +63,29 @@ extension SharedTierTests {
             #expect(eventsB.discards.isEmpty)
         }
 
+        @Test func aWriteRemovesTheOtherVersionsRecordAndAFetchDoesNot() async throws {
+            let (old, new) = (server(1), server(2))
+            try old.set(User(name: "Ada", age: 36), for: Self.v1)
+            old.waitForBackgroundWork()
+            _ = try await new.value(for: Self.v2) { UserV2(fullName: "Ada", age: 36) }
+            new.waitForBackgroundWork()
+            // A fetched value fills its own slot and leaves the other version's.
+            #expect(backing.value(User.self, in: Self.slot1) == User(name: "Ada", age: 36))
+
+            // The app writes through the new version: the old version's record held the value
+            // it replaced, so it goes, and the old version fetches instead of serving it.
+            try new.set(UserV2(fullName: "Ada K.", age: 37), for: Self.v2)
+            new.waitForBackgroundWork()
+            #expect(backing.record(in: Self.slot1) == nil)
+            #expect(backing.value(UserV2.self, in: Self.slot2) == UserV2(fullName: "Ada K.", age: 37))
+            await eventually("the old server dropping its copy") { old.value(for: Self.v1) == nil }
+            let read = try await old.entry(for: Self.v1) { Fetched(User(name: "Ada K.", age: 37)) }
+            #expect(read.origin == .fetch)
+            #expect(read.value == User(name: "Ada K.", age: 37))
+            old.waitForBackgroundWork()
+            #expect(backing.removals.isEmpty)
+        }
+
         @Test func aNewVersionMigratesTheOldVersionsRecord() async throws {
             let (old, new) = (server(1), server(2))
             try old.set(User(name: "Ada", age: 36), for: Self.v1)

@@ -263,8 +263,11 @@ import Testing
         for n in 0..<5 { try b.set(n, for: CacheKey<Int>("n\(n)", schemaVersion: 1)) }
         b.waitForBackgroundWork()
         backing.send(.all, to: 2)
-        await eventually("B dropping everything") { b.count == 0 }
-        #expect((0..<5).allSatisfy { b.value(for: CacheKey<Int>("n\($0)", schemaVersion: 1)) == nil })
+        // The files go, then the memory tier, in one step of B's that `count` does not wait
+        // for: wait for both.
+        await eventually("B dropping everything") {
+            b.count == 0 && (0..<5).allSatisfy { b.value(for: CacheKey<Int>("n\($0)", schemaVersion: 1)) == nil }
+        }
         b.waitForBackgroundWork()
         #expect(backing.removalsOfAll == 0)
         #expect(backing.stores(in: SharedSlot(name: "n0", version: "schema-1")) == 1)

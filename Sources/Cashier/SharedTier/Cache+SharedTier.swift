@@ -157,17 +157,19 @@ extension Cache {
     // MARK: Changes that go to the tier
 
     /// Queues the entry a write stored for `name` for the shared tier. Call holding the key's
-    /// lock, after the write landed locally (its metadata final: lock, lifespan).
+    /// lock, after the write landed locally (its metadata final: lock, lifespan). A write of the
+    /// app's (`removingOtherVersions`) also removes the key's records of other versions: they
+    /// hold the value it replaced. A fetched value leaves them (they hold the same value).
     func shareWrite(
         _ name: String, schemaVersion: Int?, typeName: String, format: PayloadFormat, metadata: EntryMetadata,
-        payload: Data
+        payload: Data, removingOtherVersions: Bool
     ) {
         guard let shared else { return }
         let header = EntryHeader(
             key: name, typeName: typeName, format: format, metadata: metadata, payloadLength: payload.count)
         shared.writes.enqueueStore(
             slot: SharedSlot(name: name, schemaVersion: schemaVersion, appVersion: configuration.appVersion),
-            header: header, payload: payload, metadata: metadata)
+            header: header, payload: payload, metadata: metadata, removingOtherVersions: removingOtherVersions)
     }
 
     // MARK: Changes that come from the tier
@@ -194,10 +196,16 @@ struct SharedTierLinkWrites: Sendable {
     }
 
     /// Queues a write of `header` and `payload` to `slot`, expiring when the entry does
-    /// (`nil` when it never expires or is locked).
-    func enqueueStore(slot: SharedSlot, header: EntryHeader, payload: Data, metadata: EntryMetadata) {
+    /// (`nil` when it never expires or is locked), removing the key's other versions' records
+    /// when `removingOtherVersions`.
+    func enqueueStore(
+        slot: SharedSlot, header: EntryHeader, payload: Data, metadata: EntryMetadata,
+        removingOtherVersions: Bool = false
+    ) {
         let expiresAt = metadata.expiryDeadline.map { Date(timeIntervalSince1970: $0) }
-        enqueue(.store(slot, header: header, payload: payload, expiresAt: expiresAt))
+        enqueue(
+            .store(
+                slot, header: header, payload: payload, expiresAt: expiresAt, removingOthers: removingOtherVersions))
     }
 
     /// Blocks until the folder's queued changes are sent (``SharedTierWrites/waitUntilSent()``).

@@ -31,6 +31,19 @@ public protocol SharedTier: Sendable {
     /// (through their ``changes()``) that the key `slot.name` changed.
     func store(_ record: SharedRecord, in slot: SharedSlot) async throws
 
+    /// Stores `record` in `slot`, removes the records of the key's other versions (other
+    /// slots of `slot.name`), and tells the other instances that the key changed.
+    ///
+    /// Cashier calls it for a value the app wrote (``Cache/set(_:for:lifespan:)``): what the
+    /// other versions hold is then the value it replaced, and an instance of another version
+    /// must not read it back. A value stored after a fetch goes to ``store(_:in:)`` instead and
+    /// leaves the other versions' records, which hold the same value in their own shape
+    /// (removing them would have two versions refetch each other's keys in a loop).
+    ///
+    /// The default calls ``removeRecords(named:)``, then ``store(_:in:)``; an implementation
+    /// that can do both in one step should, so no reader finds the key missing in between.
+    func storeRemovingOtherVersions(_ record: SharedRecord, in slot: SharedSlot) async throws
+
     /// Removes the records of every slot of the key `name`, and tells the other instances.
     func removeRecords(named name: String) async throws
 
@@ -47,6 +60,15 @@ public protocol SharedTier: Sendable {
     /// another after a pause, and drops every local entry, since it cannot know what changed
     /// in between. It ends the stream itself (cancels its iteration) when it goes.
     func changes() -> AsyncStream<SharedChange>
+}
+
+extension SharedTier {
+    /// Removes every record of `slot.name` (``removeRecords(named:)``), then stores `record`
+    /// in `slot` (``store(_:in:)``): two calls, and two changes for the other instances.
+    public func storeRemovingOtherVersions(_ record: SharedRecord, in slot: SharedSlot) async throws {
+        try await removeRecords(named: slot.name)
+        try await store(record, in: slot)
+    }
 }
 
 /// Where a record lives in a ``SharedTier``: a key's name and the version its readers need.

@@ -26,8 +26,9 @@ import Foundation
 final class SharedTierWrites: Sendable {
     /// A change for the shared tier.
     enum Change: Sendable {
-        /// Store the entry (its header and payload; the record's bytes are made when sent).
-        case store(SharedSlot, header: EntryHeader, payload: Data, expiresAt: Date?)
+        /// Store the entry (its header and payload; the record's bytes are made when sent);
+        /// a write of the app's also removes the key's other versions (`removingOthers`).
+        case store(SharedSlot, header: EntryHeader, payload: Data, expiresAt: Date?, removingOthers: Bool)
         /// Remove every record of the key.
         case remove(String)
         /// Remove every record.
@@ -36,7 +37,7 @@ final class SharedTierWrites: Sendable {
         /// The key's name; `nil` for every key.
         var name: String? {
             switch self {
-            case .store(let slot, _, _, _): slot.name
+            case .store(let slot, _, _, _, _): slot.name
             case .remove(let name): name
             case .removeAll: nil
             }
@@ -46,7 +47,9 @@ final class SharedTierWrites: Sendable {
         func isSuperseded(by later: Change) -> Bool {
             switch (self, later) {
             case (_, .removeAll): true
-            case (.store(let slot, _, _, _), .store(let laterSlot, _, _, _)): slot == laterSlot
+            // A store that removes other versions is superseded only by another that does.
+            case (.store(let slot, _, _, _, let removing), .store(let laterSlot, _, _, _, let laterRemoving)):
+                slot == laterSlot && (laterRemoving || !removing)
             case (_, .remove(let name)): self.name == name
             default: false
             }
@@ -138,8 +141,13 @@ final class SharedTierWrites: Sendable {
         let tier = destination.tier
         let (outcome, call) = await SharedTierCall.run(within: destination.timeout) {
             switch change {
-            case .store(let slot, let header, let payload, let expiresAt):
-                try await tier.store(SharedRecord(header: header, payload: payload, expiresAt: expiresAt), in: slot)
+            case .store(let slot, let header, let payload, let expiresAt, let removingOthers):
+                let record = SharedRecord(header: header, payload: payload, expiresAt: expiresAt)
+                if removingOthers {
+                    try await tier.storeRemovingOtherVersions(record, in: slot)
+                } else {
+                    try await tier.store(record, in: slot)
+                }
             case .remove(let name):
                 try await tier.removeRecords(named: name)
             case .removeAll:
@@ -161,7 +169,7 @@ final class SharedTierWrites: Sendable {
     private func report(_ error: any Error, of change: Change, to onEvent: (@Sendable (CacheEvent) -> Void)?) {
         let what: String
         switch change {
-        case .store(let slot, _, _, _): what = "storing \(slot) in the shared tier"
+        case .store(let slot, _, _, _, _): what = "storing \(slot) in the shared tier"
         case .remove: what = "removing its records from the shared tier"
         case .removeAll: what = "removing every record from the shared tier"
         }

@@ -159,8 +159,11 @@ final class SharedBacking: Sendable {
         }
     }
 
-    fileprivate func store(_ record: SharedRecord, in slot: SharedSlot, by server: Int) {
+    /// Stores `record` in `slot` (and, `removingOthers`, removes the other slots of its key in
+    /// the same step, as one statement would); counted as a store, not a removal.
+    fileprivate func store(_ record: SharedRecord, in slot: SharedSlot, removingOthers: Bool = false, by server: Int) {
         state.withLock { state in
+            if removingOthers { state.records = state.records.filter { $0.key.name != slot.name } }
             state.records[slot] = record
             state.stores[slot, default: 0] += 1
         }
@@ -223,6 +226,12 @@ struct FakeSharedTier: SharedTier {
         try await backing.enter()
         await backing.passGate()
         backing.store(record, in: slot, by: server)
+    }
+
+    func storeRemovingOtherVersions(_ record: SharedRecord, in slot: SharedSlot) async throws {
+        try await backing.enter()
+        await backing.passGate()
+        backing.store(record, in: slot, removingOthers: true, by: server)
     }
 
     func removeRecords(named name: String) async throws {

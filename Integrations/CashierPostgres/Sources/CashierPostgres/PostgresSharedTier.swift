@@ -25,8 +25,12 @@ import ServiceLifecycle
 ///
 /// **Changes**: each store and removal notifies the channel with the key's name and this
 /// instance's id, in the statement that writes, so others hear of it when it commits and this
-/// instance skips its own. After the listening connection was lost, ``changes()`` yields
-/// `.all` once it listens again: what happened meanwhile is unknown.
+/// instance skips its own. A stream of ``changes()`` asked for before ``run()`` listens stays
+/// open and yields `.all` once it does (a cache made before the tier runs drops its local
+/// entries once, at that moment); after the listening connection was lost, the open streams
+/// yield `.all` once it listens again: what happened meanwhile is unknown. When ``run()``
+/// returns, the open streams finish (a cache then drops its local entries once, and the stream
+/// it asks for next stays open, silent, without dropping them again).
 ///
 /// **Running it**: ``run()`` (this type is a swift-service-lifecycle `Service`) listens, sweeps
 /// and, for a tier made with ``init(configuration:options:logger:)``, runs the connection pool
@@ -111,6 +115,16 @@ public final class PostgresSharedTier: SharedTier, Service {
         let notice = notification(for: .key(slot.name))
         try await performWrite("a write of \(slot)") { [table, client] in
             try await client.execute(table.upsert(record, in: slot, notifying: notice))
+        }
+        requestSweepIfOverSize(adding: record.bytes.count)
+    }
+
+    /// Stores `record` in `slot` and deletes the rows of the key's other versions, in one
+    /// statement with one notification.
+    public func storeRemovingOtherVersions(_ record: SharedRecord, in slot: SharedSlot) async throws {
+        let notice = notification(for: .key(slot.name))
+        try await perform("a write of \(slot) replacing its other versions") { [table, client] in
+            try await client.execute(table.upsertRemovingOtherVersions(record, in: slot, notifying: notice))
         }
         requestSweepIfOverSize(adding: record.bytes.count)
     }
@@ -328,21 +342,23 @@ public final class PostgresSharedTier: SharedTier, Service {
         }
     }
 
-    /// Listens on the channel until cancelled, again after every lost connection; once listening
-    /// again, tells subscribers that anything may have changed meanwhile.
+    /// Listens on the channel until cancelled, again after every lost connection. Each time it
+    /// starts listening, it tells the streams already open that anything may have changed: a
+    /// stream asked for before the first `LISTEN` (a cache made before ``run()`` started) was
+    /// promised the changes from its start on, and after a lost connection the changes in
+    /// between are unknown. A stream asked for while listening hears no such `.all`.
     private func listen() async {
-        var hasListened = false
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: table.channel) { notifications in
+                        // Before `isListening`: a stream asked for once that is set hears no `.all`.
+                        self.broadcast(.all)
                         self.state.withLockedValue { state in
                             state.unreachableUntil = nil
                             state.isListening = true
                         }
                         defer { self.state.withLockedValue { $0.isListening = false } }
-                        if hasListened { self.broadcast(.all) }
-                        hasListened = true
                         for try await notification in notifications { self.receive(notification.payload) }
                     }
                 }

@@ -35,6 +35,25 @@ struct PostgresSharedTierTests {
         }
     }
 
+    @Test func aStoreRemovingOtherVersionsLeavesOneRecordAndNotifiesOnce() async throws {
+        try await TestDatabase.withTiers(2) { tiers, client in
+            let (writer, reader) = (tiers[0], tiers[1])
+            try await TestDatabase.waitUntilListening(tiers)
+            let heard = reader.changes()
+            let old = SharedSlot(name: "profile", version: "schema-1")
+            let new = SharedSlot(name: "profile", version: "schema-2")
+            try await writer.store(record("old"), in: old)
+            try await writer.store(record("other"), in: SharedSlot(name: "other", version: "schema-1"))
+            try await writer.storeRemovingOtherVersions(record("new"), in: new)
+            #expect(try await writer.record(in: old) == nil)
+            #expect(try await writer.record(in: new) == record("new"))
+            #expect(try await rowCount(writer, client) == 2)
+            var changes: [SharedChange] = []
+            for _ in 0..<3 { changes.append(await firstChange(of: heard) ?? .all) }
+            #expect(changes == [.key("profile"), .key("other"), .key("profile")])
+        }
+    }
+
     @Test func expiredRecordIsAMissAndSweptByTheServer() async throws {
         try await TestDatabase.withTiers(1) { tiers, client in
             let tier = tiers[0]
@@ -102,9 +121,9 @@ struct PostgresSharedTierTests {
     @Test func anotherInstanceHearsOfWritesAndRemovalsButNotOfItsOwn() async throws {
         try await TestDatabase.withTiers(2) { tiers, _ in
             let (writer, reader) = (tiers[0], tiers[1])
+            try await TestDatabase.waitUntilListening(tiers)
             let heardByReader = reader.changes()
             let heardByWriter = writer.changes()
-            try await TestDatabase.waitUntilListening(tiers)
             try await writer.store(record("v"), in: SharedSlot(name: "profile", version: "schema-1"))
             #expect(await firstChange(of: heardByReader) == .key("profile"))
             try await writer.removeRecords(named: "feed")
@@ -120,8 +139,8 @@ struct PostgresSharedTierTests {
     @Test func lostConnectionYieldsAllOnceListeningAgain() async throws {
         try await TestDatabase.withTiers(2) { tiers, client in
             let (writer, reader) = (tiers[0], tiers[1])
-            let heard = reader.changes()
             try await TestDatabase.waitUntilListening(tiers)
+            let heard = reader.changes()
             // The server ends the backends listening on the channel, as a restart would.
             try await client.query(
                 """

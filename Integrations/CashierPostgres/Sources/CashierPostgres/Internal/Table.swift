@@ -68,6 +68,25 @@ struct Table: Sendable {
         """
     }
 
+    /// ``upsert(_:in:notifying:)``, deleting the name's rows of other versions in the same
+    /// statement: no reader finds the key missing in between, and one notification goes out.
+    func upsertRemovingOtherVersions(
+        _ record: SharedRecord, in slot: SharedSlot, notifying notice: String
+    ) throws -> PostgresQuery {
+        try """
+        WITH removed AS (
+            DELETE FROM \(unescaped: quoted) WHERE name = \(slot.name) AND version <> \(slot.version) RETURNING 1
+        ), written AS (
+            INSERT INTO \(unescaped: quoted) (name, version, bytes, size, expires_at, updated_at)
+            VALUES (\(slot.name), \(slot.version), \(record.bytes), \(record.bytes.count), \(record.expiresAt), now())
+            ON CONFLICT (name, version) DO UPDATE SET bytes = excluded.bytes, size = excluded.size,
+                expires_at = excluded.expires_at, updated_at = excluded.updated_at
+            RETURNING 1
+        )
+        SELECT pg_notify(\(channel), \(notice))
+        """
+    }
+
     func delete(named name: String, notifying notice: String) -> PostgresQuery {
         """
         WITH removed AS (DELETE FROM \(unescaped: quoted) WHERE name = \(name) RETURNING 1)

@@ -1,0 +1,41 @@
+import Cashier
+import Synchronization
+
+/// A shared tier that counts what this instance asks of the one it wraps: stores per slot
+/// (what "no key written more than once per version per expiry" is checked against) and reads.
+final class CountingTier: SharedTier {
+    let base: any SharedTier
+    private let counts = Mutex<Counts>(Counts())
+
+    struct Counts: Sendable {
+        var stores: [String: Int] = [:]
+        var reads = 0
+    }
+
+    init(_ base: any SharedTier) { self.base = base }
+
+    var snapshot: Counts { counts.withLock { $0 } }
+
+    func record(in slot: SharedSlot) async throws -> SharedRecord? {
+        counts.withLock { $0.reads += 1 }
+        return try await base.record(in: slot)
+    }
+
+    func store(_ record: SharedRecord, in slot: SharedSlot) async throws {
+        try await base.store(record, in: slot)
+        counted(slot)
+    }
+
+    func storeRemovingOtherVersions(_ record: SharedRecord, in slot: SharedSlot) async throws {
+        try await base.storeRemovingOtherVersions(record, in: slot)
+        counted(slot)
+    }
+
+    func removeRecords(named name: String) async throws { try await base.removeRecords(named: name) }
+    func removeAllRecords() async throws { try await base.removeAllRecords() }
+    func changes() -> AsyncStream<SharedChange> { base.changes() }
+
+    private func counted(_ slot: SharedSlot) {
+        counts.withLock { $0.stores["\(slot.name) \(slot.version)", default: 0] += 1 }
+    }
+}

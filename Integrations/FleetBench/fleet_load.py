@@ -1,0 +1,159 @@
+"""run.sh's figures (a) to (d); fleet.py's commands call these. Standard library only."""
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+
+from fleet import Client, Server, Tally, Versions, converge, run_mix, wrongness, zipf_sampler
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def fleet(args, work, count, shared=True, schema=1):
+    origin = os.path.join(work, "origin")
+    table = f"fleet_load_{random.randrange(1 << 30)}"
+    return [Server(args.binary, work, schema, origin, args.postgres if shared else None, table)
+            for _ in range(count)]
+
+
+def stop(servers):
+    crashed = [server.name for server in servers if not server.stop()]
+    if crashed:
+        print(f"  crashed before the end: {crashed}")
+
+
+def origin(args):
+    """(a) The same request stream (seeded: Zipf over 1000 items, 10% writes) through three
+    instances sharing the tier, then through one instance alone: origin fetches of each."""
+    fetches = {}
+    for label, count, shared in (("three", 3, True), ("one", 1, False)):
+        work = tempfile.mkdtemp(prefix="fleet-origin-")
+        servers = fleet(args, work, count, shared)
+        tally, _ = run_mix(servers, list(range(1000)), requests=args.requests, put_share=0.1, threads=6,
+                           sample=zipf_sampler(1000, seed=11))
+        fetches[label] = sum(server.stats()["originFetches"] for server in servers)
+        stop(servers)
+        shutil.rmtree(work, ignore_errors=True)
+        print(f"  {label} instance(s): {tally.requests} requests, {fetches[label]} origin fetches, "
+              f"{len(tally.errors)} errors, {len(tally.wrong)} wrong")
+    print(f"(a) origin fetches, 3 instances / 1 instance: {fetches['three'] / max(fetches['one'], 1):.3f}x "
+          f"(goal <= 1.1x)")
+    return 0
+
+
+def propagation(args):
+    """(b) A write on one instance (rotating), then the two others polled until they answer it:
+    time from the write's answer to each one's first answer of the new version."""
+    work = tempfile.mkdtemp(prefix="fleet-propagation-")
+    servers = fleet(args, work, 3)
+    ids = list(range(args.ids))
+    warm = Client()
+    for server in servers:
+        for id in ids:
+            warm.get(server, id)
+    versions, tally, delays = Versions(), Tally(), []
+    clients = [Client() for _ in servers]
+
+    def poll(reader, client, id, version, since):
+        while True:
+            answer = client.get(reader, id)
+            problem = wrongness(answer, reader, id)
+            if problem:
+                tally.wrong_value(problem)
+            if answer["item"]["version"] >= version:
+                delays.append((time.perf_counter() - since) * 1000)
+                return
+            if time.perf_counter() - since > 10:
+                tally.wrong_value(f"{reader.name} still answers an old version of {id} after 10 s")
+                return
+
+    for round, id in enumerate(ids):
+        writer = servers[round % 3]
+        version = versions.next(id)
+        clients[round % 3].put(writer, id, version)
+        since = time.perf_counter()
+        readers = [threading.Thread(target=poll, args=(server, clients[index], id, version, since))
+                   for index, server in enumerate(servers) if server is not writer]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join()
+    stop(servers)
+    shutil.rmtree(work, ignore_errors=True)
+    delays.sort()
+    p99 = delays[min(len(delays) - 1, int(len(delays) * 0.99))]
+    print(f"(b) propagation over {len(delays)} reads after {len(ids)} writes: p50 {statistics.median(delays):.1f} ms, "
+          f"p99 {p99:.1f} ms, max {delays[-1]:.1f} ms (goal p99 <= 50 ms); wrong values {len(tally.wrong)}")
+    return 0
+
+
+def wrk(ports, seconds, connections=24):
+    environment = dict(os.environ, FLEET_PORTS=",".join(str(port) for port in ports), FLEET_IDS="1000")
+    output = subprocess.run(
+        ["wrk", "-t", str(len(ports)), "-c", str(connections), "-d", f"{seconds}s", "--latency", "-s",
+         os.path.join(HERE, "fleet.lua"), f"http://127.0.0.1:{ports[0]}"],
+        env=environment, capture_output=True, text=True, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    sockets = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    errors = (int(non2xx.group(1)) if non2xx else 0) + (sum(map(int, sockets.groups())) if sockets else 0)
+    p99 = re.search(r"99%\s+(\S+)", output)
+    return rate, errors, p99.group(1) if p99 else "?"
+
+
+def throughput(args):
+    """(c) wrk's mix on three instances with the shared tier, then on three without it."""
+    rates = {}
+    for label, shared in (("shared", True), ("local", False)):
+        work = tempfile.mkdtemp(prefix="fleet-throughput-")
+        servers = fleet(args, work, 3, shared)
+        wrk([server.port for server in servers], 3)  # warm-up
+        rate, errors, p99 = wrk([server.port for server in servers], int(args.seconds))
+        rates[label] = rate
+        stop(servers)
+        shutil.rmtree(work, ignore_errors=True)
+        print(f"  three instances, {'with' if shared else 'without'} the shared tier: {rate:.0f} requests/s, "
+              f"p99 {p99}, {errors} errors")
+    print(f"(c) throughput with the shared tier / without: {rates['shared'] / rates['local']:.2f}x (goal >= 0.8x)")
+    return 0
+
+
+def outage(args):
+    """(d) wrk's mix and a checking client on three instances; PostgreSQL killed a third of the
+    way in and started again at two thirds; then every instance must answer every checked item
+    at its latest version."""
+    work = tempfile.mkdtemp(prefix="fleet-outage-")
+    servers = fleet(args, work, 3)
+    ids = list(range(100_000, 100_000 + args.ids))
+    tally, versions = Tally(), Versions()
+    seconds = args.seconds
+    results = {}
+    load = threading.Thread(target=lambda: results.update(wrk=wrk([s.port for s in servers], int(seconds))))
+    checker = threading.Thread(target=run_mix, args=(servers, ids),
+                               kwargs=dict(seconds=seconds, put_share=0.2, threads=3, tally=tally, versions=versions))
+    load.start()
+    checker.start()
+    time.sleep(seconds / 3)
+    subprocess.run(["bash", "-c", args.stop], check=True)
+    killed = time.time()
+    time.sleep(seconds / 3)
+    subprocess.run(["bash", "-c", args.start], check=True)
+    print(f"  PostgreSQL down for {time.time() - killed:.1f} s")
+    load.join()
+    checker.join()
+    converge(servers, versions, tally, ids, seconds=5)
+    failures = sum(server.stats()["failures"] for server in servers)
+    stop(servers)
+    shutil.rmtree(work, ignore_errors=True)
+    rate, wrk_errors, _ = results["wrk"]
+    print(f"(d) PostgreSQL killed and restarted: client errors {len(tally.errors) + wrk_errors} "
+          f"(checker {len(tally.errors)} of {tally.requests}, wrk {wrk_errors}), wrong values {len(tally.wrong)} "
+          f"(goal 0/0); {failures} shared-tier failures reported as events; wrk {rate:.0f} requests/s")
+    for line in (tally.wrong + tally.errors)[:10]:
+        print("   ", line)
+    return 0
