@@ -114,20 +114,7 @@ struct StoreBusyTests {
 
     /// The last use of the one row of the folder's store, read by `python3`'s SQLite.
     static func lastUse(in folder: TemporaryFolder) -> Int? {
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-c",
-            "import sqlite3, sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute('select max(last_use) from entry').fetchone()[0])",
-            folder.path + "/" + DiskStore.storeFileName,
-        ]
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        folder.storeInteger("select max(last_use) from entry")
     }
 }
 

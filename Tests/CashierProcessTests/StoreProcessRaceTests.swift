@@ -245,35 +245,15 @@ struct StoreProcessRaceTests {
 
     /// Rows in the folder's store, read by `python3`'s SQLite (read only); `nil` when it cannot tell.
     static func rowCount(_ folder: TemporaryFolder) -> Int? {
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-c",
-            "import sqlite3, sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute('select count(*) from entry').fetchone()[0])",
-            folder.path + "/" + DiskStore.storeFileName,
-        ]
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        folder.storeInteger("select count(*) from entry")
     }
 
     /// Folds the `-wal` of the store at `path` into it: `python3`'s SQLite opens it, checkpoints,
     /// and, the last connection, removes the log as it closes.
     static func foldLog(of path: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-c",
+        _ = runPython(
             "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('pragma wal_checkpoint(truncate)'); c.close()",
-            path,
-        ]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return }
-        process.waitUntilExit()
+            path)
     }
 
     // MARK: A reader without a memory tier (S6)
@@ -379,4 +359,29 @@ extension TemporaryFolder {
         configuration.memoryCountLimit = memoryCountLimit
         return configuration
     }
+}
+
+extension TemporaryFolder {
+    /// The integer `sql` answers on the folder's store, read by `python3`'s SQLite (read only,
+    /// no connection of this process's); `nil` when it cannot tell.
+    func storeInteger(_ sql: String) -> Int? {
+        runPython(
+            "import sqlite3, sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute(sys.argv[2]).fetchone()[0])",
+            path + "/" + DiskStore.storeFileName, sql
+        ).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+}
+
+/// Runs `python3 -c script arguments…`; its standard output, `nil` when it could not start.
+func runPython(_ script: String, _ arguments: String...) -> String? {
+    let process = Process()
+    let output = Pipe()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", "-c", script] + arguments
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return nil }
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return text
 }
