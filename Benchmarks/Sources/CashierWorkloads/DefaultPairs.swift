@@ -64,66 +64,6 @@ extension Pairs {
             fixtures: [tableFolder, folder])
     }
 
-    /// Writes of keys neither side has seen, into 10,000 entries, with the memory tier on.
-    public static func defaultWrite(_ scale: Scale) -> Pair {
-        let entries = scale.storeEntries
-        let operations = scale.times(2_000)
-        let folder = Scratch("default-write")
-        let tableFolder = Scratch("default-write-baseline")
-        fill(folder, count: entries)
-        let table = SQLiteTable(path: tableFolder.file("kv.sqlite").path)
-        table.fill(count: entries, value: payload)
-        let cache = Cache(folder.configuration())
-        let encoder = JSONEncoder()
-        var next = (baseline: entries, cashier: entries)
-        return Pair(
-            name: "default config: write, distinct keys", baselineName: "JSONEncoder + SQLite upsert (C API)",
-            goal: .atMost(1.2),
-            baseline: Workload(operations: operations) {
-                for _ in 0..<operations {
-                    table.upsert(
-                        "user-\(next.baseline)", try! encoder.encode(User.sample), lastUse: Int64(next.baseline))
-                    next.baseline += 1
-                }
-            },
-            cashier: Workload(operations: operations) {
-                for _ in 0..<operations {
-                    try? cache.set(.sample, for: userKey(next.cashier))
-                    next.cashier += 1
-                }
-            },
-            fixtures: [folder, tableFolder, table, cache])
-    }
-
-    /// Writes of one key, again and again, with the memory tier on.
-    public static func defaultOverwrite(_ scale: Scale) -> Pair {
-        let entries = scale.storeEntries
-        let operations = scale.times(2_000)
-        let folder = Scratch("default-overwrite")
-        let tableFolder = Scratch("default-overwrite-baseline")
-        fill(folder, count: entries)
-        let table = SQLiteTable(path: tableFolder.file("kv.sqlite").path)
-        table.fill(count: entries, value: payload)
-        let cache = Cache(folder.configuration())
-        let encoder = JSONEncoder()
-        let key = userKey(entries / 2)
-        let name = "user-\(entries / 2)"
-        var use = Int64(entries)
-        return Pair(
-            name: "default config: overwrite one key", baselineName: "JSONEncoder + SQLite upsert (C API)",
-            goal: .atMost(1.15),
-            baseline: Workload(operations: operations) {
-                for _ in 0..<operations {
-                    table.upsert(name, try! encoder.encode(User.sample), lastUse: use)
-                    use += 1
-                }
-            },
-            cashier: Workload(operations: operations) {
-                for _ in 0..<operations { try? cache.set(.sample, for: key) }
-            },
-            fixtures: [folder, tableFolder, table, cache])
-    }
-
     /// `await value(for:fetch:)` on a memory hit against `value(for:)` on the same hits, both
     /// from one task (the task's start and end are timed on both sides).
     public static func fetchHit(_ scale: Scale) -> Pair {

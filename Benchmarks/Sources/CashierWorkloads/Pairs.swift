@@ -69,12 +69,14 @@ public enum Pairs {
         ("read-64k", { rawColdRead($0, bytes: 64 << 10) }), ("read-1m", { rawColdRead($0, bytes: 1 << 20) }),
         ("write-64k", { rawWrite($0, bytes: 64 << 10) }), ("write-1m", { rawWrite($0, bytes: 1 << 20) }),
         // Issue 25: against a SQLite key-value table driven through the C API.
-        ("sqlite-write", sqliteWrite), ("sqlite-overwrite", sqliteOverwrite), ("sqlite-read", sqliteColdRead),
+        ("sqlite-write", { sqliteWrite($0) }), ("sqlite-overwrite", { sqliteOverwrite($0) }),
+        ("sqlite-read", sqliteColdRead),
         ("sqlite-size", sqliteTotalSize), ("sqlite-evict", { sqliteEvictHalf($0) }),
         ("sqlite-evict-reclaim", { sqliteEvictHalf($0, reclaiming: true) }),
         // Issue 35: the default configuration (memory tier on).
         ("default-read", defaultColdRead), ("default-sqlite-read", defaultSQLiteColdRead),
-        ("default-write", defaultWrite), ("default-overwrite", defaultOverwrite), ("fetch-hit", fetchHit),
+        ("default-write", { sqliteWrite($0, asConfigured: true) }),
+        ("default-overwrite", { sqliteOverwrite($0, asConfigured: true) }), ("fetch-hit", fetchHit),
         ("count-keys", countAndKeys),
     ]
 
