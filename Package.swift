@@ -80,7 +80,7 @@ let package = Package(
             name: "CashierCommandsTests",
             dependencies: [
                 "CashierCommands", "Cashier", "CashierPlatform", "CashierEntryFormat", "CashierStore",
-                "CashierTestSupport",
+                "CashierSQLite", "CashierTestSupport",
             ]),
         .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
         // Depends on CashierStoreBench so that it is built: the kill test runs it as a child.

@@ -2,13 +2,12 @@
 ///
 /// Not `Sendable`: SQLite is opened with `SQLITE_OPEN_NOMUTEX` (multi-thread mode), so a
 /// connection and its statements must be used by one thread at a time; the owner (the
-/// store) keeps it behind its lock. Statements from ``cached(_:)`` are prepared once with
-/// `SQLITE_PREPARE_PERSISTENT` and live as long as the connection.
+/// store) keeps it behind its lock. The store keeps the statements it runs again (prepared
+/// with `persistent: true`); ``run(_:_:)`` is for those run once.
 package final class SQLiteConnection {
     package let library: SQLiteLibrary
     package let handle: OpaquePointer
     package let path: String
-    private var statements: [String: SQLiteStatement] = [:]
 
     /// Opens (and with `SQLiteCode.openCreate` creates) the database at `path`.
     ///
@@ -37,18 +36,13 @@ package final class SQLiteConnection {
     }
 
     deinit {
-        for statement in statements.values { statement.finalize() }
         // close_v2: a statement still alive elsewhere keeps the handle until it is finalized.
         _ = library.closeV2(handle)
     }
 
     /// The error SQLite holds for this connection after `code` came back from `operation`.
     package func error(_ code: Int32, _ operation: String) -> SQLiteError {
-        let extended = library.extendedErrcode(handle)
-        let message = library.errmsg(handle).map { String(cString: $0) } ?? ""
-        // The connection's code can be stale when `code` came from elsewhere: prefer a matching one.
-        return SQLiteError(
-            code: extended & 0xff == code & 0xff ? extended : code, message: message, operation: operation)
+        SQLiteError(code, on: handle, library: library, operation: operation)
     }
 
     /// A new statement for `sql` (one statement; anything after the first is an error).
@@ -63,33 +57,27 @@ package final class SQLiteConnection {
         return SQLiteStatement(statement, connection: handle, library: library, sql: sql)
     }
 
-    /// The statement for `sql`, prepared on first use and kept for the connection's life.
-    package func cached(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
-        if let statement = statements[sql] { return statement }
-        let statement = try prepare(sql, persistent: true)
-        statements[sql] = statement
-        return statement
+    /// Prepares `sql`, runs `body` with it (``SQLiteStatement/run(_:)``) and frees it: a
+    /// statement run once.
+    package func run<R>(_ sql: String, _ body: (SQLiteStatement) throws(SQLiteError) -> R) throws(SQLiteError) -> R {
+        let statement = try prepare(sql)
+        defer { statement.finalize() }
+        return try statement.run(body)
     }
 
     /// Runs one statement to its end, ignoring any rows.
     package func execute(_ sql: String) throws(SQLiteError) {
-        let statement = try prepare(sql)
-        defer { statement.finalize() }
-        while try statement.step() {}
+        try run(sql) { statement throws(SQLiteError) in while try statement.step() {} }
     }
 
     /// Runs a statement that returns one integer (`PRAGMA page_count`), nil when it returns no row.
-    package func integer(_ sql: String, cached: Bool = false) throws(SQLiteError) -> Int64? {
-        let statement = cached ? try self.cached(sql) : try prepare(sql)
-        defer { cached ? statement.reset() : statement.finalize() }
-        return try statement.step() ? statement.int64(at: 0) : nil
+    package func integer(_ sql: String) throws(SQLiteError) -> Int64? {
+        try run(sql) { statement throws(SQLiteError) in try statement.step() ? statement.int64(at: 0) : nil }
     }
 
     /// Runs a statement that returns one text (`PRAGMA journal_mode`), nil when it returns no row.
     package func text(_ sql: String) throws(SQLiteError) -> String? {
-        let statement = try prepare(sql)
-        defer { statement.finalize() }
-        return try statement.step() ? statement.text(at: 0) : nil
+        try run(sql) { statement throws(SQLiteError) in try statement.step() ? statement.text(at: 0) : nil }
     }
 
     /// How long a statement waits for another connection's lock before failing with `SQLITE_BUSY`.

@@ -25,6 +25,15 @@ package struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible 
         systemCode = nil
     }
 
+    /// The error SQLite holds for `connection` after `code` came back from `operation`.
+    init(_ code: Int32, on connection: OpaquePointer, library: SQLiteLibrary, operation: String) {
+        let extended = library.extendedErrcode(connection)
+        // The connection's code can be stale when `code` came from elsewhere: prefer a matching one.
+        self.init(
+            code: extended & 0xff == code & 0xff ? extended : code,
+            message: library.errmsg(connection).map { String(cString: $0) } ?? "", operation: operation)
+    }
+
     /// A file operation of the store's own that failed with `errno` `systemCode`.
     package init(systemCode: Int32, operation: String) {
         code = SQLiteCode.ioError
@@ -83,7 +92,6 @@ package enum SQLiteCode {
     package static let openReadWrite: Int32 = 0x0000_0002
     package static let openCreate: Int32 = 0x0000_0004
     package static let openNoMutex: Int32 = 0x0000_8000
-    package static let openPrivateCache: Int32 = 0x0004_0000
     package static let openNoFollow: Int32 = 0x0100_0000
 
     package static let preparePersistent: UInt32 = 0x01

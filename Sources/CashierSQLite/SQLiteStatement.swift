@@ -1,9 +1,9 @@
 /// A prepared statement: bind, step, read columns, reset.
 ///
 /// Indexes are SQLite's: parameters from 1, columns from 0. ``bind(blob:at:)`` binds without
-/// copying (`SQLITE_STATIC`): the bytes must stay valid until ``reset()``, which also clears
-/// the bindings. Always ``reset()`` after stepping: a statement left mid-way keeps its read
-/// transaction (and the WAL snapshot) open.
+/// copying (`SQLITE_STATIC`): the bytes must stay valid until the statement is reset. A
+/// statement is used inside ``run(_:)``, which resets it (bindings cleared) however its body
+/// ends: a statement left mid-way would keep its read transaction (and the WAL snapshot) open.
 package final class SQLiteStatement {
     private var handle: OpaquePointer?
     private let connection: OpaquePointer
@@ -31,10 +31,14 @@ package final class SQLiteStatement {
     }
 
     private func failure(_ code: Int32, _ what: String) -> SQLiteError {
-        let extended = library.extendedErrcode(connection)
-        let message = library.errmsg(connection).map { String(cString: $0) } ?? ""
-        return SQLiteError(
-            code: extended & 0xff == code & 0xff ? extended : code, message: message, operation: "\(what): \(sql)")
+        SQLiteError(code, on: connection, library: library, operation: "\(what): \(sql)")
+    }
+
+    /// Runs `body`, which binds and steps the statement, then resets it and clears its bindings,
+    /// however `body` ends: the one way a statement is stepped, so none is left mid-way.
+    package func run<R>(_ body: (SQLiteStatement) throws(SQLiteError) -> R) throws(SQLiteError) -> R {
+        defer { reset() }
+        return try body(self)
     }
 
     package func bind(_ value: Int64, at index: Int32) throws(SQLiteError) {
@@ -45,7 +49,7 @@ package final class SQLiteStatement {
         if let value { try bind(value, at: index) } else { try check(library.bindNull(handle, index), "bind") }
     }
 
-    /// Binds bytes without copying them: keep them alive until ``reset()``. An empty buffer binds an empty blob.
+    /// Binds bytes without copying them: keep them alive until ``run(_:)`` returns. An empty buffer binds an empty blob.
     package func bind(blob: UnsafeRawBufferPointer, at index: Int32) throws(SQLiteError) {
         // A nil pointer would bind NULL; an empty blob needs some valid address.
         let base = blob.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
@@ -79,7 +83,7 @@ package final class SQLiteStatement {
     }
 
     /// Makes the statement ready to run again and clears its bindings.
-    package func reset() {
+    private func reset() {
         _ = library.reset(handle)
         _ = library.clearBindings(handle)
     }

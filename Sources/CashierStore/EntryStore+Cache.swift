@@ -11,11 +11,11 @@ extension EntryStore {
     /// caller's checksum finds it damaged.
     package func forEachRecord(_ body: (StoredRecord) -> Void) throws(StoreError) {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.prepare("SELECT \(SQL.columns), record FROM entry")
-            defer { query.finalize() }
-            while try query.step() {
-                let entry = Self.entry(query)
-                body(StoredRecord(entry: entry, record: try Self.record(query, entry, connection)))
+            try connection.run(.allRecords) { query throws(SQLiteError) in
+                while try query.step() {
+                    let entry = Self.entry(query)
+                    body(StoredRecord(entry: entry, record: try Self.record(query, entry, connection)))
+                }
             }
         }
     }
@@ -26,12 +26,13 @@ extension EntryStore {
     package func removeAll(filePath: ((String) -> String)? = nil) throws(StoreError) -> [StoreEntry] {
         try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
-                let files = try connection.sqlite.cached("SELECT \(SQL.columns) FROM entry WHERE location = 1")
-                defer { files.reset() }
-                var removed: [StoreEntry] = []
-                while try files.step() { removed.append(Self.entry(files)) }
+                let removed = try connection.run(.largeEntries) { files throws(SQLiteError) in
+                    var removed: [StoreEntry] = []
+                    while try files.step() { removed.append(Self.entry(files)) }
+                    return removed
+                }
                 if let filePath { for entry in removed { try Self.removeFile(filePath(entry.key)) } }
-                try connection.sqlite.execute("DELETE FROM entry")
+                try connection.step(.deleteAll)
                 return removed
             }
         }
@@ -84,18 +85,17 @@ extension EntryStore {
         _ entries: [StoreEntry], _ connection: StoreConnection,
         removed: (StoreEntry) throws(SQLiteError) -> Void = { _ in }
     ) throws(SQLiteError) -> [StoreEntry] {
-        let delete = try connection.sqlite.cached(
-            "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?")
         var done: [StoreEntry] = []
         for entry in entries {
-            defer { delete.reset() }
-            try delete.bind(entry.key, at: 1)
-            // A row's stored location may be a compact form of it (``RowRecord``): row or file is what counts.
-            try delete.bind(entry.location == .file ? 1 : 0, at: 2)
-            try delete.bind(Int64(entry.size), at: 3)
-            try delete.bind(entry.lastUse, at: 4)
-            try delete.bind(entry.isLocked ? 1 : 0, at: 5)
-            _ = try delete.step()
+            try connection.run(.removeUnchanged) { delete throws(SQLiteError) in
+                try delete.bind(entry.key, at: 1)
+                // A row's stored location may be a compact form of it (``RowRecord``): row or file is what counts.
+                try delete.bind(entry.location == .file ? 1 : 0, at: 2)
+                try delete.bind(Int64(entry.size), at: 3)
+                try delete.bind(entry.lastUse, at: 4)
+                try delete.bind(entry.isLocked ? 1 : 0, at: 5)
+                _ = try delete.step()
+            }
             guard connection.changes > 0 else { continue }
             try removed(entry)
             done.append(entry)
@@ -116,13 +116,13 @@ extension EntryStore {
         throws(SQLiteError)
     {
         try transaction(connection) { () throws(SQLiteError) in
-            let touch = try connection.statement(.recordUse)
             for use in uses {
-                defer { touch.reset() }
-                try touch.bind(use.time, at: 1)
-                try touch.bind(use.key, at: 2)
-                try touch.bind(granularity, at: 3)
-                _ = try touch.step()
+                try connection.run(.recordUse) { touch throws(SQLiteError) in
+                    try touch.bind(use.time, at: 1)
+                    try touch.bind(use.key, at: 2)
+                    try touch.bind(granularity, at: 3)
+                    _ = try touch.step()
+                }
             }
         }
     }
@@ -149,17 +149,16 @@ extension EntryStore {
     }
 
     private func insertIfAbsent(_ entries: [StoreEntry], _ connection: StoreConnection) throws(SQLiteError) -> Int {
-        let insert = try connection.sqlite.cached(
-            "INSERT INTO entry(\(SQL.columns), record) VALUES(?, 1, ?, ?, ?, ?, 0, NULL) ON CONFLICT(key) DO NOTHING")
         var written = 0
         for entry in entries {
-            defer { insert.reset() }
-            try insert.bind(entry.key, at: 1)
-            try insert.bind(Int64(entry.size), at: 2)
-            try insert.bind(entry.lastUse, at: 3)
-            try insert.bind(entry.expiry, at: 4)
-            try insert.bind(entry.isLocked ? 1 : 0, at: 5)
-            _ = try insert.step()
+            try connection.run(.insertIfAbsent) { insert throws(SQLiteError) in
+                try insert.bind(entry.key, at: 1)
+                try insert.bind(Int64(entry.size), at: 2)
+                try insert.bind(entry.lastUse, at: 3)
+                try insert.bind(entry.expiry, at: 4)
+                try insert.bind(entry.isLocked ? 1 : 0, at: 5)
+                _ = try insert.step()
+            }
             written += connection.changes
         }
         return written

@@ -48,22 +48,6 @@ extension EntryStore {
         }
     }
 
-    /// Removes the entries of `keys`, chosen by a sweep in `order` (from
-    /// ``evictionCandidates(order:limit:)``), in one transaction; returns those that were there
-    /// (a file entry's file is the caller's to remove). Under
-    /// ``StoreEvictionOrder/frequencyAware`` it remembers the keys of those that were new in the
-    /// ghost, which `remove(_:)` (a removal that is not an eviction) does not.
-    @discardableResult
-    package func removeEvicted(_ keys: [String], order: StoreEvictionOrder) throws(StoreError) -> [StoreEntry] {
-        try withWriter { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in
-                let removed = try delete(keys, connection)
-                if order == .frequencyAware { try rememberEvicted(removed, connection) }
-                return removed
-            }
-        }
-    }
-
     /// A sweep in one transaction: removes unlocked entries in `order` until the total size is
     /// at most `bytes`, or none is left; returns them (a file entry's file is the caller's to
     /// remove). Nothing when the total is already at most `bytes`.
@@ -96,8 +80,8 @@ extension EntryStore {
         // One read transaction: each queue's statement sees the same snapshot, so an entry used
         // by another process between two of them is neither listed twice nor evicted fresh.
         try withReader { connection throws(SQLiteError) in
-            try EntryStore.step(.beginRead, connection)
-            defer { _ = try? EntryStore.step(.commit, connection) }
+            try connection.step(.beginRead)
+            defer { _ = try? connection.step(.commit) }
             try walk(order, limit: -1, connection) { _, entry in body(entry) }
         }
     }
@@ -123,22 +107,26 @@ extension EntryStore {
             return remaining > 0
         }
         guard order == .frequencyAware else {
-            let query = try connection.statement(.evictionOrder)
-            defer { query.reset() }
-            try query.bind(Int64(limit), at: 1)
-            _ = try step(query)
+            try connection.run(.evictionOrder) { query throws(SQLiteError) in
+                try query.bind(Int64(limit), at: 1)
+                _ = try step(query)
+            }
             return
         }
+        // Without an edge the new entries all fit in the newest share: no old queue.
         let edge = try newestShareEdge(connection)
-        for queue in EvictionSQL.Queue.allCases {
-            let query = try connection.sqlite.cached(queue.sql(withEdge: edge != nil))
-            defer { query.reset() }
-            if let edge, queue.bindsEdge {
-                try query.bind(edge.lastUse, at: 1)
-                try query.bind(edge.size, at: 2)
-                try query.bind(edge.id, at: 3)
+        let queues: [StoreStatement] =
+            edge == nil ? [.reusedQueue, .newQueue] : [.oldQueue, .reusedQueue, .newestQueue]
+        for queue in queues {
+            let more = try connection.run(queue) { query throws(SQLiteError) in
+                if let edge, queue != .reusedQueue {
+                    try query.bind(edge.lastUse, at: 1)
+                    try query.bind(edge.size, at: 2)
+                    try query.bind(edge.id, at: 3)
+                }
+                return try step(query)
             }
-            guard try step(query) else { return }
+            guard more else { return }
         }
     }
 
@@ -149,14 +137,14 @@ extension EntryStore {
         lastUse: Int64, size: Int64, id: Int64
     )? {
         let share = Double(try connection.integer(.totalSize) ?? 0) * Self.newEntriesShare
-        let query = try connection.sqlite.cached(EvictionSQL.newestNew)
-        defer { query.reset() }
-        var newer = 0.0
-        while try query.step() {
-            newer += Double(query.int64(at: 1))
-            if newer > share { return (query.int64(at: 0), query.int64(at: 1), query.int64(at: 2)) }
+        return try connection.run(.newestNew) { query throws(SQLiteError) in
+            var newer = 0.0
+            while try query.step() {
+                newer += Double(query.int64(at: 1))
+                if newer > share { return (query.int64(at: 0), query.int64(at: 1), query.int64(at: 2)) }
+            }
+            return nil
         }
-        return nil
     }
 
     /// Puts the keys of `evicted` entries that were new in the ghost (a key already there keeps
@@ -164,17 +152,15 @@ extension EntryStore {
     /// whose key leaves becomes reused (frequency 1), as it would have been had it come back
     /// while its key was remembered.
     func rememberEvicted(_ evicted: [StoreEntry], _ connection: StoreConnection) throws(SQLiteError) {
-        let census = try connection.sqlite.cached(EvictionSQL.ghostCensus)
-        let counted = try census.step()
-        var ghosts = counted ? census.int64(at: 0) : 0
-        var next = (counted ? census.int64(at: 1) : 0) + 1
-        census.reset()
-        let remember = try connection.sqlite.cached(EvictionSQL.remember)
+        var (ghosts, next) = try connection.run(.ghostCensus) { census throws(SQLiteError) in
+            try census.step() ? (census.int64(at: 0), census.int64(at: 1) + 1) : (0, 1)
+        }
         for entry in evicted.filter({ $0.frequency == 0 }).sorted(by: { $0.key < $1.key }) {
-            defer { remember.reset() }
-            try remember.bind(entry.key, at: 1)
-            try remember.bind(next, at: 2)
-            _ = try remember.step()
+            try connection.run(.remember) { remember throws(SQLiteError) in
+                try remember.bind(entry.key, at: 1)
+                try remember.bind(next, at: 2)
+                _ = try remember.step()
+            }
             ghosts += Int64(connection.changes)
             next += 1
         }
@@ -182,22 +168,21 @@ extension EntryStore {
         let excess = ghosts - entries / 2
         guard excess > 0 else { return }
         // The newest id that goes: ids are unique, so `id <= edge` is exactly the oldest `excess`.
-        let edge = try connection.sqlite.cached(EvictionSQL.ghostEdge)
-        defer { edge.reset() }
-        try edge.bind(excess - 1, at: 1)
-        guard try edge.step() else { return }
-        let newestForgotten = edge.int64(at: 0)
-        for sql in [EvictionSQL.promoteForgotten, EvictionSQL.forget] {
-            let statement = try connection.sqlite.cached(sql)
-            defer { statement.reset() }
-            try statement.bind(newestForgotten, at: 1)
-            _ = try statement.step()
+        let edge = try connection.run(.ghostEdge) { edge throws(SQLiteError) in
+            try edge.bind(excess - 1, at: 1)
+            return try edge.step() ? edge.int64(at: 0) : nil
+        }
+        guard let newestForgotten = edge else { return }
+        for statement in [StoreStatement.promoteForgotten, .forget] {
+            try connection.run(statement) { statement throws(SQLiteError) in
+                try statement.bind(newestForgotten, at: 1)
+                _ = try statement.step()
+            }
         }
     }
 }
 
-/// The statements of ``StoreEvictionOrder/frequencyAware``, cached per connection (sweeps are
-/// rare: the hot statements' slots are for reads and writes).
+/// The statements of ``StoreEvictionOrder/frequencyAware`` (kept as ``StoreStatement``s).
 enum EvictionSQL {
     /// A new entry's condition, for the row named `row`: never used since written, key not in the ghost.
     private static func isNew(_ row: String) -> String {
@@ -209,31 +194,28 @@ enum EvictionSQL {
         "SELECT last_use, size, id FROM entry WHERE locked = 0 AND \(isNew("entry")) "
         + "ORDER BY last_use DESC, size DESC, id DESC"
 
-    /// The frequency-aware order's three queues, each walked in `entry_by_use`'s order (least
+    /// The frequency-aware order's queues, each walked in `entry_by_use`'s order (least
     /// recently used, the smaller, the older row first); the edge is bound as `?1, ?2, ?3`.
-    enum Queue: CaseIterable {
-        /// New entries at or before the edge (none without one).
+    enum Queue {
+        /// New entries at or before the edge.
         case old
         /// Entries used since written, or whose key the ghost remembers.
         case reused
-        /// New entries after the edge (all of them without one).
+        /// New entries after the edge.
         case newest
+        /// Every new entry: the newest queue when there is no edge (the new entries fit in the share).
+        case new
+    }
 
-        /// Whether the queue's query takes the edge (the reused queue does not).
-        var bindsEdge: Bool { self != .reused }
-
-        func sql(withEdge: Bool) -> String {
-            let select = "SELECT \(SQL.columns), id FROM entry WHERE locked = 0 AND "
-            let order = " ORDER BY last_use, size, id"
-            let new = isNew("entry")
-            switch self {
-            case .old:
-                return select + (withEdge ? "\(new) AND (last_use, size, id) <= (?1, ?2, ?3)" : "0") + order
-            case .reused:
-                return select + "NOT (\(new))" + order
-            case .newest:
-                return select + new + (withEdge ? " AND (last_use, size, id) > (?1, ?2, ?3)" : "") + order
-            }
+    static func queue(_ queue: Queue) -> String {
+        let select = "SELECT \(SQL.columns), id FROM entry WHERE locked = 0 AND "
+        let order = " ORDER BY last_use, size, id"
+        let new = isNew("entry")
+        switch queue {
+        case .old: return select + "\(new) AND (last_use, size, id) <= (?1, ?2, ?3)" + order
+        case .reused: return select + "NOT (\(new))" + order
+        case .newest: return select + new + " AND (last_use, size, id) > (?1, ?2, ?3)" + order
+        case .new: return select + new + order
         }
     }
 

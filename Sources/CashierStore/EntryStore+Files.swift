@@ -49,7 +49,7 @@ extension EntryStore {
             var moved = false
             do throws(SQLiteError) {
                 try connection.waitUntilDeadline()
-                _ = try Self.step(.begin, connection)
+                try connection.step(.begin)
                 _ = try self.write(entry, (entry.location.rawValue, nil), overFiles: true, connection)
                 var info = stat()
                 if lstat(move.destination, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
@@ -77,14 +77,14 @@ extension EntryStore {
                     moved = true
                 }
                 if move.synchronizesFolder { try Self.synchronizeFolder(of: move.destination) }
-                _ = try Self.step(.commit, connection)
+                try connection.step(.commit)
             } catch {
                 // The new file goes back to its temporary name (the caller's, or a second try's),
                 // and the file it replaced back in place.
                 if exchanged { _ = Platform.exchange(move.temporary, move.destination) }
                 if moved { Foundation.rename(move.destination, move.temporary) }
                 if backedUp { Foundation.rename(move.backup, move.destination) }
-                _ = try? Self.step(.rollback, connection)
+                _ = try? connection.step(.rollback)
                 throw error
             }
             // The file replaced, no row naming it any more.

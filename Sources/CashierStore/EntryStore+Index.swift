@@ -13,11 +13,11 @@ extension EntryStore {
     /// Every key, sorted (by UTF-8 bytes).
     package func keys() throws(StoreError) -> [String] {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.statement(.keys)
-            defer { query.reset() }
-            var keys: [String] = []
-            while try query.step() { keys.append(query.text(at: 0)) }
-            return keys
+            try connection.run(.keys) { query throws(SQLiteError) in
+                var keys: [String] = []
+                while try query.step() { keys.append(query.text(at: 0)) }
+                return keys
+            }
         }
     }
 
@@ -30,60 +30,59 @@ extension EntryStore {
         -> (vouched: [String], unread: [String], files: [String])
     {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.sqlite.cached(
-                "SELECT key, location, substr(record, 1, 3) FROM entry")
-            defer { query.reset() }
-            var keys: (vouched: [String], unread: [String], files: [String]) = ([], [], [])
-            // By shape id: whether `vouches` accepted it (nil: not asked yet, or no such shape).
-            var verdicts: [Int64: Bool] = [:]
-            var last: (id: Int64, vouched: Bool) = (0, false)
-            while try query.step() {
-                let location = query.int64(at: 1)
-                if location == RowRecord.shaped, let id = query.withBlob(at: 2, { RowRecord.shapeID($0)?.id }) {
-                    let vouched: Bool
-                    if id == last.id {
-                        vouched = last.vouched
-                    } else if let known = verdicts[id] {
-                        vouched = known
+            try connection.run(.keysAndShapes) { query throws(SQLiteError) in
+                var keys: (vouched: [String], unread: [String], files: [String]) = ([], [], [])
+                // By shape id: whether `vouches` accepted it (nil: not asked yet, or no such shape).
+                var verdicts: [Int64: Bool] = [:]
+                var last: (id: Int64, vouched: Bool) = (0, false)
+                while try query.step() {
+                    let location = query.int64(at: 1)
+                    if location == RowRecord.shaped, let id = query.withBlob(at: 2, { RowRecord.shapeID($0)?.id }) {
+                        let vouched: Bool
+                        if id == last.id {
+                            vouched = last.vouched
+                        } else if let known = verdicts[id] {
+                            vouched = known
+                        } else {
+                            vouched = try connection.shape(id: id).map(vouches) ?? false
+                            verdicts[id] = vouched
+                        }
+                        last = (id, vouched)
+                        if vouched {
+                            keys.vouched.append(query.text(at: 0))
+                            continue
+                        }
+                    }
+                    if RowRecord.location(location) == .file {
+                        keys.files.append(query.text(at: 0))
                     } else {
-                        vouched = try connection.shape(id: id).map(vouches) ?? false
-                        verdicts[id] = vouched
-                    }
-                    last = (id, vouched)
-                    if vouched {
-                        keys.vouched.append(query.text(at: 0))
-                        continue
+                        keys.unread.append(query.text(at: 0))
                     }
                 }
-                if RowRecord.location(location) == .file {
-                    keys.files.append(query.text(at: 0))
-                } else {
-                    keys.unread.append(query.text(at: 0))
-                }
+                return keys
             }
-            return keys
         }
     }
 
     /// The keys of the large entries (those whose record is a file), in no particular order.
     package func largeEntryKeys() throws(StoreError) -> [String] {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.sqlite.cached("SELECT key FROM entry WHERE location = 1")
-            defer { query.reset() }
-            var keys: [String] = []
-            while try query.step() { keys.append(query.text(at: 0)) }
-            return keys
+            try connection.run(.largeEntryKeys) { query throws(SQLiteError) in
+                var keys: [String] = []
+                while try query.step() { keys.append(query.text(at: 0)) }
+                return keys
+            }
         }
     }
 
     /// Every entry without its record, in no particular order (what `cashier-tool list` shows).
     package func entries() throws(StoreError) -> [StoreEntry] {
         try withReader { connection throws(SQLiteError) in
-            let query = try connection.statement(.entries)
-            defer { query.reset() }
-            var entries: [StoreEntry] = []
-            while try query.step() { entries.append(Self.entry(query)) }
-            return entries
+            try connection.run(.entries) { query throws(SQLiteError) in
+                var entries: [StoreEntry] = []
+                while try query.step() { entries.append(Self.entry(query)) }
+                return entries
+            }
         }
     }
 
@@ -141,10 +140,9 @@ extension EntryStore {
     @discardableResult
     package func checkpoint() throws(StoreError) -> Bool {
         try withWriter(until: MonotonicDeadline(milliseconds: 0)) { connection throws(SQLiteError) in
-            let statement = try connection.sqlite.cached("PRAGMA wal_checkpoint(TRUNCATE)")
-            defer { statement.reset() }
-            guard try statement.step() else { return false }
-            return statement.int64(at: 0) == 0
+            try connection.run(.checkpoint) { statement throws(SQLiteError) in
+                try statement.step() && statement.int64(at: 0) == 0
+            }
         }
     }
 
@@ -153,18 +151,12 @@ extension EntryStore {
     /// Records' checksums are the caller's to check.
     package func structuralProblems() throws(StoreError) -> [String] {
         try withReader { connection throws(SQLiteError) in
-            let check = try connection.prepare("PRAGMA quick_check")
-            defer { check.finalize() }
-            var findings: [String] = []
-            while try check.step() { findings.append(check.text(at: 0)) }
+            let findings = try connection.sqlite.run("PRAGMA quick_check") { check throws(SQLiteError) in
+                var findings: [String] = []
+                while try check.step() { findings.append(check.text(at: 0)) }
+                return findings
+            }
             return findings == ["ok"] ? [] : findings
-        }
-    }
-
-    /// Pages freed by removals and not yet returned to the file system.
-    package func freePages() throws(StoreError) -> Int {
-        try withWriter { connection throws(SQLiteError) in
-            Int(try connection.integer("PRAGMA freelist_count") ?? 0)
         }
     }
 
@@ -185,9 +177,7 @@ extension EntryStore {
                 connection throws(SQLiteError) -> Int in
                 let free = Int(try connection.integer("PRAGMA freelist_count") ?? 0)
                 guard free > 0 else { return 0 }
-                let vacuum = try connection.prepare("PRAGMA incremental_vacuum(\(step))")
-                defer { vacuum.finalize() }
-                while try vacuum.step() {}
+                try connection.sqlite.execute("PRAGMA incremental_vacuum(\(step))")
                 return free - Int(try connection.integer("PRAGMA freelist_count") ?? 0)
             }
             guard freed > 0 else { break }

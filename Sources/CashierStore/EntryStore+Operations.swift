@@ -84,14 +84,6 @@ extension EntryStore {
         }
     }
 
-    /// Steps the hot statement `which` once and resets it.
-    @discardableResult
-    static func step(_ which: HotStatement, _ connection: StoreConnection) throws(SQLiteError) -> Bool {
-        let statement = try connection.statement(which)
-        defer { statement.reset() }
-        return try statement.step()
-    }
-
     /// What the row of `entry` stores: its `location` and its blob (nil for a file entry). A
     /// record laid out as an entry file repeats the key after its header, its header is mostly
     /// zero bytes and its type name and app version are its shape's: the row keeps less
@@ -121,44 +113,38 @@ extension EntryStore {
         _ entry: StoreEntry, _ row: (location: Int64, bytes: [UInt8]?), overFiles: Bool, overLocked: Bool = true,
         _ connection: StoreConnection
     ) throws(SQLiteError) -> Bool {
-        let write = try connection.statement(
-            overFiles ? .upsert : overLocked ? .upsertOverRows : .upsertOverUnlockedRows)
-        defer { write.reset() }
-        try write.bind(entry.key, at: 1)
-        try write.bind(row.location, at: 2)
-        try write.bind(Int64(entry.size), at: 3)
-        try write.bind(entry.lastUse, at: 4)
-        try write.bind(entry.expiry, at: 5)
-        try write.bind(entry.isLocked ? 1 : 0, at: 6)
-        try write.bind(Int64(min(entry.frequency, Self.maximumFrequency)), at: 7)
-        guard let bytes = row.bytes else {
-            try write.bind(nil, at: 8)
-            _ = try write.step()
-            return connection.changes > 0
-        }
-        // The record is bound without a copy, so the step runs while its bytes are pinned.
-        let stepped = bytes.withUnsafeBytes { bytes -> Result<Void, SQLiteError> in
-            do throws(SQLiteError) {
-                try write.bind(blob: bytes, at: 8)
+        try connection.run(overFiles ? .upsert : overLocked ? .upsertOverRows : .upsertOverUnlockedRows) {
+            write throws(SQLiteError) in
+            try write.bind(entry.key, at: 1)
+            try write.bind(row.location, at: 2)
+            try write.bind(Int64(entry.size), at: 3)
+            try write.bind(entry.lastUse, at: 4)
+            try write.bind(entry.expiry, at: 5)
+            try write.bind(entry.isLocked ? 1 : 0, at: 6)
+            try write.bind(Int64(min(entry.frequency, Self.maximumFrequency)), at: 7)
+            guard let bytes = row.bytes else {
+                try write.bind(nil, at: 8)
                 _ = try write.step()
-                return .success(())
-            } catch {
-                return .failure(error)
+                return
+            }
+            // The record is bound without a copy, so the step runs while its bytes are pinned.
+            try StoreConnection.stepping(write, blobs: bytes, from: 8) { () throws(SQLiteError) in
+                _ = try write.step()
             }
         }
-        try stepped.get()
         return connection.changes > 0
     }
 
     /// The entry of `key` with its record (empty for a file entry), or nil. Changes nothing, not even recency.
     package func record(for key: String) throws(StoreError) -> StoredRecord? {
         try withReader { connection throws(SQLiteError) in
-            let read = try connection.statement(.record)
-            defer { read.reset() }
-            try read.bind(key, at: 1)
-            guard try read.step() else { return nil }
-            let entry = try Self.entry(read, foundFor: key)
-            let record = try Self.record(read, entry, connection)
+            let found = try connection.run(.record) { read throws(SQLiteError) -> (StoreEntry, [UInt8])? in
+                try read.bind(key, at: 1)
+                guard try read.step() else { return nil }
+                let entry = try Self.entry(read, foundFor: key)
+                return (entry, try Self.record(read, entry, connection))
+            }
+            guard let (entry, record) = found else { return nil }
             if connection.metMissingShape {
                 connection.metMissingShape = false
                 forgetShapes()
@@ -215,10 +201,10 @@ extension EntryStore {
                 // One statement deletes them (a statement per row cost 1 µs a row, 50 ms for
                 // 50,000): inside this transaction its subquery meets the same rows in the same
                 // order. A count that differs is damage, and rolls the transaction back.
-                let evict = try connection.statement(.evict)
-                defer { evict.reset() }
-                try evict.bind(Int64(victims.count), at: 1)
-                _ = try evict.step()
+                try connection.run(.evict) { evict throws(SQLiteError) in
+                    try evict.bind(Int64(victims.count), at: 1)
+                    _ = try evict.step()
+                }
                 guard connection.changes == victims.count else {
                     throw SQLiteError(
                         code: SQLiteCode.corrupt, message: "eviction order changed inside a transaction",
@@ -235,18 +221,6 @@ extension EntryStore {
         try withReader { connection throws(SQLiteError) in try evictionOrder(limit: limit, connection).map(\.1) }
     }
 
-    /// Entries whose expiry is at or before `now`, locked ones included (expiry is the caller's rule).
-    package func expired(at now: Int64) throws(StoreError) -> [StoreEntry] {
-        try withReader { connection throws(SQLiteError) in
-            let query = try connection.statement(.expired)
-            defer { query.reset() }
-            try query.bind(now, at: 1)
-            var result: [StoreEntry] = []
-            while try query.step() { result.append(Self.entry(query)) }
-            return result
-        }
-    }
-
     /// Records uses of `keys` at `time` in one transaction: `last_use` moves forward (never back),
     /// `frequency` counts up to ``maximumFrequency``. Keys not in the store are ignored.
     ///
@@ -254,27 +228,14 @@ extension EntryStore {
     package func recordUses(_ keys: [String], at time: Int64) throws(StoreError) {
         try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
-                let touch = try connection.statement(.touch)
                 for key in keys {
-                    defer { touch.reset() }
-                    try touch.bind(time, at: 1)
-                    try touch.bind(key, at: 2)
-                    _ = try touch.step()
+                    try connection.run(.touch) { touch throws(SQLiteError) in
+                        try touch.bind(time, at: 1)
+                        try touch.bind(key, at: 2)
+                        _ = try touch.step()
+                    }
                 }
             }
-        }
-    }
-
-    /// Locks or unlocks the entry of `key`; returns false when it is not in the store.
-    @discardableResult
-    package func setLocked(_ isLocked: Bool, for key: String) throws(StoreError) -> Bool {
-        try withWriter { connection throws(SQLiteError) in
-            let update = try connection.statement(.setLocked)
-            defer { update.reset() }
-            try update.bind(isLocked ? 1 : 0, at: 1)
-            try update.bind(key, at: 2)
-            _ = try update.step()
-            return connection.changes > 0
         }
     }
 
@@ -284,14 +245,14 @@ extension EntryStore {
     /// Shapes added inside it are remembered by the connection once it commits.
     func transaction<R>(_ connection: StoreConnection, _ body: () throws(SQLiteError) -> R) throws(SQLiteError) -> R {
         try connection.waitUntilDeadline()
-        try Self.step(.begin, connection)
+        try connection.step(.begin)
         do {
             let result = try body()
-            try Self.step(.commit, connection)
+            try connection.step(.commit)
             connection.settleShapes(committed: true)
             return result
         } catch {
-            _ = try? Self.step(.rollback, connection)
+            _ = try? connection.step(.rollback)
             connection.settleShapes(committed: false)
             throw error
         }
@@ -325,27 +286,27 @@ extension EntryStore {
     func existingWithID(_ key: String, _ connection: StoreConnection) throws(SQLiteError) -> (
         Int64, StoreEntry
     )? {
-        let read = try connection.statement(.entry)
-        defer { read.reset() }
-        try read.bind(key, at: 1)
-        guard try read.step() else { return nil }
-        return (read.int64(at: 7), try Self.entry(read, foundFor: key))
+        try connection.run(.entry) { read throws(SQLiteError) in
+            try read.bind(key, at: 1)
+            guard try read.step() else { return nil }
+            return (read.int64(at: 7), try Self.entry(read, foundFor: key))
+        }
     }
 
     func delete(id: Int64, _ connection: StoreConnection) throws(SQLiteError) {
-        let delete = try connection.statement(.delete)
-        defer { delete.reset() }
-        try delete.bind(id, at: 1)
-        _ = try delete.step()
+        try connection.run(.delete) { delete throws(SQLiteError) in
+            try delete.bind(id, at: 1)
+            _ = try delete.step()
+        }
     }
 
     func evictionOrder(limit: Int, _ connection: StoreConnection) throws(SQLiteError) -> [(Int64, StoreEntry)] {
-        let query = try connection.statement(.evictionOrder)
-        defer { query.reset() }
-        try query.bind(Int64(limit), at: 1)
-        var result: [(Int64, StoreEntry)] = []
-        while try query.step() { result.append((query.int64(at: 7), Self.entry(query))) }
-        return result
+        try connection.run(.evictionOrder) { query throws(SQLiteError) in
+            try query.bind(Int64(limit), at: 1)
+            var result: [(Int64, StoreEntry)] = []
+            while try query.step() { result.append((query.int64(at: 7), Self.entry(query))) }
+            return result
+        }
     }
 
     /// The entry of the current row, found by the key index for `key`. Throws `SQLITE_CORRUPT`
@@ -380,7 +341,7 @@ extension EntryStore {
 }
 
 /// The texts of the hot statements, built once; each connection prepares them on first use and
-/// keeps them in array slots (``StoreConnection``, ``HotStatement``).
+/// keeps them in array slots (``StoreConnection``, ``StoreStatement``).
 enum SQL {
     /// The columns ``EntryStore/entry(_:)`` reads, in its order.
     static let columns = "key, location, size, last_use, expiry, locked, frequency"
@@ -398,7 +359,6 @@ enum SQL {
     static let upsertOverUnlockedRows = insert + " WHERE location <> 1 AND locked = 0 AND key = excluded.key"
     static let record = "SELECT \(columns), record FROM entry WHERE key = ?"
     static let entry = "SELECT \(columns), id FROM entry WHERE key = ?"
-    static let expired = "SELECT \(columns) FROM entry WHERE expiry IS NOT NULL AND expiry <= ?"
     static let touch =
         "UPDATE entry SET last_use = max(last_use, ?), "
         + "frequency = min(frequency + 1, \(EntryStore.maximumFrequency)) WHERE key = ?"

@@ -1,12 +1,11 @@
 import CashierSQLite
 import Foundation
 
-/// One connection of the store (the writer, or a pooled reader) with its hot statements held
-/// directly, prepared on first use.
+/// One connection of the store (the writer, or a pooled reader) with the statements it runs
+/// again (``StoreStatement``) held directly, prepared on first use.
 ///
-/// `SQLiteConnection.cached(_:)` finds a statement by hashing its text: for the upsert, about
-/// 9,000 instructions a call, more than the raw C API spends on the whole bind (callgrind,
-/// `CashierStoreBench ops`). Here a hot statement is an array slot.
+/// A statement is an array slot: finding one by hashing its text cost about 9,000 instructions
+/// a call for the upsert, more than the raw C API spends on the whole bind (callgrind).
 ///
 /// Not `Sendable`: used by one call at a time (the writer under the store's write lock, a
 /// reader while it is out of the pool).
@@ -17,7 +16,7 @@ final class StoreConnection {
     let identity: FileIdentity?
     /// The busy timeout in force, in milliseconds: set again only when a call needs another.
     private var busyTimeout: Int32
-    private var hot: [SQLiteStatement?] = Array(repeating: nil, count: HotStatement.allCases.count)
+    private var kept: [SQLiteStatement?] = Array(repeating: nil, count: StoreStatement.allCases.count)
     /// Shapes this connection has met (``RowShape``): they never change once in the file, and a
     /// connection lives no longer than the file it has open.
     /// By id, which counts from 1 up to a few thousands (``RowShape/maximumCount``): an array
@@ -62,18 +61,28 @@ final class StoreConnection {
     }
 
     /// The prepared statement `which`, kept for the connection's life.
-    func statement(_ which: HotStatement) throws(SQLiteError) -> SQLiteStatement {
-        if let statement = hot[which.rawValue] { return statement }
+    private func statement(_ which: StoreStatement) throws(SQLiteError) -> SQLiteStatement {
+        if let statement = kept[which.rawValue] { return statement }
         let statement = try sqlite.prepare(which.sql, persistent: true)
-        hot[which.rawValue] = statement
+        kept[which.rawValue] = statement
         return statement
     }
 
-    /// Runs the hot statement `which`, which returns one integer; nil when it returns no row.
-    func integer(_ which: HotStatement) throws(SQLiteError) -> Int64? {
-        let statement = try statement(which)
-        defer { statement.reset() }
-        return try statement.step() ? statement.int64(at: 0) : nil
+    /// Runs `body` with the statement `which`, which it binds and steps; the statement is reset
+    /// however `body` ends (``SQLiteStatement/run(_:)``).
+    func run<R>(_ which: StoreStatement, _ body: (SQLiteStatement) throws(SQLiteError) -> R) throws(SQLiteError) -> R {
+        try statement(which).run(body)
+    }
+
+    /// Steps the statement `which` once; true when it gave a row.
+    @discardableResult
+    func step(_ which: StoreStatement) throws(SQLiteError) -> Bool {
+        try run(which) { statement throws(SQLiteError) in try statement.step() }
+    }
+
+    /// Runs the statement `which`, which returns one integer; nil when it returns no row.
+    func integer(_ which: StoreStatement) throws(SQLiteError) -> Int64? {
+        try run(which) { statement throws(SQLiteError) in try statement.step() ? statement.int64(at: 0) : nil }
     }
 
     /// The shape of id `id`, from memory or the `shape` table; nil when the store has none of
@@ -81,13 +90,14 @@ final class StoreConnection {
     /// Throws what SQLite throws, so a busy or damaged file is not taken for a damaged row.
     func shape(id: Int64) throws(SQLiteError) -> RowShape? {
         if id > 0, id < shapesByID.count, let known = shapesByID[Int(id)] { return known }
-        let query = try statement(.shapeByID)
-        defer { query.reset() }
-        try query.bind(id, at: 1)
-        guard try query.step() else { return nil }
-        guard let shape = RowShape(id: id, names: query.blob(at: 0), header: query.blob(at: 1)) else { return nil }
-        remember(shape)
-        return shape
+        let found = try run(.shapeByID) { query throws(SQLiteError) -> RowShape? in
+            try query.bind(id, at: 1)
+            guard try query.step() else { return nil }
+            return RowShape(id: id, names: query.blob(at: 0), header: query.blob(at: 1))
+        }
+        guard let found else { return nil }
+        remember(found)
+        return found
     }
 
     private func remember(_ shape: RowShape) {
@@ -152,36 +162,36 @@ final class StoreConnection {
     }
 
     private func findOrAddShape(_ names: [UInt8], header: [UInt8]) throws(SQLiteError) -> RowShape? {
-        let find = try statement(.shapeByNames)
-        defer { find.reset() }
         // A row found, but damaged, gives nil: the record is then stored without a shape.
-        let found: RowShape?? = try Self.stepping(find, blobs: names) { () throws(SQLiteError) in
-            try find.step() ? .some(RowShape(id: find.int64(at: 0), names: names, header: find.blob(at: 1))) : nil
+        let found: RowShape?? = try run(.shapeByNames) { find throws(SQLiteError) in
+            try Self.stepping(find, blobs: names) { () throws(SQLiteError) in
+                try find.step() ? .some(RowShape(id: find.int64(at: 0), names: names, header: find.blob(at: 1))) : nil
+            }
         }
         if let found { return found }
         guard try integer(.shapeCount) ?? 0 < Int64(RowShape.maximumCount) else {
             shapesFull = true
             return nil
         }
-        let add = try statement(.addShape)
-        defer { add.reset() }
-        try Self.stepping(add, blobs: names, header) { () throws(SQLiteError) in _ = try add.step() }
-        guard let id = try sqlite.integer("SELECT last_insert_rowid()") else { return nil }
+        try run(.addShape) { add throws(SQLiteError) in
+            try Self.stepping(add, blobs: names, header) { () throws(SQLiteError) in _ = try add.step() }
+        }
+        guard let id = try integer(.lastInsertedID) else { return nil }
         return RowShape(id: id, names: names, header: header)
     }
 
     /// Binds `blobs` to `statement`'s first parameters without copying them and runs `body`
     /// while their bytes are pinned.
-    private static func stepping<R>(
-        _ statement: SQLiteStatement, blobs first: [UInt8], _ second: [UInt8]? = nil,
+    static func stepping<R>(
+        _ statement: SQLiteStatement, blobs first: [UInt8], _ second: [UInt8]? = nil, from index: Int32 = 1,
         _ body: () throws(SQLiteError) -> R
     ) throws(SQLiteError) -> R {
         let hasSecond = second != nil
         let result = first.withUnsafeBytes { first in
             (second ?? []).withUnsafeBytes { second -> Result<R, SQLiteError> in
                 do throws(SQLiteError) {
-                    try statement.bind(blob: first, at: 1)
-                    if hasSecond { try statement.bind(blob: second, at: 2) }
+                    try statement.bind(blob: first, at: index)
+                    if hasSecond { try statement.bind(blob: second, at: index + 1) }
                     return .success(try body())
                 } catch {
                     return .failure(error)
@@ -191,22 +201,28 @@ final class StoreConnection {
         return try result.get()
     }
 
-    private func execute(_ which: HotStatement) throws(SQLiteError) {
-        let statement = try statement(which)
-        defer { statement.reset() }
-        _ = try statement.step()
-    }
-
-    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement { try sqlite.prepare(sql) }
     func integer(_ sql: String) throws(SQLiteError) -> Int64? { try sqlite.integer(sql) }
     var changes: Int { sqlite.changes }
 }
 
-/// The statements of the hot paths: an array slot each in ``StoreConnection``.
-enum HotStatement: Int, CaseIterable {
-    case upsert, upsertOverRows, upsertOverUnlockedRows, record, entry, delete, begin, commit, rollback
-    case touch, expired, evictionOrder, evict, setLocked, count, totalSize, fileBytes, dataVersion, keys, entries
-    case shapeByID, shapeByNames, shapeCount, addShape, recordUse, beginRead
+/// The statements the store runs more than once: an array slot each in ``StoreConnection``,
+/// prepared on a connection's first use (one-off statements, pragmas and the schema's, go
+/// through `SQLiteConnection.run(_:_:)`).
+enum StoreStatement: Int, CaseIterable {
+    // Reads and writes of one entry.
+    case upsert, upsertOverRows, upsertOverUnlockedRows, record, entry, delete, recordUse
+    case shapeByID, shapeByNames, shapeCount, addShape, lastInsertedID
+    // Transactions and the coherence check.
+    case begin, beginRead, commit, rollback, dataVersion
+    // The index: counts, listings, passes over every record.
+    case count, totalSize, fileBytes, keys, keysAndShapes, largeEntryKeys, entries, largeEntries, allRecords
+    // Removals, imports, upkeep.
+    case removeUnchanged, insertIfAbsent, deleteAll, checkpoint
+    // Least-recently-used eviction, and recency by key (the store benchmark's and the replay's).
+    case touch, evictionOrder, evict
+    // Frequency-aware eviction (``EvictionSQL``).
+    case newestNew, oldQueue, reusedQueue, newestQueue, newQueue, ghostCensus, remember, ghostEdge
+    case promoteForgotten, forget
 
     var sql: String {
         switch self {
@@ -216,30 +232,49 @@ enum HotStatement: Int, CaseIterable {
         case .record: SQL.record
         case .entry: SQL.entry
         case .delete: "DELETE FROM entry WHERE id = ?"
-        case .begin: "BEGIN IMMEDIATE"
-        case .commit: "COMMIT"
-        case .rollback: "ROLLBACK"
-        case .touch: SQL.touch
-        case .expired: SQL.expired
-        case .evictionOrder: SQL.evictionOrder
-        case .evict:
-            "DELETE FROM entry WHERE id IN "
-                + "(SELECT id FROM entry WHERE locked = 0 ORDER BY last_use, size, id LIMIT ?)"
-        case .setLocked: "UPDATE entry SET locked = ? WHERE key = ?"
-        case .count: "SELECT count(*) FROM entry"
-        case .totalSize: "SELECT total(size) FROM entry"
-        case .fileBytes: "SELECT total(size) FROM entry WHERE location = 1"
-        case .dataVersion: "PRAGMA data_version"
-        case .keys: "SELECT key FROM entry ORDER BY key"
-        case .entries: "SELECT \(SQL.columns) FROM entry"
+        case .recordUse:
+            "UPDATE entry SET last_use = ?1, frequency = min(frequency + 1, \(EntryStore.maximumFrequency)) "
+                + "WHERE key = ?2 AND last_use <= ?1 - ?3"
         case .shapeByID: "SELECT names, header FROM shape WHERE id = ?"
         case .shapeByNames: "SELECT id, header FROM shape WHERE names = ? ORDER BY id LIMIT 1"
         case .shapeCount: "SELECT count(*) FROM shape"
         case .addShape: "INSERT INTO shape(names, header) VALUES(?, ?)"
-        case .recordUse:
-            "UPDATE entry SET last_use = ?1, frequency = min(frequency + 1, \(EntryStore.maximumFrequency)) "
-                + "WHERE key = ?2 AND last_use <= ?1 - ?3"
+        case .lastInsertedID: "SELECT last_insert_rowid()"
+        case .begin: "BEGIN IMMEDIATE"
         case .beginRead: "BEGIN"
+        case .commit: "COMMIT"
+        case .rollback: "ROLLBACK"
+        case .dataVersion: "PRAGMA data_version"
+        case .count: "SELECT count(*) FROM entry"
+        case .totalSize: "SELECT total(size) FROM entry"
+        case .fileBytes: "SELECT total(size) FROM entry WHERE location = 1"
+        case .keys: "SELECT key FROM entry ORDER BY key"
+        case .keysAndShapes: "SELECT key, location, substr(record, 1, 3) FROM entry"
+        case .largeEntryKeys: "SELECT key FROM entry WHERE location = 1"
+        case .entries: "SELECT \(SQL.columns) FROM entry"
+        case .largeEntries: "SELECT \(SQL.columns) FROM entry WHERE location = 1"
+        case .allRecords: "SELECT \(SQL.columns), record FROM entry"
+        case .removeUnchanged:
+            "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?"
+        case .insertIfAbsent:
+            "INSERT INTO entry(\(SQL.columns), record) VALUES(?, 1, ?, ?, ?, ?, 0, NULL) ON CONFLICT(key) DO NOTHING"
+        case .deleteAll: "DELETE FROM entry"
+        case .checkpoint: "PRAGMA wal_checkpoint(TRUNCATE)"
+        case .touch: SQL.touch
+        case .evictionOrder: SQL.evictionOrder
+        case .evict:
+            "DELETE FROM entry WHERE id IN "
+                + "(SELECT id FROM entry WHERE locked = 0 ORDER BY last_use, size, id LIMIT ?)"
+        case .newestNew: EvictionSQL.newestNew
+        case .oldQueue: EvictionSQL.queue(.old)
+        case .reusedQueue: EvictionSQL.queue(.reused)
+        case .newestQueue: EvictionSQL.queue(.newest)
+        case .newQueue: EvictionSQL.queue(.new)
+        case .ghostCensus: EvictionSQL.ghostCensus
+        case .remember: EvictionSQL.remember
+        case .ghostEdge: EvictionSQL.ghostEdge
+        case .promoteForgotten: EvictionSQL.promoteForgotten
+        case .forget: EvictionSQL.forget
         }
     }
 }

@@ -202,10 +202,10 @@ enum StoreSchema {
     }
 
     private static func rows(_ connection: SQLiteConnection, _ sql: String) throws(SQLiteError) -> [String] {
-        let statement = try connection.prepare(sql)
-        defer { statement.finalize() }
-        var result: [String] = []
-        while try statement.step() { result.append(statement.text(at: 0)) }
-        return result
+        try connection.run(sql) { statement throws(SQLiteError) in
+            var result: [String] = []
+            while try statement.step() { result.append(statement.text(at: 0)) }
+            return result
+        }
     }
 }

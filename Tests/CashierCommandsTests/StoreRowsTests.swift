@@ -1,4 +1,5 @@
 import Cashier
+import CashierSQLite
 import CashierStore
 import CashierTestSupport
 import Foundation
@@ -238,7 +239,9 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
     }
 
     @Test func aLockTheStoreRecordsForARowIsTheEntrysLock() throws {
-        try EntryStore(folder: folder.path).setLocked(true, for: "note")
+        // Locked as a row records it: the `locked` column (the tool reads the index, not the header).
+        try SQLiteConnection(path: EntryStore(folder: folder.path).path, flags: SQLiteCode.openReadWrite)
+            .execute("UPDATE entry SET locked = 1 WHERE key = 'note'")
         let entries = try #require(cashier("list", folder.path, "--json").json["entries"] as? [[String: Any]])
         #expect(entries.first { $0["key"] as? String == "note" }?["locked"] as? Bool == true)
         let remove = cashier("remove", folder.path, "note")

@@ -86,7 +86,8 @@ import Testing
     @Test func aRemovalThatIsNotAnEvictionIsNotRemembered() throws {
         for index in 0..<20 { try write("k\(index)", at: Int64(index + 1)) }
         try store.remove("k0")
-        #expect(try store.removeEvicted(["k1", "absent"], order: .frequencyAware).map(\.key) == ["k1"])
+        let k1 = try #require(try store.entry(for: "k1"))
+        #expect(try store.remove(unchanged: [k1], evictedIn: .frequencyAware).map(\.key) == ["k1"])
         try write("k0", at: 40)
         try write("k1", at: 40)
         let order = try store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key)
@@ -116,7 +117,7 @@ import Testing
                 defer { left -= entry.size }
                 return left > bytes
             }
-            #expect(try planned.removeEvicted(chosen.map(\.key), order: .frequencyAware) == swept)
+            #expect(try planned.remove(unchanged: Array(chosen), evictedIn: .frequencyAware) == swept)
             for target in [store, planned] {
                 try target.upsert(StoreEntry(key: "k\(round)", location: .row, size: 6, lastUse: 60), record: [1])
             }
@@ -207,10 +208,11 @@ import Testing
         let used = (0..<count).filter { _ in Int.random(in: 0..<4, using: &random) == 0 }.map { "k\($0)" }
         try store.recordUses(used, at: 32)
         let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadOnly)
-        let query = try raw.prepare(Self.sortedFrequencyAwareOrder)
-        defer { query.finalize() }
-        var sorted: [String] = []
-        while try query.step() { sorted.append(query.text(at: 0)) }
+        let sorted = try raw.run(Self.sortedFrequencyAwareOrder) { query throws(SQLiteError) in
+            var sorted: [String] = []
+            while try query.step() { sorted.append(query.text(at: 0)) }
+            return sorted
+        }
         #expect(try store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key) == sorted)
         var walked: [String] = []
         try store.forEachEvictionCandidate(order: .frequencyAware) { entry in
