@@ -337,6 +337,16 @@ package struct RowShape: Sendable, Equatable {
         return String(decoding: names[typeLength...], as: UTF8.self)
     }
 
+    /// Whether its records were written under `version` (`nil`: without an app version), as the
+    /// header's flag and the names say; false for names that do not hold what the flag says.
+    package func isWritten(underAppVersion version: String?) -> Bool {
+        guard let version else {
+            let typeLength = (0..<4).reduce(0) { $0 | Int(header[60 + $1]) << (8 * $1) }
+            return header[15] == 0 && typeLength == names.count
+        }
+        return appVersion == version
+    }
+
     /// Names longer than this (a type name of 1 KiB) keep their row ``RowRecord/compact``.
     package static let maximumNamesLength = 1024
     /// Shapes a store holds at most; when it holds them, new names keep their rows compact.

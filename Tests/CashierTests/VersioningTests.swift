@@ -19,6 +19,27 @@ struct UserV2: Codable, Sendable, Equatable {
         #expect(Cache(makeConfiguration(folder, appVersion: "2.0")).value(for: key) == User(name: "A", age: 1))
     }
 
+    /// ``Cache/keys`` lists a row from the index when its type's shape says it was written
+    /// under the reader's app version, `nil` included (a server or tool has no bundle version):
+    /// each of these keys is listed by the cache that can read it, and only by it.
+    @Test(arguments: [nil, "1.0"] as [String?])
+    func keysListWhatEachAppVersionCanRead(appVersion: String?) throws {
+        let other = appVersion == nil ? "2.0" : nil
+        let writer = Cache(makeConfiguration(folder, appVersion: appVersion))
+        let stranger = Cache(makeConfiguration(folder, appVersion: other))
+        for index in 0..<300 {
+            try writer.set(User(name: "v", age: index), for: CacheKey<User>("versioned-\(index)", schemaVersion: 1))
+            try writer.set(User(name: "u", age: index), for: CacheKey<User>("mine-\(index)"))
+            try stranger.set(User(name: "s", age: index), for: CacheKey<User>("theirs-\(index)"))
+        }
+        let versioned = (0..<300).map { "versioned-\($0)" }
+        let fresh = Cache(makeConfiguration(folder, appVersion: appVersion))
+        #expect(fresh.keys == (versioned + (0..<300).map { "mine-\($0)" }).sorted())
+        #expect(
+            Cache(makeConfiguration(folder, appVersion: other)).keys
+                == (versioned + (0..<300).map { "theirs-\($0)" }).sorted())
+    }
+
     @Test func schemaMismatchIsDiscarded() throws {
         try Cache(makeConfiguration(folder)).set(
             User(name: "A", age: 1), for: CacheKey<User>("profile", schemaVersion: 1))

@@ -172,14 +172,22 @@ extension DiskStore {
         }
         // Writers killed mid-write left their temporary files: the folder holds few files now
         // (large entries), so listing it once a launch costs little.
-        for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where name.hasPrefix(Self.temporaryPrefix) {
-            removeIfAbandoned(temporary: name)
+        var holdsEntryFiles = false
+        for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] {
+            if name.hasPrefix(Self.temporaryPrefix) {
+                removeIfAbandoned(temporary: name)
+            } else if Self.isEntryFileName(name) {
+                holdsEntryFiles = true
+            }
         }
         // The files already in the folder get rows, off the caller's thread; until then reads
         // find them as files. At every first open of a process, not only a new store's: an
         // import cut short by a kill resumes, and files a row shadows (another process wrote
-        // the key while an import was under way) go.
-        scheduleImport(into: store)
+        // the key while an import was under way) go. A folder of rows alone has nothing to
+        // import, and `keys` then need not compare the index with the folder (a set of 100,000
+        // keys and a listing: half of a fresh `count` + `keys`). A file another process puts
+        // there later is its writer's to index; garbage collection reconciles what is left.
+        if holdsEntryFiles { scheduleImport(into: store) }
         return store
     }
 

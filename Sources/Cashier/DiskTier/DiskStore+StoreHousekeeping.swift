@@ -78,7 +78,7 @@ extension DiskStore {
     /// header: what ``Cache/keys`` lists. One pass over the index; a row's record is read only
     /// when its shape does not decide: `include` accepts every record written under
     /// `acceptedAppVersion`, so a row whose shape says that version is listed unread.
-    package func keys(acceptingEveryRecordOf acceptedAppVersion: String? = nil, where include: (EntryHeader) -> Bool)
+    package func keys(acceptingEveryRecordOf acceptedAppVersion: String?, where include: (EntryHeader) -> Bool)
         -> [String]
     {
         guard let store = entryStore() else {
@@ -90,7 +90,7 @@ extension DiskStore {
         var fileKeys = Set<String>()
         do throws(StoreError) {
             // A shaped row's key bytes are its `key` column: its header's key is this one.
-            let listed = try store.keys { shape in acceptedAppVersion != nil && shape.appVersion == acceptedAppVersion }
+            let listed = try store.keys { shape in shape.isWritten(underAppVersion: acceptedAppVersion) }
             keys = listed.vouched
             fileKeys = Set(listed.files)
             if importing { rowKeys = Set(listed.vouched + listed.unread) }
