@@ -43,7 +43,8 @@ let package = Package(
         .target(name: "CashierStore", dependencies: ["CashierSQLite", "CashierPlatform"]),
         // Measures the store against files and the raw C API (no product: nothing depends on it).
         .executableTarget(
-            name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite", "CashierPlatform"]),
+            name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite", "CashierPlatform"],
+            path: "Tools/CashierStoreBench"),
         // The tool's commands live in a library so tests can drive them in-process.
         .target(
             name: "CashierCommands",
@@ -63,10 +64,13 @@ let package = Package(
         // The child process of the crash-kill and multi-process tests (no product: dependents never build it).
         .executableTarget(
             name: "CashierStress",
-            dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
+            dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"],
+            path: "Tools/CashierStress"),
         // The trace replay of the eviction policies and of a real memory-only Cache (no product):
         // Benchmarks/Eviction/README.md.
-        .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction", "Cashier", "CashierStore"]),
+        .executableTarget(
+            name: "CashierReplay", dependencies: ["CashierEviction", "Cashier", "CashierStore"],
+            path: "Tools/CashierReplay"),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
         .testTarget(
