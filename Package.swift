@@ -45,6 +45,8 @@ let package = Package(
         .executableTarget(
             name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite", "CashierPlatform"],
             path: "Tools/CashierStoreBench"),
+        // The second process of the store's tests: writes until killed, sweeps a store afresh (no product).
+        .executableTarget(name: "CashierStoreChild", dependencies: ["CashierStore"], path: "Tools/CashierStoreChild"),
         // The tool's commands live in a library so tests can drive them in-process.
         .target(
             name: "CashierCommands",
@@ -87,10 +89,10 @@ let package = Package(
                 "CashierTestSupport",
             ]),
         .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
-        // Depends on CashierStoreBench so that it is built: the kill test runs it as a child.
+        // Depends on CashierStoreChild so that it is built: the kill and eviction tests run it.
         .testTarget(
             name: "CashierStoreTests",
-            dependencies: ["CashierStore", "CashierSQLite", "CashierStoreBench", "CashierTestSupport"]
+            dependencies: ["CashierStore", "CashierSQLite", "CashierStoreChild", "CashierTestSupport"]
         ),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
         .testTarget(

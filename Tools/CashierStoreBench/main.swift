@@ -377,19 +377,6 @@ func freshProcess(engine: Bool, folder: String) {
     print(format(totalSizeSeconds * 1e3, 3), format(listSeconds * 1e3, 3), format(growth, 2))
 }
 
-/// The child of the store's kill test: writes `key-0`, `key-1`, … (each record names its key
-/// and index), printing each index once its write returned, until it is killed.
-func killWriter(folder: String) {
-    let store = try! EntryStore(folder: folder)
-    for index in 0..<1_000_000 {
-        let key = "key-\(index)"
-        let record = Array("\(key):\(index):".utf8) + bytes(100 + index % 3000, seed: index)
-        try! store.upsert(
-            StoreEntry(key: key, location: .row, size: record.count, lastUse: Int64(index)), record: record)
-        FileHandle.standardOutput.write(Data("\(index)\n".utf8)) // unbuffered: printed means returned
-    }
-}
-
 /// One operation repeated `count` times after a setup of 10,000 entries, for instruction counts
 /// (`valgrind --tool=callgrind`, run at two counts and subtract: the difference is per operation).
 func operations(engine: Bool, operation: String, count: Int) {
@@ -429,22 +416,6 @@ func operations(engine: Bool, operation: String, count: Int) {
     }
 }
 
-/// The second process of `EntryStoreEvictionTests`: opens the store of `folder` afresh and
-/// prints the frequency-aware order's candidates (`candidates`), or sweeps it down to a number
-/// of bytes and prints what went (`evict BYTES`), one key a line.
-func eviction(folder: String, _ command: ArraySlice<String>) {
-    let store = try! EntryStore(folder: folder)
-    let keys: [String]
-    switch (command.first, command.dropFirst().first.flatMap { Int($0) }) {
-    case ("candidates", nil): keys = try! store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key)
-    case ("evict", let bytes?): keys = try! store.evict(order: .frequencyAware, downTo: bytes).map(\.key)
-    default:
-        print("usage: CashierStoreBench eviction FOLDER candidates | evict BYTES")
-        exit(2)
-    }
-    print(keys.joined(separator: "\n"))
-}
-
 switch arguments.dropFirst().first {
 case "threshold": threshold()
 case "baselines": baselines()
@@ -454,7 +425,5 @@ case "coherence": coherence()
 case "fresh-engine": freshProcess(engine: true, folder: arguments[2])
 case "fresh-raw": freshProcess(engine: false, folder: arguments[2])
 case "ops": operations(engine: arguments[2] == "engine", operation: arguments[3], count: Int(arguments[4])!)
-case "kill-writer": killWriter(folder: arguments[2])
-case "eviction": eviction(folder: arguments[2], arguments.dropFirst(3))
 default: print("usage: CashierStoreBench threshold | baselines | footprint | sweep")
 }
