@@ -62,7 +62,7 @@ let package = Package(
         // Tools/: the package's other executables, none a product (dependents never build them).
         // Measures the store against entry files: the row threshold, sweeps, coherence checks.
         .executableTarget(
-            name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite", "CashierPlatform"],
+            name: "CashierStoreBench", dependencies: ["CashierStore", "CashierPlatform"],
             path: "Tools/CashierStoreBench"),
         // The second process of the store's tests: writes until killed, sweeps a store afresh.
         .executableTarget(name: "CashierStoreChild", dependencies: ["CashierStore"], path: "Tools/CashierStoreChild"),
