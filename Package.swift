@@ -2,7 +2,9 @@
 import PackageDescription
 
 // The library, the `cashier-tool` tool and its plugin depend on the Swift toolchain
-// alone. Development-only packages (benchmarks) live in Benchmarks/Package.swift.
+// alone. Sources/ holds their modules; Tools/ the executables of development (the store
+// benchmark, the tests' child processes, the trace replay). Development-only packages
+// (benchmarks) live in Benchmarks/Package.swift.
 let package = Package(
     name: "Cashier",
     platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
@@ -41,9 +43,6 @@ let package = Package(
         .target(name: "CashierSQLite", dependencies: ["CashierPlatform"]),
         // The store of small entries: one SQLite file per cache folder, an index of every entry.
         .target(name: "CashierStore", dependencies: ["CashierSQLite", "CashierPlatform"]),
-        // Measures the store against files and the raw C API (no product: nothing depends on it).
-        .executableTarget(
-            name: "CashierStoreBench", dependencies: ["CashierStore", "CashierSQLite", "CashierPlatform"]),
         // The tool's commands live in a library so tests can drive them in-process.
         .target(
             name: "CashierCommands",
@@ -60,13 +59,22 @@ let package = Package(
             ),
             dependencies: ["cashier-tool"]
         ),
-        // The child process of the crash-kill and multi-process tests (no product: dependents never build it).
+        // Tools/: the package's other executables, none a product (dependents never build them).
+        // Measures the store against entry files: the row threshold, sweeps, coherence checks.
+        .executableTarget(
+            name: "CashierStoreBench", dependencies: ["CashierStore", "CashierPlatform"],
+            path: "Tools/CashierStoreBench"),
+        // The second process of the store's tests: writes until killed, sweeps a store afresh.
+        .executableTarget(name: "CashierStoreChild", dependencies: ["CashierStore"], path: "Tools/CashierStoreChild"),
+        // The child process of the crash-kill and multi-process tests.
         .executableTarget(
             name: "CashierStress",
-            dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"]),
-        // The trace replay of the eviction policies and of a real memory-only Cache (no product):
-        // Benchmarks/Eviction/README.md.
-        .executableTarget(name: "CashierReplay", dependencies: ["CashierEviction", "Cashier", "CashierStore"]),
+            dependencies: ["Cashier", "CashierPlatform", "CashierEntryFormat", "CashierTestSupport"],
+            path: "Tools/CashierStress"),
+        // The trace replay of the eviction policies, the store and a real Cache: Benchmarks/Eviction/README.md.
+        .executableTarget(
+            name: "CashierReplay", dependencies: ["CashierEviction", "Cashier", "CashierStore"],
+            path: "Tools/CashierReplay"),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
         .testTarget(
@@ -83,10 +91,10 @@ let package = Package(
                 "CashierSQLite", "CashierTestSupport",
             ]),
         .testTarget(name: "CashierEvictionTests", dependencies: ["CashierEviction"]),
-        // Depends on CashierStoreBench so that it is built: the kill test runs it as a child.
+        // Depends on CashierStoreChild so that it is built: the kill and eviction tests run it.
         .testTarget(
             name: "CashierStoreTests",
-            dependencies: ["CashierStore", "CashierSQLite", "CashierStoreBench", "CashierTestSupport"]
+            dependencies: ["CashierStore", "CashierSQLite", "CashierStoreChild", "CashierTestSupport"]
         ),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
         .testTarget(

@@ -68,7 +68,7 @@ int32_t touch(const char *path, struct timespec accessed) {
     return utimensat(AT_FDCWD, path, times, 0);
 }
 
-/* Sources/Cashier/MemoryTier/MemoryTier+Coherence.swift MonotonicClock (and Sources/CashierStoreBench/Coherence.swift):
+/* Sources/Cashier/MemoryTier/MemoryTier+Coherence.swift MonotonicClock (and Tools/CashierStoreBench/Coherence.swift):
    clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW_APPROX) as UInt64 nanoseconds, counting through sleep; CLOCK_MONOTONIC_RAW
    for the benchmark's comparison. */
 uint64_t coarse_monotonic_nanoseconds(void) { return clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW_APPROX); }

@@ -49,8 +49,9 @@ bash "$tool" bash -c '
     if grep -q "warning:" "$1/build.log"; then echo "sqlite: warnings in the build" >&2; exit 1; fi
     swift test --skip-build --scratch-path .build-nosqlite --filter "SQLiteConnectionTests|EntryStore"
     # A smoke pass of the store benchmark (debug build: timings printed, never checked), so it
-    # does not rot; the tables come from: swift run -c release CashierStoreBench threshold|baselines|footprint
+    # does not rot; the tables come from: swift run -c release CashierStoreBench threshold|sweep|coherence
     ROUNDS=1 SIZES=256,16384 .build-nosqlite/debug/CashierStoreBench threshold
-    ROUNDS=1 .build-nosqlite/debug/CashierStoreBench baselines
+    ROUNDS=1 COUNT=10000 .build-nosqlite/debug/CashierStoreBench sweep
+    .build-nosqlite/debug/CashierStoreBench ops overwrite 100
 ' bash "$out"
 echo "== sqlite: passed"

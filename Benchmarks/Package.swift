@@ -1,9 +1,10 @@
 // swift-tools-version: 6.1
 // Benchmarks of Cashier, kept out of the library's package so that its
-// dependency graph stays empty.
+// dependency graph stays empty (README.md says what is here).
 //
 //   swift run -c release cashier-ratios               # the ratio table of the README
 //   swift run -c release cashier-ratios --footprint   # 100,000 entries: disk, fresh-process times, memory
+//   swift run -c release cashier-ratios --ops overwrite 1000   # the SQLite table in a loop, for callgrind
 //   swift package benchmark                           # package-benchmark: time and allocations
 import Foundation
 import PackageDescription

@@ -222,7 +222,7 @@ import Testing
         #expect(walked == Array(sorted.prefix(7)))
     }
 
-    /// Runs `CashierStoreBench eviction FOLDER ARGUMENTS…` and returns the keys it printed.
+    /// Runs `CashierStoreChild eviction FOLDER ARGUMENTS…` and returns the keys it printed.
     static func child(_ folder: String, _ arguments: String...) throws -> [String] {
         let child = Process()
         child.executableURL = try EntryStoreKillTests.writer()

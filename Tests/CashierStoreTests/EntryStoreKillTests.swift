@@ -42,7 +42,7 @@ import Testing
         #expect(try store.structuralProblems() == [])
     }
 
-    /// `CashierStoreBench`, built beside the test binary (Linux: `argv[0]`'s folder; Apple
+    /// `CashierStoreChild`, built beside the test binary (Linux: `argv[0]`'s folder; Apple
     /// platforms: the folder holding the `.xctest` bundle).
     static func writer() throws -> URL {
         var folders = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
@@ -50,9 +50,9 @@ import Testing
         for _ in 0..<4 where bundle.pathExtension != "xctest" && bundle.path != "/" { bundle.deleteLastPathComponent() }
         folders.append(bundle.deletingLastPathComponent())
         for folder in folders {
-            let candidate = folder.appendingPathComponent("CashierStoreBench")
+            let candidate = folder.appendingPathComponent("CashierStoreChild")
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         }
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "CashierStoreBench beside the tests"])
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "CashierStoreChild beside the tests"])
     }
 }

@@ -10,6 +10,8 @@ import Foundation
 //
 // --footprint prints issue 25's footprint report instead (100,000 entries, fresh child processes;
 // about a minute, so not part of the default run; --entries N changes the count, --smoke makes it 1,000).
+// --ops read|overwrite|write COUNT repeats one operation of the SQLite table, for callgrind: the
+// baseline's side of `CashierStoreBench ops` (root package), which runs the store's.
 
 let arguments = CommandLine.arguments.dropFirst()
 
@@ -23,6 +25,35 @@ func value(of option: String) -> String? {
 if let index = arguments.firstIndex(of: "--footprint-child") {
     let rest = Array(arguments[index...].dropFirst())
     Footprint.child(side: rest[0], folder: rest[1], entries: Int(rest[2])!)
+    exit(0)
+}
+
+// The table's side of `CashierStoreBench ops`: 10,000 entries of 187 bytes written one by one,
+// then `count` times the operation (run at two counts and subtract: the difference is per operation).
+func tableOperations(_ operation: String, count: Int) {
+    let folder = Scratch("ops") // removed when this returns, after the table has closed
+    withExtendedLifetime(folder) {
+        let table = SQLiteTable(path: folder.file("kv.sqlite").path)
+        let value = Data((0..<187).map { UInt8(truncatingIfNeeded: $0 &* 151 &+ 17) })
+        let keys = (0..<10_000).map { "user-\($0)" }
+        for (index, key) in keys.enumerated() { table.upsert(key, value, lastUse: Int64(index)) }
+        for index in 0..<count {
+            switch operation {
+            case "read": consume(table.value(for: keys[index % keys.count]))
+            case "overwrite": table.upsert(keys[0], value, lastUse: Int64(index))
+            default: table.upsert("new-\(index)", value, lastUse: Int64(index))
+            }
+        }
+    }
+}
+
+if let index = arguments.firstIndex(of: "--ops") {
+    let rest = Array(arguments[index...].dropFirst())
+    guard rest.count == 2, let count = Int(rest[1]) else {
+        print("usage: cashier-ratios --ops read|overwrite|write COUNT")
+        exit(2)
+    }
+    tableOperations(rest[0], count: count)
     exit(0)
 }
 

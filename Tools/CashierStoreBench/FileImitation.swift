@@ -52,12 +52,6 @@ enum Measure {
         return (total, names.count)
     }
 
-    /// A file's length (st_size), 0 when absent.
-    static func fileBytes(_ path: String) -> Int {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int(info.st_size) : 0
-    }
-
     static func freshFolder(_ label: String) -> String {
         let path = NSTemporaryDirectory() + "cashier-store-bench-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -65,23 +59,4 @@ enum Measure {
     }
 
     static func remove(_ folder: String) { try? FileManager.default.removeItem(atPath: folder) }
-
-    /// Peak resident memory of this process so far (`VmHWM` of /proc/self/status), bytes; nil
-    /// where there is no /proc (Apple platforms).
-    static func peakResident() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-            let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
-        else { return nil }
-        return kib * 1024
-    }
-
-    /// Current resident memory (`VmRSS`), bytes; nil without /proc.
-    static func resident() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
-        else { return nil }
-        return kib * 1024
-    }
 }
