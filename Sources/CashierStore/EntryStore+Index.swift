@@ -166,7 +166,8 @@ extension EntryStore {
     ///
     /// Works in steps of ``reclaimStep`` pages, each its own transaction, so writers (this
     /// process's and others') wait for one step, not the whole reclaim: 100,000 entries of 187
-    /// bytes, half evicted, give back 17.5 MB in about 56 ms (`CashierStoreBench footprint`).
+    /// bytes, half evicted, give back 17.5 MB in about 56 ms (`cashier-ratios --only
+    /// sqlite-evict-reclaim` times a whole eviction, this included).
     @discardableResult
     package func reclaimSpace(pages: Int = 1 << 20) throws(StoreError) -> Int {
         let before = storeFileBytes()
