@@ -5,7 +5,7 @@
 #
 # The cluster (.ci/postgres.sh) runs as a user of its own (PostgreSQL refuses root) on a free
 # loopback port. Then FleetBench's rolling deploy runs against it: a schema-1 and a schema-2
-# build of a test server at once (Integrations/FleetBench/README.md).
+# build of a test server at once (Integrations/FleetBench/README.md), and ServerBench's smoke run.
 #
 # The three packages build in one scratch folder (Integrations/.build-ci, or INTEGRATIONS_SCRATCH):
 # the second and third reuse what the first compiled of the dependencies they share (swift-nio,
@@ -48,5 +48,22 @@ bin=$(swift build --package-path Integrations/FleetBench "${scratch[@]}" --show-
 echo "== integrations: FleetBench: rolling deploy"
 python3 Integrations/FleetBench/fleet.py rolling --binary "$bin/FleetServer" --postgres "$CASHIER_POSTGRES_URL"
 echo "integrations: FleetBench built and run in $((SECONDS - started)) s"
+
+# The server benchmark of issue 35 (Integrations/ServerBench/README.md), as a smoke run: a debug
+# build in the shared scratch folder, one short round on each route, failing on any error. Its
+# figures are a release build's (run.sh without CONFIGURATION), not CI's.
+started=$SECONDS
+if ! command -v wrk >/dev/null; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "wrk is not installed and this is not root: apt-get install wrk" >&2
+        exit 1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+fi
+echo "== integrations: ServerBench: smoke run"
+CONFIGURATION=debug SCRATCH="${INTEGRATIONS_SCRATCH:-$root/Integrations/.build-ci}" ROUNDS=1 DURATION=2 \
+    Integrations/ServerBench/run.sh
+echo "integrations: ServerBench built and run in $((SECONDS - started)) s"
 cd "$root"
 echo "== integrations passed"

@@ -78,3 +78,5 @@ awk -v pr="$pr" -v cr="$cr" -v pc="$pc" -v cc="$cc" -v errors="$errors" -v c="$c
     printf "server CPU a request with / without: %.1f / %.1f µs = %.2fx (goal <= 1.6x)\n", cc, pc, cc / pc
     printf "errors: %d (%s build, medians of the rounds)\n", errors, c
 }'
+# A request that failed is a broken server, whatever the ratios.
+[ "$errors" -eq 0 ]

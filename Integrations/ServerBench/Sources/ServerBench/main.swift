@@ -72,9 +72,9 @@ try await app.runService()
 func cpuMicroseconds() -> Int {
     var usage = rusage()
     #if os(Linux)
-        getrusage(RUSAGE_SELF.rawValue, &usage)  // Glibc's sys/resource.h: an enum
+    getrusage(RUSAGE_SELF.rawValue, &usage) // Glibc's sys/resource.h: an enum
     #else
-        getrusage(RUSAGE_SELF, &usage)  // Darwin's sys/resource.h: an int
+    getrusage(RUSAGE_SELF, &usage) // Darwin's sys/resource.h: an int
     #endif
     let seconds = usage.ru_utime.tv_sec + usage.ru_stime.tv_sec
     return Int(seconds) * 1_000_000 + Int(usage.ru_utime.tv_usec) + Int(usage.ru_stime.tv_usec)
