@@ -160,7 +160,7 @@ extension Cache {
             isLocked: false, schemaVersion: key.schemaVersion, appVersion: configuration.appVersion, size: 0)
         var evicted: [MemoryRecord] = []
         do {
-            try store.keyLocks.withLock(key.name) {
+            try folderState.keyLocks.withLock(key.name) {
                 let ticket = coherenceTicket()
                 // A write keeps a lock: the memory record says whether there is one, else the
                 // disk tier finds it as it writes (a row in its own statement).
@@ -175,7 +175,7 @@ extension Cache {
                     options.keepsStoredLock = lockInMemory == nil
                     do throws(SystemError) {
                         (metadata.size, metadata.isLocked) = try disk.write(
-                            DiskStore.fileName(for: key.name), header: header, payload: payload, options: options)
+                            DiskTier.fileName(for: key.name), header: header, payload: payload, options: options)
                     } catch {
                         // Most failures leave the old entry in place; a failed folder sync comes
                         // after the rename. Either way the file is the truth: forget the memory copy.
@@ -204,7 +204,7 @@ extension Cache {
             for record in evicted {
                 emit(.evicted(key: record.name, bytes: 0))
                 // Announced under its own key's lock, unless a write has put it back meanwhile.
-                store.keyLocks.withLock(record.name) {
+                folderState.keyLocks.withLock(record.name) {
                     if memory.peek(record.name) == nil { publish(record.name, nil) }
                 }
             }
@@ -293,7 +293,7 @@ extension Cache {
     /// still expired: a write that landed since the read must stay an observer's last value.
     func missExpired(_ name: String) {
         emit(.miss(key: name))
-        store.keyLocks.withLock(name) {
+        folderState.keyLocks.withLock(name) {
             if let metadata = storedMetadata(named: name), !metadata.isExpired(at: nowSeconds) { return }
             publish(name, nil)
         }
@@ -305,7 +305,7 @@ extension Cache {
     /// comes from the shared tier itself, removes the key's records there.
     func removeEntry(named name: String, reachingSharedTier: Bool = true) {
         var failure: SystemError?
-        store.keyLocks.withLock(name) {
+        folderState.keyLocks.withLock(name) {
             memory.remove(name)
             do throws(SystemError) {
                 try disk?.remove(key: name, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
@@ -323,13 +323,13 @@ extension Cache {
     /// The entry is rewritten: that counts as a use of a ``Lifespan/sinceLastUse(_:)`` lifespan.
     func updateMetadata(named name: String, _ change: @escaping (inout EntryMetadata) -> Void) {
         var failure: CacheError?
-        store.keyLocks.withLock(name) {
+        folderState.keyLocks.withLock(name) {
             let ticket = coherenceTicket()
             let record = memory.peek(name)
             let options = writeOptions(usedAt: nowSeconds)
             if let disk {
                 do throws(SystemError) {
-                    let rewritten = try disk.rewriteHeader(DiskStore.fileName(for: name), key: name, options: options) {
+                    let rewritten = try disk.rewriteHeader(DiskTier.fileName(for: name), key: name, options: options) {
                         header in
                         var metadata = EntryMetadata(header, size: 0)
                         change(&metadata)

@@ -97,19 +97,19 @@ extension Cache {
         /// The file-system seam, for fault-injection tests; `nil` for the real one.
         package var fileSystem: (any FileSystem)? = nil
         /// The largest entry kept as a row of the folder's store; `nil` for the store's own
-        /// threshold (``DiskStore/rowSizeLimit``), 0 to keep every entry a file (with its row in
+        /// threshold (``DiskTier/rowSizeLimit``), 0 to keep every entry a file (with its row in
         /// the index): what tests of the file format use. The first cache on a folder decides.
         package var rowSizeLimit: Int? = nil
         /// Whether the folder's store is used; `false` keeps the folder as SQLite's absence does
         /// (every entry a file, indexed by a folder scan): what tests of that design use.
         package var usesStore = true
         /// How often at most, in nanoseconds, a memory hit checks whether another process changed
-        /// the folder's store (DiskStore+Coherence.swift); 0 checks at every hit, as tests do.
+        /// the folder's store (Cache+Coherence.swift); 0 checks at every hit, as tests do.
         package var memoryCoherenceNanoseconds: UInt64 = Cache.Configuration.memoryCoherenceInterval
         /// How often at most, in nanoseconds, a write of a row judges the folder and the store
-        /// file anew (``DiskStore/judgesAnew(rowWrite:)``); 0 at every write, as tests do. The
+        /// file anew (``DiskTier/judgesAnew(rowWrite:)``); 0 at every write, as tests do. The
         /// first cache on a folder decides.
-        package var folderRecheckNanoseconds: UInt64 = DiskStore.defaultRecheckInterval
+        package var folderRecheckNanoseconds: UInt64 = DiskTier.defaultRecheckInterval
 
         /// A configuration with every setting at its default.
         public init(name: String) {

@@ -150,10 +150,10 @@ extension Cache {
 
     /// Refreshes `key` in the background unless a refresh of it is already running.
     private func revalidate<V>(_ key: CacheKey<V>, fetch: @escaping @Sendable () async throws -> Fetched<V>) {
-        let isFirst = store.revalidating.withLock { $0.insert(key.name).inserted }
+        let isFirst = folderState.revalidating.withLock { $0.insert(key.name).inserted }
         guard isFirst else { return }
         Task.detached { [self] in
-            defer { _ = store.revalidating.withLock { $0.remove(key.name) } }
+            defer { _ = folderState.revalidating.withLock { $0.remove(key.name) } }
             do {
                 _ = try await sharedFetch(key, fetch: fetch)
             } catch {
@@ -175,7 +175,7 @@ extension Cache {
     func sharedFetch<V>(
         _ key: CacheKey<V>, consultingSharedTier: Bool = true, fetch: () async throws -> Fetched<V>
     ) async throws -> CacheEntry<V> {
-        let (call, isLeader) = store.fetches.withLock { calls in
+        let (call, isLeader) = folderState.fetches.withLock { calls in
             if let call = calls[key.name] { return (call, false) }
             let call = FetchCall()
             calls[key.name] = call
@@ -199,7 +199,7 @@ extension Cache {
         } catch {
             outcome = .failure(error)
         }
-        store.fetches.withLock { _ = $0.removeValue(forKey: key.name) }
+        folderState.fetches.withLock { _ = $0.removeValue(forKey: key.name) }
         call.finish(outcome.map { $0 as any Sendable })
         return try outcome.get()
     }
@@ -218,7 +218,8 @@ extension Cache {
             metadata = EntryMetadata(
                 createdAt: now, validatedAt: now,
                 lifespan: fetched.lifespan ?? key.lifespan ?? configuration.defaultLifespan,
-                isLocked: store.keyLocks.withLock(key.name) { storedMetadata(named: key.name)?.isLocked } ?? false,
+                isLocked: folderState.keyLocks.withLock(key.name) { storedMetadata(named: key.name)?.isLocked }
+                    ?? false,
                 schemaVersion: key.schemaVersion,
                 appVersion: configuration.appVersion, size: 0)
         }

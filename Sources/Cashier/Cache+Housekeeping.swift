@@ -21,14 +21,14 @@ extension Cache {
             if reachingSharedTier, let shared = self.shared { shared.writes.enqueue(.removeAll) }
         }
         guard let disk else {
-            store.keyLocks.withEveryKeyLocked(forget)
+            folderState.keyLocks.withEveryKeyLocked(forget)
             return
         }
         // A refused folder is left alone, but what this instance holds in memory still goes.
-        guard !isFolderRefused(key: nil, fresh: true) else { return store.keyLocks.withEveryKeyLocked(forget) }
+        guard !isFolderRefused(key: nil, fresh: true) else { return folderState.keyLocks.withEveryKeyLocked(forget) }
         // The files and every instance's memory go in one step under the barrier.
         let failures = disk.withFolderLock {
-            store.keyLocks.withEveryKeyLocked {
+            folderState.keyLocks.withEveryKeyLocked {
                 let failures = disk.removeAllEntries()
                 forget()
                 return failures
@@ -50,8 +50,8 @@ extension Cache {
             let removals = disk.withFolderLock {
                 commit(
                     disk.planGarbageCollection(
-                        now: now, limits: DiskStore.Limits(size: nil, minimumFreeSpace: nil),
-                        reclaim: DiskStore.Reclaim(expired: true)))
+                        now: now, limits: DiskTier.Limits(size: nil, minimumFreeSpace: nil),
+                        reclaim: DiskTier.Reclaim(expired: true)))
             }
             report(removals)
         } else {
@@ -101,9 +101,9 @@ extension Cache {
         report(removals)
     }
 
-    /// Queues for the shared tier the removals a caller asked for (``DiskStore/Removal/removed(key:)``);
+    /// Queues for the shared tier the removals a caller asked for (``DiskTier/Removal/removed(key:)``);
     /// evictions and discards stay local. Call under the barrier the removals were made under.
-    private func shareRemovals(_ removals: [DiskStore.Removal]) {
+    private func shareRemovals(_ removals: [DiskTier.Removal]) {
         guard let shared else { return }
         for case .removed(let key) in removals { shared.writes.enqueue(.remove(key)) }
     }
@@ -111,11 +111,11 @@ extension Cache {
     /// Removes the memory records `removal` names a removal for, in a memory-only cache:
     /// judged first, then removed and announced under the barrier, each if it is still the
     /// record that was judged; reported after.
-    private func removeFromMemory(_ removal: (MemoryRecord) -> DiskStore.Removal?) {
+    private func removeFromMemory(_ removal: (MemoryRecord) -> DiskTier.Removal?) {
         let chosen = memory.allRecords.compactMap { record in removal(record).map { (record, $0) } }
         guard !chosen.isEmpty else { return }
-        let removed = store.keyLocks.withEveryKeyLocked {
-            let removed = chosen.compactMap { record, removal -> DiskStore.Removal? in
+        let removed = folderState.keyLocks.withEveryKeyLocked {
+            let removed = chosen.compactMap { record, removal -> DiskTier.Removal? in
                 guard memory.peek(record.name) === record else { return nil }
                 forget(removal)
                 return removal
@@ -128,16 +128,16 @@ extension Cache {
 
     /// Schedules a size sweep off the caller's thread if the folder may be over
     /// ``Configuration-swift.struct/diskSizeLimit``. The sweep runs even after this instance
-    /// is gone (it holds the folder's store, not `self`); its events go to this instance if alive.
+    /// is gone (it holds the folder's state, not `self`); its events go to this instance if alive.
     func sweepIfNeeded() {
         guard let disk else { return }
-        let (store, memory, origin, limits) = (store, memory, identity, limits)
+        let (folderState, memory, origin, limits) = (folderState, memory, identity, limits)
         disk.sweepIfNeeded(limits: limits) { [weak self] in
             // The uses gathered so far go first (this instance's memory hits, every read's from
             // disk, waiting for their window): the victims are ordered by them.
             if let self { self.recordMemoryUses() } else { disk.flushStoreUses() }
             let removals = disk.withFolderLock(waiting: false) {
-                store.commit(disk.planSweep(limits: limits), on: disk, dropping: memory, origin: origin)
+                folderState.commit(disk.planSweep(limits: limits), on: disk, dropping: memory, origin: origin)
             }
             if let removals { self?.report(removals) }
             return removals
@@ -145,10 +145,10 @@ extension Cache {
     }
 
     /// Applies a housekeeping plan of this cache's disk and forgets what it removed (see
-    /// ``Store/commit(_:on:dropping:origin:)``).
-    private func commit(_ plan: DiskStore.RemovalPlan) -> [DiskStore.Removal] {
+    /// ``FolderState/commit(_:on:dropping:origin:)``).
+    private func commit(_ plan: DiskTier.RemovalPlan) -> [DiskTier.Removal] {
         guard let disk else { return [] }
-        return store.commit(plan, on: disk, dropping: memory, origin: identity, whileBarred: shareRemovals)
+        return folderState.commit(plan, on: disk, dropping: memory, origin: identity, whileBarred: shareRemovals)
     }
 
     /// Garbage collection: expired entries, damaged files, abandoned temporary files and
@@ -173,7 +173,7 @@ extension Cache {
             guard !isFolderRefused(key: nil, fresh: true) else { return }
             // Memory hits count before victims are ordered.
             recordMemoryUses()
-            let reclaim = DiskStore.Reclaim(expired: true, otherAppVersionsThan: .some(configuration.appVersion))
+            let reclaim = DiskTier.Reclaim(expired: true, otherAppVersionsThan: .some(configuration.appVersion))
             // With `waiting` false, `nil` when another process holds the folder lock: the next round tries again.
             let removals = disk.withFolderLock(waiting: waiting) {
                 commit(disk.planGarbageCollection(now: now, limits: limits, reclaim: reclaim))
@@ -221,7 +221,7 @@ extension Cache {
     }
 }
 
-extension Store {
+extension FolderState {
     /// Applies `plan` (made with no key lock held) under the barrier of every key, and in the
     /// same step drops each removed entry from `memory` and tells observers and the other
     /// instances on the folder, as `origin`: no write of a key lands between its file going
@@ -231,10 +231,10 @@ extension Store {
     /// The disk layer only unlinks under the barrier and reports what it removed; dropping
     /// memory and notifying is the front's, here.
     func commit(
-        _ plan: DiskStore.RemovalPlan, on disk: DiskStore, dropping memory: MemoryTier, origin: ObjectIdentifier,
-        whileBarred: ([DiskStore.Removal]) -> Void = { _ in }
-    ) -> [DiskStore.Removal] {
-        var removals: [DiskStore.Removal] = []
+        _ plan: DiskTier.RemovalPlan, on disk: DiskTier, dropping memory: MemoryTier, origin: ObjectIdentifier,
+        whileBarred: ([DiskTier.Removal]) -> Void = { _ in }
+    ) -> [DiskTier.Removal] {
+        var removals: [DiskTier.Removal] = []
         if !plan.isEmpty {
             keyLocks.withEveryKeyLocked {
                 removals = disk.apply(plan)

@@ -36,7 +36,7 @@ extension Cache {
     /// ``named(_:)`` already treats as one cache, also share one folder.
     package static func folderName(for name: String) -> String {
         var result = ""
-        for byte in DiskStore.canonicalSpelling(of: name).utf8 {
+        for byte in DiskTier.canonicalSpelling(of: name).utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):

@@ -1,6 +1,6 @@
 extension Cache {
     /// Hands the values read from memory since the last call to the disk's recency
-    /// bookkeeping, as used now by the cache's clock (see `DiskStore+Recency.swift`);
+    /// bookkeeping, as used now by the cache's clock (see `DiskTier+Recency.swift`);
     /// a ``Lifespan/sinceLastUse(_:)`` entry as used at its own last use.
     ///
     /// A memory hit only moves its record in the memory tier's recency list, as it always
@@ -28,13 +28,13 @@ extension Cache {
     /// Takes the memory tier's uses into those the disk tier gathers for its rows, as used now
     /// (a sliding entry's at its own moment): no I/O. Under ``usesWriting``, so a caller that
     /// orders by recency next finds every use taken meanwhile gathered.
-    private func handOverMemoryUses(to disk: DiskStore) {
+    private func handOverMemoryUses(to disk: DiskTier) {
         usesWriting.lock()
         defer { usesWriting.unlock() }
         disk.gatherStoreUses(ofKeys: memory.takeUsedNames(), at: nowSeconds)
     }
 
-    /// ``recordMemoryUses()`` with the write off the caller's thread, a ``DiskStore/usesWindow``
+    /// ``recordMemoryUses()`` with the write off the caller's thread, a ``DiskTier/usesWindow``
     /// later: what reads and writes call, so no recency write (a store transaction, which may
     /// wait for another process's lock) runs on the caller's thread. The uses are taken now and
     /// stamped now, as the disk work that hands them over happens (a flush later must not date
@@ -46,7 +46,7 @@ extension Cache {
         guard let disk else { return }
         guard disk.openedStore != nil else { return recordMemoryUses() }
         guard memory.hasUsedNames else { return }
-        // Gathered uses schedule their write themselves (`DiskStore.persistStoreUses`).
+        // Gathered uses schedule their write themselves (`DiskTier.persistStoreUses`).
         handOverMemoryUses(to: disk)
     }
 

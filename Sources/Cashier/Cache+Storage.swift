@@ -24,9 +24,9 @@ extension Cache {
 
     /// How this cache writes, recording the write as the entry's last use at `usedAt`
     /// (the moment its metadata says: one clock reading for both).
-    func writeOptions(usedAt: Double) -> DiskStore.WriteOptions {
+    func writeOptions(usedAt: Double) -> DiskTier.WriteOptions {
         let complete = configuration.fileProtection == .complete
-        var options = DiskStore.WriteOptions(
+        var options = DiskTier.WriteOptions(
             filePermissions: configuration.sharing.filePermissions,
             folderPermissions: configuration.sharing.folderPermissions,
             synchronize: configuration.durability == .synchronized, completeProtection: complete)
@@ -44,8 +44,8 @@ extension Cache {
         return wait.isNaN ? 0 : Int32(min(max(wait, 0), 86_400) * 1000)
     }
 
-    var limits: DiskStore.Limits {
-        var limits = DiskStore.Limits(
+    var limits: DiskTier.Limits {
+        var limits = DiskTier.Limits(
             size: configuration.diskSizeLimit, minimumFreeSpace: configuration.minimumFreeDiskSpace)
         limits.evictionOrder = configuration.evictionPolicy == .leastRecentlyUsed ? .leastRecentlyUsed : .frequencyAware
         return limits

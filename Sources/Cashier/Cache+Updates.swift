@@ -18,7 +18,7 @@ extension Cache {
         // stream's own lock keeps that order in the stream. The current value is read after
         // subscribing: if a change arrives first, it is at least as new, and the read is dropped.
         let state = Locked(StreamState())
-        let id = store.hub.subscribe(name: key.name) { change in
+        let id = folderState.hub.subscribe(name: key.name) { change in
             let value = change.value as? V
             state.withLock { state in
                 if state.hasYielded, state.lastWasNil, value == nil { return }
@@ -27,7 +27,7 @@ extension Cache {
                 continuation.yield(value)
             }
         }
-        let hub = store.hub
+        let hub = folderState.hub
         continuation.onTermination = { _ in hub.unsubscribe(id) }
         let current = load(key).flatMap { found in
             found.metadata.isExpired(at: nowSeconds) && !configuration.returnsExpiredValues ? nil : found.value
@@ -42,7 +42,7 @@ extension Cache {
     }
 
     /// How many observers are subscribed on this cache's folder (tests check streams release theirs).
-    package var observerCount: Int { store.hub.subscriberCount }
+    package var observerCount: Int { folderState.hub.subscriberCount }
 }
 
 /// What an ``Cache/updates(for:)`` stream has yielded so far.

@@ -23,7 +23,7 @@ public final class Cache: Sendable {
     /// The folder entries are stored in, or `nil` for a memory-only cache.
     public let folder: URL?
 
-    let store: Store
+    let folderState: FolderState
     let memory: MemoryTier
     /// The connection to ``Configuration-swift.struct/sharedTier``; `nil` without one.
     let shared: SharedTierLink?
@@ -43,23 +43,23 @@ public final class Cache: Sendable {
         self.configuration = configuration
         let path = Self.folderPath(for: configuration)
         folder = path.map { URL(fileURLWithPath: $0, isDirectory: true) }
-        store = Store.forFolder(
+        folderState = FolderState.forFolder(
             path, fileSystem: configuration.fileSystem, rowSizeLimit: configuration.rowSizeLimit,
             usesStore: configuration.usesStore, recheckInterval: configuration.folderRecheckNanoseconds)
         // Each new cache judges the folder again on first use (its sharing may differ; the
         // folder may have changed): one lstat then, none here.
-        store.disk?.forgetFolderStatus()
+        folderState.disk?.forgetFolderStatus()
         memory = MemoryTier(
             limit: configuration.memoryCountLimit, costLimit: configuration.memoryCostLimit,
-            policy: configuration.evictionPolicy, tracksUse: store.disk != nil,
-            coherenceInterval: store.disk?.usesStore == true ? configuration.memoryCoherenceNanoseconds : nil)
+            policy: configuration.evictionPolicy, tracksUse: folderState.disk != nil,
+            coherenceInterval: folderState.disk?.usesStore == true ? configuration.memoryCoherenceNanoseconds : nil)
         let memory = self.memory
         // Made before subscribing and never changed: the handler, which other instances may
         // call from the moment it is subscribed, reads nothing that init writes later.
         let token = Token()
         self.token = token
         let identity = ObjectIdentifier(token)
-        subscription = store.hub.subscribe(name: nil) { change in
+        subscription = folderState.hub.subscribe(name: nil) { change in
             guard change.origin != identity else { return }
             if let name = change.name { memory.remove(name) } else { _ = memory.removeAll() }
         }
@@ -69,7 +69,7 @@ public final class Cache: Sendable {
             garbageCollection = nil
         }
         memoryPressure = memory.limit == 0 ? nil : MemoryPressureSource()
-        let queue = store.sharedTierWrites
+        let queue = folderState.sharedTierWrites
         shared = configuration.sharedTier.map { SharedTierLink(tier: $0, configuration: configuration, queue: queue) }
         // In the background: inside an expiring activity where the platform has them, and never
         // waiting for a folder lock another process holds (no lock across a suspension).
@@ -93,8 +93,8 @@ public final class Cache: Sendable {
             recordMemoryUses()
         }
         garbageCollection?.stop()
-        store.hub.unsubscribe(subscription)
-        shared?.stop(hub: store.hub)
+        folderState.hub.unsubscribe(subscription)
+        shared?.stop(hub: folderState.hub)
     }
 
     /// The process's one cache with this name (default configuration, ``Location/caches``).
@@ -110,7 +110,7 @@ public final class Cache: Sendable {
     /// The cache named "default".
     public static var `default`: Cache { named("default") }
 
-    var disk: DiskStore? { store.disk }
+    var disk: DiskTier? { folderState.disk }
     /// Who made a change, so an instance skips its own notifications: its token's identity,
     /// which lives as long as the instance (and its subscription) do.
     var identity: ObjectIdentifier { ObjectIdentifier(token) }
@@ -137,12 +137,12 @@ public final class Cache: Sendable {
     /// removal): changes to one key are then announced in the order they were made, so
     /// an observer's last value is the stored one.
     func publish(_ name: String?, _ value: (any Sendable)?) {
-        store.hub.publish(Change(name: name, value: value, origin: identity))
+        folderState.hub.publish(Change(name: name, value: value, origin: identity))
     }
 
     /// Forgets an entry housekeeping removed: its memory record and, for observers and the
     /// other instances, its value. Runs under the key barrier, in the same step as the removal.
-    func forget(_ removal: DiskStore.Removal) {
+    func forget(_ removal: DiskTier.Removal) {
         switch removal {
         case .evicted(let key, _), .discarded(let key, _), .removed(let key):
             memory.remove(key)
@@ -152,7 +152,7 @@ public final class Cache: Sendable {
 
     /// Reports what housekeeping removed (counters and events), after the barrier is lifted:
     /// `onEvent` is the app's code and may call the cache.
-    func report(_ removals: [DiskStore.Removal]) {
+    func report(_ removals: [DiskTier.Removal]) {
         reportStoreNotices()
         for removal in removals {
             switch removal {

@@ -36,7 +36,7 @@ final class CachedObservation: Sendable {
     func access(_ name: String, in cache: Cache) {
         guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *), let registrar = registrar as? ObservationRegistrar
         else { return }
-        subscribe(name, cache.store.hub, registrar)
+        subscribe(name, cache.folderState.hub, registrar)
         registrar.access(self, keyPath: \.value)
     }
 

@@ -7,7 +7,7 @@ import Foundation
 /// one the cache misses; a file without its row one it never reads again), as the cache does.
 struct EntryRemoval {
     let directory: String
-    let disk: DiskStore
+    let disk: DiskTier
     /// The store opened read-write; `nil` when the folder has none or it does not open.
     let store: EntryStore?
     /// Why ``store`` is `nil` though the folder has a store file.
@@ -20,7 +20,7 @@ struct EntryRemoval {
     /// cache would on its next open; a store file is never created.
     init(directory: String, state: FolderStore.State, setAsideDamage: Bool = false) {
         self.directory = directory
-        disk = DiskStore(folder: directory)
+        disk = DiskTier(folder: directory)
         if state == .sound || (state.damage != nil && setAsideDamage) {
             let (opened, openState) = FolderStore.open(directory, readOnly: false)
             (store, storeProblem, setAside) = (opened, openState.problem, opened?.setAsideAtOpen)

@@ -149,7 +149,7 @@ enum FolderStore {
     /// An entry of the index whose record could not be read.
     static func unreadable(_ indexed: StoreEntry, _ problem: String) -> EntryFile {
         EntryFile(
-            fileName: indexed.location == .file ? DiskStore.fileName(for: indexed.key) : nil, size: indexed.size,
+            fileName: indexed.location == .file ? DiskTier.fileName(for: indexed.key) : nil, size: indexed.size,
             lastUse: Double(indexed.lastUse), problem: problem, location: indexed.location == .row ? .row : .file,
             rowKey: indexed.key)
     }

@@ -99,10 +99,10 @@ struct Inventory {
             do throws(StoreError) {
                 for indexed in try store.entries() {
                     if indexed.location == .file {
-                        fileRows[DiskStore.fileName(for: indexed.key)] = indexed
+                        fileRows[DiskTier.fileName(for: indexed.key)] = indexed
                         continue
                     }
-                    rowFiles[DiskStore.fileName(for: indexed.key)] = indexed.key
+                    rowFiles[DiskTier.fileName(for: indexed.key)] = indexed.key
                     inventory.entries.append(row(indexed, in: store, keepPayload: false))
                 }
                 if checkStore { inventory.store.structuralProblems = try store.structuralProblems() }
@@ -111,12 +111,12 @@ struct Inventory {
             }
         }
         for name in names {
-            if name == DiskStore.lockFileName || name.hasPrefix(DiskStore.temporaryPrefix)
+            if name == DiskTier.lockFileName || name.hasPrefix(DiskTier.temporaryPrefix)
                 || FolderStore.fileNames.contains(name)
             {
                 continue
             }
-            guard DiskStore.isEntryFileName(name), var entry = readEntry(directory, name, keepPayload: false) else {
+            guard DiskTier.isEntryFileName(name), var entry = readEntry(directory, name, keepPayload: false) else {
                 inventory.foreign.append(name)
                 continue
             }
@@ -164,7 +164,7 @@ struct Inventory {
             FolderStore.note(state, directory: directory, console: console)
         }
         // A file named for the key that holds another key is a hash collision: not this key's entry.
-        guard var entry = readEntry(directory, DiskStore.fileName(for: key), keepPayload: keepPayload),
+        guard var entry = readEntry(directory, DiskTier.fileName(for: key), keepPayload: keepPayload),
             entry.header == nil || entry.header?.key == key
         else {
             // An index row whose file is missing: shown as the damage it is.

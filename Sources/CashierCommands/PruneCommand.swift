@@ -12,12 +12,12 @@ enum PruneCommand {
         -> ExitStatus
     {
         try Inventory.checkFolder(directory)
-        let store = DiskStore(folder: directory)
+        let store = DiskTier(folder: directory)
         // The folder lock the library's own eviction takes: no cache in another process sweeps meanwhile.
         var lockToken: Int32?
         if !options.dryRun {
             do {
-                lockToken = try store.fileSystem.lockExclusively(store.path(DiskStore.lockFileName))
+                lockToken = try store.fileSystem.lockExclusively(store.path(DiskTier.lockFileName))
             } catch {
                 throw ToolError("cannot lock \(directory) for pruning: \(error)")
             }
@@ -126,7 +126,7 @@ enum PruneCommand {
 
     /// Checkpoints the folder's store, if it has one, without waiting, and cuts its log back.
     static func foldLog(_ directory: String) {
-        guard FileManager.default.fileExists(atPath: directory + "/" + DiskStore.storeFileName) else { return }
+        guard FileManager.default.fileExists(atPath: directory + "/" + DiskTier.storeFileName) else { return }
         _ = try? EntryStore(folder: directory).checkpoint()
     }
 
@@ -134,7 +134,7 @@ enum PruneCommand {
     static func storeFileBytes(_ directory: String) -> Int {
         ["", "-wal", "-shm"].reduce(0) { total, suffix in
             var info = stat()
-            let path = directory + "/" + DiskStore.storeFileName + suffix
+            let path = directory + "/" + DiskTier.storeFileName + suffix
             return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
         }
     }

@@ -34,7 +34,7 @@ enum RemoveCommand {
 
     /// The file of `key` beside its row, when there is one and it is not another key's.
     private static func leftOverFile(of key: String, in directory: String) -> String? {
-        let name = DiskStore.fileName(for: key)
+        let name = DiskTier.fileName(for: key)
         guard let file = Inventory.readEntry(directory, name, keepPayload: false),
             file.header == nil || file.header?.key == key
         else { return nil }

@@ -31,7 +31,7 @@ enum Suggestion {
     static func keys(in directory: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory).sorted()) ?? []
         let files = POSIXFileSystem()
-        let fileKeys = names.filter(DiskStore.isEntryFileName).compactMap { name -> String? in
+        let fileKeys = names.filter(DiskTier.isEntryFileName).compactMap { name -> String? in
             guard case .success(let (header, _)) = files.readEntryHeader(directory + "/" + name) else { return nil }
             return header.key
         }

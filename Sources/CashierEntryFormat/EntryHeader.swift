@@ -40,7 +40,7 @@ import CashierInternals
 ///
 /// The last use of kind 3 is not in the header (reads would have to rewrite it): it is
 /// the later of "validated at" and the file's access time, which Cashier sets itself
-/// (see `DiskStore+Recency.swift`). Builds before kind 3 existed read it as a bad field:
+/// (see `DiskTier+Recency.swift`). Builds before kind 3 existed read it as a bad field:
 /// such an entry is a `.corrupt` miss there, and removed.
 package struct EntryHeader: Sendable, Hashable {
     package static let magic: [UInt8] = [0x43, 0x53, 0x48, 0x52]

@@ -24,7 +24,7 @@ import Darwin
 
     /// Makes `key`'s entry file a sparse 40 GB file (`truncate -s 40G`).
     private func plantFortyGigabytes(at key: String) throws -> String {
-        let name = DiskStore.fileName(for: key)
+        let name = DiskTier.fileName(for: key)
         let path = folder.path + "/" + name
         try #require(truncate(path, off_t(40) << 30) == 0)
         return name

@@ -25,7 +25,7 @@ import Testing
         #expect(result.status == .failure)
         #expect(result.status.rawValue == 1)
         #expect(
-            result.output.contains("damaged: \(DiskStore.fileName(for: "blob")) (key \"blob\"): checksum mismatch\n"))
+            result.output.contains("damaged: \(DiskTier.fileName(for: "blob")) (key \"blob\"): checksum mismatch\n"))
         #expect(result.output.contains("5 entries checked, 1 damaged."))
 
         let json = cashier("verify", folder.path, "--json")
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func aTruncatedFileIsDamagedAndListedByFileName() throws {
-        let name = DiskStore.fileName(for: "profile")
+        let name = DiskTier.fileName(for: "profile")
         let bytes = try Data(contentsOf: URL(fileURLWithPath: folder.path + "/" + name))
         folder.write(name, bytes.prefix(40))
         let list = cashier("list", folder.path)
@@ -68,8 +68,8 @@ import Testing
         #expect(result.output.contains("removed  blob"))
         #expect(result.output.contains("Removed 1 entry ("))
         let after = folder.snapshot()
-        #expect(Set(before.keys).subtracting(after.keys) == [DiskStore.fileName(for: "blob")])
-        for (name, file) in after where name != DiskStore.lockFileName { #expect(before[name]?.bytes == file.bytes) }
+        #expect(Set(before.keys).subtracting(after.keys) == [DiskTier.fileName(for: "blob")])
+        for (name, file) in after where name != DiskTier.lockFileName { #expect(before[name]?.bytes == file.bytes) }
         #expect(cashier("verify", folder.path).status == .success)
     }
 
@@ -92,7 +92,7 @@ import Testing
         #expect(result.output.contains("removed  feed"))
         #expect(result.output.contains("removed  profile"))
         #expect(!result.output.contains("avatar"))
-        #expect(folder.entryFiles.contains(DiskStore.fileName(for: "avatar")))
+        #expect(folder.entryFiles.contains(DiskTier.fileName(for: "avatar")))
     }
 
     @Test func pruneMaxSizeEvictsLeastRecentlyUsedAndKeepsLockedEntriesWhileItCan() throws {
@@ -101,7 +101,7 @@ import Testing
         for (index, key) in order.enumerated() {
             let date = Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 60)
             try FileManager.default.setAttributes(
-                [.modificationDate: date], ofItemAtPath: folder.path + "/" + DiskStore.fileName(for: key))
+                [.modificationDate: date], ofItemAtPath: folder.path + "/" + DiskTier.fileName(for: key))
         }
         let limit = folder.size(of: "avatar") + folder.size(of: "feed")
         let result = cashier("prune", folder.path, "--max-size", "\(limit)", "--json")
@@ -131,7 +131,7 @@ import Testing
         #expect(result.status == .success)
         #expect(result.output.hasPrefix("Removed \"note\" ("))
         #expect(folder.entryFiles.count == 4)
-        #expect(!folder.entryFiles.contains(DiskStore.fileName(for: "note")))
+        #expect(!folder.entryFiles.contains(DiskTier.fileName(for: "note")))
         let again = cashier("remove", folder.path, "note")
         #expect(again.status == .failure)
         #expect(again.error == "cashier-tool: no entry for key \"note\" in \(folder.path)\n")
@@ -231,7 +231,7 @@ import Testing
 
     @Test func removeOfALockedEntryNeedsForceAndSaysWhy() throws {
         _ = try makeFixture(folder)
-        let avatar = DiskStore.fileName(for: FixtureKeys.avatar)
+        let avatar = DiskTier.fileName(for: FixtureKeys.avatar)
         let refused = cashier("remove", folder.path, "avatar")
         #expect(refused.status == .failure)
         #expect(refused.output.isEmpty)
@@ -284,7 +284,7 @@ import Testing
         #expect(first.status == .success)
         // SQLite's -wal and -shm come and go with its connections, and the folder lock with housekeeping.
         func lasting() -> [String] {
-            folder.fileNames.filter { !$0.hasPrefix(DiskStore.storeFileName + "-") && $0 != DiskStore.lockFileName }
+            folder.fileNames.filter { !$0.hasPrefix(DiskTier.storeFileName + "-") && $0 != DiskTier.lockFileName }
         }
         let files = lasting()
         let second = cashier(["demo", folder.path], now: Date())
@@ -296,7 +296,7 @@ import Testing
             second.output.contains(".discarded(key: \"article.42\", reason: .schemaMismatch(stored: 1, expected: 2))"))
         #expect(second.output.contains(".migrated(key: \"settings\", from: 1, to: 2)"))
         #expect(lasting() == files)
-        #expect(DiskStore(folder: folder.path).totals().count == 7)
+        #expect(DiskTier(folder: folder.path).totals().count == 7)
     }
 
     @Test func demoRefusesAFolderHoldingOtherKeysEntries() throws {

@@ -49,7 +49,7 @@ import Testing
             lifespan: .never, schemaVersion: nil, appVersion: "'><script>alert(3)</script>", isLocked: false,
             payloadLength: payload.count)
         let bytes = payload.withUnsafeBytes { header.encode(payload: $0) } + payload
-        _ = FileManager.default.createFile(atPath: path + "/" + DiskStore.fileName(for: "typed"), contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: path + "/" + DiskTier.fileName(for: "typed"), contents: Data(bytes))
         // A key that is not UTF-8: one byte of a written key made 0xFF.
         let name = "bad-utf8-<b>"
         var invalid =
@@ -61,10 +61,10 @@ import Testing
             } + payload
         let at = try #require(invalid.indices.first { invalid[$0...].starts(with: Array(name.utf8)) })
         invalid[at + 3] = 0xFF
-        _ = FileManager.default.createFile(atPath: path + "/" + DiskStore.fileName(for: name), contents: Data(invalid))
+        _ = FileManager.default.createFile(atPath: path + "/" + DiskTier.fileName(for: name), contents: Data(invalid))
         // A file named like an entry that is not one, holding markup: damaged, shown by its name.
         _ = FileManager.default.createFile(
-            atPath: path + "/" + DiskStore.fileName(for: "garbage"), contents: Data("<script>alert(4)</script>".utf8))
+            atPath: path + "/" + DiskTier.fileName(for: "garbage"), contents: Data("<script>alert(4)</script>".utf8))
         // And a foreign file with markup in its name.
         _ = FileManager.default.createFile(atPath: path + "/<svg onload=alert(5)>", contents: Data())
     }
@@ -107,10 +107,10 @@ import Testing
         #expect(cells.contains("<img src=x onerror=alert('type')>"))
         #expect(cells.contains("\"><b onclick=alert(2)>1.0</b>"))
         #expect(cells.contains("'><script>alert(3)</script>"))
-        #expect(cells.contains("[\(DiskStore.fileName(for: "garbage"))]"))
+        #expect(cells.contains("[\(DiskTier.fileName(for: "garbage"))]"))
         // The key that is not UTF-8 is shown as `list` shows it.
         let invalid = try #require(
-            Inventory.readEntry(path, DiskStore.fileName(for: "bad-utf8-<b>"), keepPayload: false))
+            Inventory.readEntry(path, DiskTier.fileName(for: "bad-utf8-<b>"), keepPayload: false))
         #expect(invalid.isDamaged)
         let shown = invalid.tableRow(at: inspectedAt.timeIntervalSince1970)[0]
         #expect(cashier("list", path).output.contains(shown))

@@ -15,10 +15,10 @@ func makeStoreFixture(_ folder: TemporaryFolder) throws {
     let store = try EntryStore(folder: folder.path)
     for key in ["feed", "note", "profile"] {
         try upsertRow(key, try record(of: key, in: folder, store), into: store)
-        try? FileManager.default.removeItem(atPath: folder.path + "/" + DiskStore.fileName(for: key))
+        try? FileManager.default.removeItem(atPath: folder.path + "/" + DiskTier.fileName(for: key))
     }
     for key in ["avatar", "blob"] {
-        folder.write(DiskStore.fileName(for: key), Data(try record(of: key, in: folder, store)))
+        folder.write(DiskTier.fileName(for: key), Data(try record(of: key, in: folder, store)))
         try store.remove(key)
     }
     let blob = StoreEntry(
@@ -28,7 +28,7 @@ func makeStoreFixture(_ folder: TemporaryFolder) throws {
 
 /// The record of `key`: its file's bytes, or its row's record.
 func record(of key: String, in folder: TemporaryFolder, _ store: EntryStore) throws -> [UInt8] {
-    let path = folder.path + "/" + DiskStore.fileName(for: key)
+    let path = folder.path + "/" + DiskTier.fileName(for: key)
     if FileManager.default.fileExists(atPath: path) { return try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))) }
     return try #require(try store.record(for: key)).record
 }
@@ -41,7 +41,7 @@ func makeFilesOnlyFixture(_ folder: TemporaryFolder) throws {
     do {
         let store = try EntryStore(folder: folder.path)
         for key in ["avatar", "blob", "feed", "note", "profile"] {
-            folder.write(DiskStore.fileName(for: key), Data(try record(of: key, in: folder, store)))
+            folder.write(DiskTier.fileName(for: key), Data(try record(of: key, in: folder, store)))
         }
     }
     for name in folder.fileNames where FolderStore.fileNames.contains(name) {
@@ -53,7 +53,7 @@ func makeFilesOnlyFixture(_ folder: TemporaryFolder) throws {
 /// the store and was killed before removing the file leaves.
 func leaveFile(of key: String, in folder: TemporaryFolder) throws {
     let store = try EntryStore(folder: folder.path)
-    folder.write(DiskStore.fileName(for: key), Data(try #require(try store.record(for: key)).record))
+    folder.write(DiskTier.fileName(for: key), Data(try #require(try store.record(for: key)).record))
 }
 
 /// Writes `record` as the row of `key`, as the cache's disk tier would.
@@ -89,7 +89,7 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
         #expect(entries.map { $0["key"] as? String } == ["avatar", "blob", "feed", "note", "profile"])
         #expect(entries.map { $0["location"] as? String } == ["file", "file", "row", "row", "row"])
         #expect(entries[4]["file"] is NSNull)
-        #expect(entries[1]["file"] as? String == DiskStore.fileName(for: "blob"))
+        #expect(entries[1]["file"] as? String == DiskTier.fileName(for: "blob"))
         #expect(entries.map { $0["status"] as? String } == ["valid", "valid", "expired", "valid", "valid"])
         let store = try #require(json.json["store"] as? [String: Any])
         #expect(store["status"] as? String == "sound")
@@ -126,7 +126,7 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
         // A large entry is its file, its index row beside it.
         let blob = cashier("show", folder.path, "blob", "--json").json
         #expect(blob["location"] as? String == "file")
-        #expect(blob["file"] as? String == DiskStore.fileName(for: "blob"))
+        #expect(blob["file"] as? String == DiskTier.fileName(for: "blob"))
     }
 
     @Test func showSuggestsARowsKey() {
@@ -202,7 +202,7 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
     }
 
     @Test func aLargeEntrysRowWhoseFileIsMissingIsDamagedAndPruneDamagedRemovesTheRow() throws {
-        try FileManager.default.removeItem(atPath: folder.path + "/" + DiskStore.fileName(for: "blob"))
+        try FileManager.default.removeItem(atPath: folder.path + "/" + DiskTier.fileName(for: "blob"))
         let verify = cashier("verify", folder.path)
         #expect(verify.status == .failure)
         #expect(verify.output.contains("(key \"blob\"): its row names a file that is missing"))
@@ -232,7 +232,7 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
     @Test func reportShowsAPNGRowsThumbnail() throws {
         let store = try EntryStore(folder: folder.path)
         try upsertRow("avatar", try record(of: "avatar", in: folder, store), into: store)
-        try FileManager.default.removeItem(atPath: folder.path + "/" + DiskStore.fileName(for: "avatar"))
+        try FileManager.default.removeItem(atPath: folder.path + "/" + DiskTier.fileName(for: "avatar"))
         let report = cashier("report", folder.path)
         #expect(report.status == .success)
         #expect(report.output.contains("<img src=\"data:image/png;base64,\(onePixelPNG.base64EncodedString())\""))
@@ -258,15 +258,15 @@ func storeFile(_ folder: TemporaryFolder) -> [String?] {
         let store = try EntryStore(folder: folder.path)
         #expect(try store.entry(for: "profile") == nil)
         #expect(try store.entry(for: "blob") == nil)
-        #expect(!folder.entryFiles.contains(DiskStore.fileName(for: "blob")))
+        #expect(!folder.entryFiles.contains(DiskTier.fileName(for: "blob")))
         #expect(try store.keys() == ["feed", "note"])
     }
 
     @Test func removeOfARowTakesItsLeftOverFileToo() throws {
         try leaveFile(of: "note", in: folder)
-        #expect(folder.entryFiles.contains(DiskStore.fileName(for: "note")))
+        #expect(folder.entryFiles.contains(DiskTier.fileName(for: "note")))
         #expect(cashier("remove", folder.path, "note").status == .success)
-        #expect(!folder.entryFiles.contains(DiskStore.fileName(for: "note")))
+        #expect(!folder.entryFiles.contains(DiskTier.fileName(for: "note")))
         #expect(try EntryStore(folder: folder.path).entry(for: "note") == nil)
         #expect(cashier("show", folder.path, "note").status == .failure)
     }

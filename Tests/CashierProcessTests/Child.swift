@@ -117,7 +117,7 @@ extension TemporaryFolder {
 
     /// Bytes of the folder's store file and its log, by `stat`.
     var storeBytes: Int {
-        [DiskStore.storeFileName, DiskStore.storeFileName + "-wal"].reduce(0) { total, name in
+        [DiskTier.storeFileName, DiskTier.storeFileName + "-wal"].reduce(0) { total, name in
             let attributes = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(name).path)
             return total + ((attributes?[.size] as? Int) ?? 0)
         }
@@ -126,7 +126,7 @@ extension TemporaryFolder {
     /// What a size limit bounds, and `totalSize` reports: the store file, its `-wal` and `-shm`,
     /// and the entry files.
     var occupiedBytes: Int {
-        let store = DiskStore.storeFileName
+        let store = DiskTier.storeFileName
         return [store, store + "-wal", store + "-shm"].reduce(entryBytes) { total, name in
             let attributes = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(name).path)
             return total + ((attributes?[.size] as? Int) ?? 0)

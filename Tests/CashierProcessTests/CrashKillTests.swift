@@ -35,7 +35,7 @@ struct CrashKillTests {
             let findings = Workload.check(Cache(folder.configuration()))
             #expect(findings.unsound.isEmpty, "kill \(kill): \(findings)")
             present += findings.present
-            let scan = DiskStore(folder: folder.path).scanHeaders()
+            let scan = DiskTier(folder: folder.path).scanHeaders()
             #expect(scan.damaged.isEmpty, "kill \(kill): damaged files \(scan.damaged.map(\.fileName))")
 
             // The next open's first scan removes the dead writer's temporary file.

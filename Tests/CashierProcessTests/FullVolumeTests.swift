@@ -36,8 +36,8 @@ enum FullVolume {
             var info = stat()
             return lstat(folder.path + "/" + name, &info) == 0 ? Int(info.st_size) : 0
         }
-        let entries = names.filter(DiskStore.isEntryFileName)
-        let others = names.filter { !DiskStore.isEntryFileName($0) }.map { "\($0) \(size($0))" }
+        let entries = names.filter(DiskTier.isEntryFileName)
+        let others = names.filter { !DiskTier.isEntryFileName($0) }.map { "\($0) \(size($0))" }
         let entryBytes = entries.reduce(0) { $0 + size($1) }
         return (others + ["\(entries.count) entry files \(entryBytes)"]).joined(separator: ", ")
     }

@@ -10,7 +10,7 @@ import Testing
     /// before is lost".
     ///
     /// A removal that found the volume full throws to its caller and leaves the key in
-    /// `removalsAwaitingRoom` (DiskStore+Store.swift, `removeFromStore`) with its row as it was;
+    /// `removalsAwaitingRoom` (DiskTier+Store.swift, `removeFromStore`) with its row as it was;
     /// the next reclaim of this process removes that row if it is unchanged
     /// (`retryRemovalsAwaitingRoom`): another process's write made meanwhile stays. The list is
     /// filled here as the failed removal fills it (no full volume needed to show what the retry

@@ -55,14 +55,14 @@ struct MultiProcessTests {
         let truth = [fresh.count, fresh.totalSize]
         // The index counts the entries, rows and files, read one by one; the total is what the
         // folder occupies.
-        let scanned = DiskStore(folder: folder.path).scanHeaders().entries
+        let scanned = DiskTier(folder: folder.path).scanHeaders().entries
         #expect(truth[0] == scanned.count)
         #expect(truth[1] == folder.occupiedBytes)
         #expect(truth[1] <= Self.sizeLimit)
         for (index, report) in reports.enumerated() {
             #expect(report == truth, "process \(index) reported \(report), the folder holds \(truth)")
         }
-        #expect(DiskStore(folder: folder.path).scanHeaders().damaged.isEmpty)
+        #expect(DiskTier(folder: folder.path).scanHeaders().damaged.isEmpty)
         #expect(folder.temporaries.isEmpty)
         print(
             "multi-process: \(processes) processes × \(operations) operations, \(observed.checks) checks by a reader meanwhile, "

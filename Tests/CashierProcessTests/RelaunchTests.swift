@@ -15,7 +15,7 @@ struct RelaunchTests {
         #expect(writer.wait() == 0)
 
         // The stored type name carries no launch-specific address.
-        let headers = DiskStore(folder: folder.path).scanHeaders().entries.map(\.header)
+        let headers = DiskTier(folder: folder.path).scanHeaders().entries.map(\.header)
         #expect(headers.count == 2)
         for header in headers {
             #expect(!header.typeName.contains(" at $"), "\(header.typeName)")

@@ -20,7 +20,7 @@ struct StoreBusyTests {
         // Written before the lock is taken: the store exists, and so do this type's names.
         try cache.set("stored", for: key)
 
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskStore.storeFileName)
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName)
         defer { holder.release() }
         for attempt in ["a value of a type the store knows", "a value of a type it does not know yet"] {
             do {
@@ -59,7 +59,7 @@ struct StoreBusyTests {
         try cache.set("before", for: written)
         #expect(cache.entry(for: hot)?.origin == .memory)
 
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskStore.storeFileName)
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName)
         let writer = BackgroundWrite { try cache.set("after", for: written) }
         #expect(writer.started.wait(timeout: .now() + 60) == .success)
         // Hits on this thread for a while after the write started: each returns the value while
@@ -98,7 +98,7 @@ struct StoreBusyTests {
         let cache = Cache(configuration)
         #expect(Self.lastUse(in: folder) ?? .max < Int(Date().timeIntervalSince1970) - 3_000)
 
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskStore.storeFileName)
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName)
         defer { holder.release() }
         // The read returns while the lock is held (waiting for it would take the 60 s busy timeout).
         let reader = BackgroundWrite { if cache.value(for: key) != "stored" { throw ReadMissed() } }

@@ -163,7 +163,7 @@ struct StoreProcessRaceTests {
         #expect(writer.ask("fill probe 200 1") == "ok")
         for index in 0..<fillers { #expect(writer.ask("fill filler-\(index) 1000 1") == "ok") }
         writer.close()
-        let store = folder.url.appendingPathComponent(DiskStore.storeFileName)
+        let store = folder.url.appendingPathComponent(DiskTier.storeFileName)
         // Closed cleanly: the log folded into the store and removed (by this test's connection if
         // the child's last one closed on a background thread after "closed").
         if access(store.path + "-wal", F_OK) == 0 { Self.foldLog(of: store.path) }
@@ -199,9 +199,9 @@ struct StoreProcessRaceTests {
 
         // Set aside once: the store (with the log it had, if any), never a second time.
         let setAside = folder.fileNames.filter { $0.contains("damaged") }
-        let once = ["", "-wal", "-shm"].map { DiskStore.storeFileName + ".damaged" + $0 }
+        let once = ["", "-wal", "-shm"].map { DiskTier.storeFileName + ".damaged" + $0 }
         #expect(setAside.contains(once[0]) && Set(setAside).isSubset(of: once), "files set aside: \(setAside)")
-        let kept = try? Data(contentsOf: folder.url.appendingPathComponent(DiskStore.storeFileName + ".damaged"))
+        let kept = try? Data(contentsOf: folder.url.appendingPathComponent(DiskTier.storeFileName + ".damaged"))
         #expect(kept == original, "the file set aside is not the damaged original")
     }
 
@@ -217,7 +217,7 @@ struct StoreProcessRaceTests {
         let writer = try Child(["files", folder.path, String(count)])
         #expect(writer.readLine() == "done")
         #expect(writer.wait() == 0)
-        for suffix in ["", "-wal", "-shm"] { unlink(folder.path + "/" + DiskStore.storeFileName + suffix) }
+        for suffix in ["", "-wal", "-shm"] { unlink(folder.path + "/" + DiskTier.storeFileName + suffix) }
         #expect(folder.entryFiles.count == count)
 
         // The first write makes the store and starts the import of the files; killed at once.
@@ -277,7 +277,7 @@ struct StoreProcessRaceTests {
         let reader = try StressSession(folder, memoryCountLimit: 0)
         #expect(reader.ask("get shared") == "value old")
 
-        let store = folder.path + "/" + DiskStore.storeFileName
+        let store = folder.path + "/" + DiskTier.storeFileName
         switch replacement {
         case .deleted:
             for suffix in ["", "-wal", "-shm"] { unlink(store + suffix) }
@@ -292,7 +292,7 @@ struct StoreProcessRaceTests {
             // A store closed cleanly: its log folded in and removed. The child's last connection
             // may close on a background thread after "closed" (the closure that held it is
             // released there), so a connection of this test's own folds what is left.
-            let source = elsewhere.path + "/" + DiskStore.storeFileName
+            let source = elsewhere.path + "/" + DiskTier.storeFileName
             if access(source + "-wal", F_OK) == 0 { Self.foldLog(of: source) }
             #expect(access(source + "-wal", F_OK) != 0)
             unlink(store + "-wal")
@@ -367,7 +367,7 @@ extension TemporaryFolder {
     func storeInteger(_ sql: String) -> Int? {
         runPython(
             "import sqlite3, sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute(sys.argv[2]).fetchone()[0])",
-            path + "/" + DiskStore.storeFileName, sql
+            path + "/" + DiskTier.storeFileName, sql
         ).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 }

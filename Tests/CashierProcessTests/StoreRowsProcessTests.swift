@@ -79,7 +79,7 @@ struct StoreRowsProcessTests {
             let findings = Workload.check(Cache(folder.configuration()))
             #expect(findings.unsound.isEmpty, "kill \(kill): \(findings)")
             present += findings.present
-            let scan = DiskStore(folder: folder.path).scanHeaders()
+            let scan = DiskTier(folder: folder.path).scanHeaders()
             #expect(scan.damaged.isEmpty, "kill \(kill): damaged \(scan.damaged.map(\.fileName))")
             #expect(folder.entryFiles.isEmpty, "kill \(kill): small values became files: \(folder.entryFiles)")
         }

@@ -83,10 +83,10 @@ public final class TemporaryFolder: Sendable {
     }
 
     /// Names of the entry files (not the lock file or temporaries), sorted.
-    public var entryFiles: [String] { fileNames.filter(DiskStore.isEntryFileName) }
+    public var entryFiles: [String] { fileNames.filter(DiskTier.isEntryFileName) }
 
     /// Names of the temporary files of writes, finished or not.
-    public var temporaries: [String] { fileNames.filter { $0.hasPrefix(DiskStore.temporaryPrefix) } }
+    public var temporaries: [String] { fileNames.filter { $0.hasPrefix(DiskTier.temporaryPrefix) } }
 
     /// Bytes of every file in the folder by `lstat` (`st_size`): the store, its `-wal` and `-shm`,
     /// the entry files, temporaries and anything else; 0 while the folder does not exist.

@@ -20,8 +20,8 @@ import Testing
         try cache.set("value of \(name.count)", for: key)
         #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: key) == "value of \(name.count)")
         #expect(Cache(makeConfiguration(folder, storage: .files)).keys == [name])
-        let files = folder.fileNames.filter { !$0.hasPrefix(".") && !$0.hasPrefix(DiskStore.storeFileName) }
-        #expect(files == [DiskStore.fileName(for: name)])
+        let files = folder.fileNames.filter { !$0.hasPrefix(".") && !$0.hasPrefix(DiskTier.storeFileName) }
+        #expect(files == [DiskTier.fileName(for: name)])
         cache.removeValue(for: key)
         #expect(folder.entryFiles.isEmpty)
     }
@@ -105,7 +105,7 @@ import Testing
     @Test func noTemporaryFileIsLeftAfterWrites() throws {
         let cache = Cache(makeConfiguration(folder, storage: .files))
         for i in 0..<20 { try cache.set(i, for: CacheKey<Int>("k\(i % 3)")) }
-        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskStore.temporaryPrefix) })
+        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskTier.temporaryPrefix) })
     }
 
     @Test func abandonedTemporaryFilesAreRemovedByGarbageCollection() throws {
@@ -114,7 +114,7 @@ import Testing
         // A writer that died: a pid that cannot be running.
         try Data("half".utf8).write(to: folder.url.appendingPathComponent(".tmp-2147483646-1"))
         cache.collectGarbage()
-        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskStore.temporaryPrefix) })
+        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskTier.temporaryPrefix) })
         #expect(cache.value(for: CacheKey<Int>("k")) == 1)
     }
 }

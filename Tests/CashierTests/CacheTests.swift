@@ -152,9 +152,9 @@ import Testing
 
     @Test func fileNamesAreStableHashesNeverTheKey() {
         // Pinned: changing the hash would orphan every cache on disk.
-        #expect(DiskStore.fileName(for: "profile") == DiskStore.fileName(for: "profile"))
-        #expect(DiskStore.fileName(for: "profile") != DiskStore.fileName(for: "profile "))
-        #expect(DiskStore.isEntryFileName(DiskStore.fileName(for: "../../etc/passwd")))
+        #expect(DiskTier.fileName(for: "profile") == DiskTier.fileName(for: "profile"))
+        #expect(DiskTier.fileName(for: "profile") != DiskTier.fileName(for: "profile "))
+        #expect(DiskTier.isEntryFileName(DiskTier.fileName(for: "../../etc/passwd")))
         #expect(XXHash64.hash("") == 0xEF46_DB37_51D8_E999)
         #expect(XXHash64.hash("abc") == 0x44BC_2CF5_AD77_0999)
     }

@@ -125,7 +125,7 @@ import Testing
                 }
             }
             // Let every other caller queue up behind the first fetch, then release it.
-            while cache.store.fetches.withLock({ $0["n"]?.waiterCount ?? 0 }) < 19 { await Task.yield() }
+            while cache.folderState.fetches.withLock({ $0["n"]?.waiterCount ?? 0 }) < 19 { await Task.yield() }
             await gate.open()
             for try await value in group { #expect(value == 42) }
         }

@@ -29,7 +29,7 @@ import Darwin
         return Cache(configuration)
     }
 
-    private func entryPath(_ key: String) -> String { folder.path + "/" + DiskStore.fileName(for: key) }
+    private func entryPath(_ key: String) -> String { folder.path + "/" + DiskTier.fileName(for: key) }
 
     /// Makes `key`'s entry file a sparse file of `size` bytes whose first bytes are `prefix`.
     private func plantSparseFile(_ key: String, size: Int64, prefix: [UInt8] = []) throws {

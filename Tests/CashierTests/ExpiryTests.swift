@@ -145,7 +145,7 @@ import Testing
 
     func writeEntry() throws -> URL {
         try Cache(makeConfiguration(folder, storage: .files)).set(User(name: "Ada", age: 36), for: key)
-        return folder.url.appendingPathComponent(DiskStore.fileName(for: "profile"))
+        return folder.url.appendingPathComponent(DiskTier.fileName(for: "profile"))
     }
 
     func expectCorruptMiss() {
@@ -201,14 +201,14 @@ import Testing
 
     @Test func folderEntryInPlaceOfAFileIsAMissNotACrash() throws {
         try FileManager.default.createDirectory(
-            at: folder.url.appendingPathComponent(DiskStore.fileName(for: "profile")), withIntermediateDirectories: true
+            at: folder.url.appendingPathComponent(DiskTier.fileName(for: "profile")), withIntermediateDirectories: true
         )
         let events = EventLog()
         #expect(Cache(makeConfiguration(folder, events: events, storage: .files)).value(for: key) == nil)
     }
 
     @Test func writeOverAFolderInTheEntrysPlaceThrowsAndLeavesNoTemporaryFile() throws {
-        let blocker = folder.url.appendingPathComponent(DiskStore.fileName(for: "profile"))
+        let blocker = folder.url.appendingPathComponent(DiskTier.fileName(for: "profile"))
         try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: true)
         #expect(throws: CacheError.self) {
             try Cache(makeConfiguration(folder, storage: .files)).set(User(name: "A", age: 1), for: key)
@@ -216,15 +216,15 @@ import Testing
         var isDirectory: ObjCBool = false
         #expect(
             FileManager.default.fileExists(atPath: blocker.path, isDirectory: &isDirectory) && isDirectory.boolValue)
-        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskStore.temporaryPrefix) })
+        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskTier.temporaryPrefix) })
     }
 
     @Test func entryOfAnotherKeyUnderTheSameFileIsAMissAndLeftAlone() throws {
         try Cache(makeConfiguration(folder, storage: .files)).set(
             User(name: "Other", age: 1), for: CacheKey<User>("other", schemaVersion: 1))
-        let other = folder.url.appendingPathComponent(DiskStore.fileName(for: "other"))
+        let other = folder.url.appendingPathComponent(DiskTier.fileName(for: "other"))
         try FileManager.default.moveItem(
-            at: other, to: folder.url.appendingPathComponent(DiskStore.fileName(for: "profile")))
+            at: other, to: folder.url.appendingPathComponent(DiskTier.fileName(for: "profile")))
         let events = EventLog()
         #expect(Cache(makeConfiguration(folder, events: events, storage: .files)).value(for: key) == nil)
         #expect(events.discards.isEmpty)
@@ -252,13 +252,13 @@ import Testing
 
     @Test func entriesNamedWithFoundationEssentialsStillRead() throws {
         let key = CacheKey<Data>("blob", schemaVersion: 1)
-        let store = DiskStore(folder: folder.path)
+        let store = DiskTier(folder: folder.path)
         let payload = Data([1, 2, 3])
         let header = EntryHeader(
             key: "blob", typeName: "FoundationEssentials.Data", format: .raw, createdAt: 0, validatedAt: 0,
             lifespan: .never, schemaVersion: 1, appVersion: nil, isLocked: false, payloadLength: 3)
         _ = try store.write(
-            DiskStore.fileName(for: "blob"), header: header, payload: payload,
+            DiskTier.fileName(for: "blob"), header: header, payload: payload,
             options: .init(
                 filePermissions: 0o644, folderPermissions: 0o755, synchronize: false, completeProtection: false))
         #expect(Cache(makeConfiguration(folder, storage: .files)).value(for: key) == payload)

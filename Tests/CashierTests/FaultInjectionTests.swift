@@ -87,7 +87,7 @@ struct FaultInjectionTests {
             #expect(Cache(makeConfiguration(folder)).value(for: key) == User(name: "Ada", age: 36))
             #expect(Cache(makeConfiguration(folder)).value(for: other) == "untouched")
         }
-        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskStore.temporaryPrefix) })
+        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskTier.temporaryPrefix) })
 
         // The fault gone, the next write lands.
         try cache.set(User(name: "Grace", age: 45), for: key)
@@ -177,6 +177,6 @@ struct FaultInjectionTests {
         #expect(onDisk == 2)
         #expect(cache.value(for: key) == onDisk)
         #expect(cache.totalSize == fresh.totalSize)
-        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskStore.temporaryPrefix) })
+        #expect(folder.fileNames.allSatisfy { !$0.hasPrefix(DiskTier.temporaryPrefix) })
     }
 }

@@ -157,7 +157,7 @@ import Testing
                 group.addTask { try await (i.isMultiple(of: 2) ? cache : other).entry(for: key, fetch: fetch) }
             }
             // Let every other caller queue up behind the first fetch, then release it.
-            while cache.store.fetches.withLock({ $0["n"]?.waiterCount ?? 0 }) < 19 { await Task.yield() }
+            while cache.folderState.fetches.withLock({ $0["n"]?.waiterCount ?? 0 }) < 19 { await Task.yield() }
             await gate.open()
             for try await entry in group {
                 #expect(entry.value == 42)

@@ -50,10 +50,10 @@ import Testing
     }
 
     @Test func spellingsOfOneFolderHaveOneIdentity() {
-        #expect(DiskStore.resolvedPath(of: link.path) == DiskStore.resolvedPath(of: real.path))
+        #expect(DiskTier.resolvedPath(of: link.path) == DiskTier.resolvedPath(of: real.path))
         // Parts not made yet keep their spelling, after the resolved part.
-        #expect(DiskStore.resolvedPath(of: link.path + "/a/b") == DiskStore.resolvedPath(of: real.path) + "/a/b")
-        #expect(DiskStore.resolvedPath(of: real.path + "/../real") == DiskStore.resolvedPath(of: real.path))
-        #expect(DiskStore.resolvedPath(of: "/") == "/")
+        #expect(DiskTier.resolvedPath(of: link.path + "/a/b") == DiskTier.resolvedPath(of: real.path) + "/a/b")
+        #expect(DiskTier.resolvedPath(of: real.path + "/../real") == DiskTier.resolvedPath(of: real.path))
+        #expect(DiskTier.resolvedPath(of: "/") == "/")
     }
 }

@@ -20,7 +20,7 @@ import Darwin
     /// Holds the folder's `.lock` through an open file description of its own, as another
     /// process would (flock locks belong to the open file description).
     private func holdLock() throws -> Int32 {
-        let fd = open(folder.path + "/" + DiskStore.lockFileName, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(folder.path + "/" + DiskTier.lockFileName, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         try #require(fd >= 0)
         try #require(flock(fd, LOCK_EX) == 0)
         return fd
@@ -29,7 +29,7 @@ import Darwin
     @Test func tryLockAnswersNilWhileAnotherHolderHasTheLock() throws {
         try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
         let held = try holdLock()
-        let path = folder.path + "/" + DiskStore.lockFileName
+        let path = folder.path + "/" + DiskTier.lockFileName
         #expect(try POSIXFileSystem().tryLockExclusively(path) == nil)
         flock(held, LOCK_UN)
         close(held)
@@ -45,11 +45,11 @@ import Darwin
         clock.advance(by: 60)
         let held = try holdLock()
         cache.collectGarbage(waiting: false) // returns at once instead of blocking
-        #expect(folder.fileNames.contains(DiskStore.fileName(for: key.name)))
+        #expect(folder.fileNames.contains(DiskTier.fileName(for: key.name)))
         flock(held, LOCK_UN)
         close(held)
         cache.collectGarbage(waiting: false)
-        #expect(!folder.fileNames.contains(DiskStore.fileName(for: key.name)))
+        #expect(!folder.fileNames.contains(DiskTier.fileName(for: key.name)))
     }
 
     @Test func waitForBackgroundWorkWaitsForASweepRetriedAfterTheLockWasHeld() throws {
@@ -62,10 +62,10 @@ import Darwin
         let held = try holdLock()
         try cache.set(String(repeating: "x", count: 2_000), for: CacheKey<String>("big"))
         cache.disk!.drainSweepQueue() // the first attempt found the lock held; a retry is due in a second
-        #expect(folder.fileNames.filter(DiskStore.isEntryFileName).count == 2)
+        #expect(folder.fileNames.filter(DiskTier.isEntryFileName).count == 2)
         flock(held, LOCK_UN)
         close(held)
         cache.waitForBackgroundWork()
-        #expect(folder.fileNames.filter(DiskStore.isEntryFileName).count < 2)
+        #expect(folder.fileNames.filter(DiskTier.isEntryFileName).count < 2)
     }
 }

@@ -161,7 +161,7 @@ import Darwin
         let elsewhere = TemporaryFolder()
         let planted = CacheKey<String>("planted")
         try Cache(makeConfiguration(elsewhere, storage: .files)).set("poison", for: planted)
-        let plantedFile = DiskStore.fileName(for: planted.name)
+        let plantedFile = DiskTier.fileName(for: planted.name)
         try FileManager.default.moveItem(atPath: folder.path, toPath: folder.path + "-judged")
         defer { try? FileManager.default.removeItem(atPath: folder.path + "-judged") }
         try #require(mkdir(folder.path, 0o700) == 0)
@@ -175,6 +175,6 @@ import Darwin
         let error = #expect(throws: CacheError.self) { try cache.set("more", for: key) }
         #expect(error?.kind == .untrustedFolder)
         #expect(cache.value(for: planted) == nil)
-        #expect(!FileManager.default.fileExists(atPath: folder.path + "/" + DiskStore.fileName(for: key.name)))
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.fileName(for: key.name)))
     }
 }

@@ -80,12 +80,12 @@ import Testing
         #expect(pinned.value == "kept")
         #expect(cache.keys == ["blob", "feed", "pinned 📌/../key", "profile"])
         #expect(cache.statistics.discards == 0)
-        #expect(DiskStore(folder: folder.path).scanHeaders().damaged.isEmpty)
+        #expect(DiskTier(folder: folder.path).scanHeaders().damaged.isEmpty)
     }
 
     @Test(arguments: [1, 2]) func fixtureFileNamesAreTheKeysHashes(version: Int) throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Self.fixtures(version: version).path).sorted()
-        let expected = ["blob", "feed", "pinned 📌/../key", "profile"].map(DiskStore.fileName(for:)).sorted()
+        let expected = ["blob", "feed", "pinned 📌/../key", "profile"].map(DiskTier.fileName(for:)).sorted()
         #expect(names == expected)
     }
 
@@ -101,6 +101,6 @@ import Testing
         try cache.set(Self.blob, for: Keys.blob)
         try cache.set("kept", for: Keys.pinned, lifespan: .seconds(1))
         cache.lock(Keys.pinned)
-        try? FileManager.default.removeItem(at: fixtures.appendingPathComponent(DiskStore.lockFileName))
+        try? FileManager.default.removeItem(at: fixtures.appendingPathComponent(DiskTier.lockFileName))
     }
 }

@@ -75,7 +75,7 @@ import Testing
         let key = CacheKey<Data>("photo")
         let file = Self.resealed(Self.entry(), version: 1, hash: { XXHash64.hash($0, seed: $1) })
         try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
-        let path = folder.path + "/" + DiskStore.fileName(for: key.name)
+        let path = folder.path + "/" + DiskTier.fileName(for: key.name)
         try Data(file).write(to: URL(fileURLWithPath: path))
         var configuration = makeConfiguration(folder, storage: .files)
         configuration.now = { Date(timeIntervalSince1970: 1_800_000_100) }

@@ -26,7 +26,7 @@ import Testing
     @Test func aFileShadowedByAnEvictedRowIsNeverReadAgainInAFreshProcess() throws {
         let clock = TestClock()
         let key = CacheKey<Data>("replaced")
-        let fileName = DiskStore.fileName(for: key.name)
+        let fileName = DiskTier.fileName(for: key.name)
         let filePath = folder.path + "/" + fileName
         let side = folder.path + "/side-link"
         do {
@@ -52,7 +52,7 @@ import Testing
             #expect(try folder.row(for: key.name) == nil, "the sweep did not evict the row; the test proves nothing")
             #expect(live.value(for: key) == nil)
         }
-        // A fresh process (a DiskStore of its own: the previous instances are gone).
+        // A fresh process (a DiskTier of its own: the previous instances are gone).
         var configuration = makeConfiguration(folder, clock: clock)
         configuration.memoryCountLimit = 0
         let fresh = Cache(configuration)
@@ -84,7 +84,7 @@ import Testing
         cache.waitForBackgroundWork()
         // Another connection (another process, as far as SQLite can tell) holds the store's
         // write lock until the writes below have returned.
-        let path = folder.url.resolvingSymlinksInPath().path + "/" + DiskStore.storeFileName
+        let path = folder.url.resolvingSymlinksInPath().path + "/" + DiskTier.storeFileName
         let holder = try SQLiteConnection(path: path, flags: SQLiteCode.openReadWrite)
         try holder.execute("BEGIN IMMEDIATE")
 

@@ -18,7 +18,7 @@ import Testing
         configuration.diskSizeLimit = diskLimit
         configuration.minimumFreeDiskSpace = minimumFreeSpace
         let cache = Cache(configuration)
-        files.watch(cache.store.keyLocks)
+        files.watch(cache.folderState.keyLocks)
         return cache
     }
 

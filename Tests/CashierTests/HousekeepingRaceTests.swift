@@ -79,7 +79,7 @@ import Glibc
         // A write holding its key, then removeAll from another thread: it must wait, then remove the write's file too.
         let started = DispatchSemaphore(value: 0)
         let removed = DispatchSemaphore(value: 0)
-        cache.store.keyLocks.withLock(key.name) {
+        cache.folderState.keyLocks.withLock(key.name) {
             DispatchQueue.global().async {
                 started.signal()
                 cache.removeAll()

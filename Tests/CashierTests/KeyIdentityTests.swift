@@ -13,7 +13,7 @@ import Testing
 
     @Test func equalSpellingsShareOneFile() {
         #expect(Self.composed == Self.decomposed)
-        #expect(DiskStore.fileName(for: Self.composed) == DiskStore.fileName(for: Self.decomposed))
+        #expect(DiskTier.fileName(for: Self.composed) == DiskTier.fileName(for: Self.decomposed))
     }
 
     @Test func asciiKeysKeepTheirFileNames() {
@@ -22,7 +22,7 @@ import Testing
             let high = XXHash64.hash(key)
             let low = XXHash64.hash(key, seed: 0x9E37_79B9_7F4A_7C15)
             let expected = String(format: "%016llx%016llx.cache", high, low)
-            #expect(DiskStore.fileName(for: key) == expected)
+            #expect(DiskTier.fileName(for: key) == expected)
         }
     }
 
@@ -71,7 +71,7 @@ import Testing
 
         let cache = Cache(makeConfiguration(folder, storage: .files))
         cache.collectGarbage()
-        #expect(folder.entryFiles == [DiskStore.fileName(for: Self.composed)])
+        #expect(folder.entryFiles == [DiskTier.fileName(for: Self.composed)])
         #expect(cache.keys.count == 1)
         #expect(cache.value(for: CacheKey<String>(Self.decomposed)) == "new")
     }

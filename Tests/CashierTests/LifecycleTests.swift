@@ -173,8 +173,8 @@ private struct Customer: Codable, Sendable, Equatable {
             key: "customer", typeName: ValueCoding.typeName(of: Customer.self), format: .json, createdAt: 0,
             validatedAt: 0,
             lifespan: .never, schemaVersion: nil, appVersion: "1.0", isLocked: false, payloadLength: payload.count)
-        _ = try DiskStore(folder: folder.path).write(
-            DiskStore.fileName(for: "customer"), header: header, payload: payload,
+        _ = try DiskTier(folder: folder.path).write(
+            DiskTier.fileName(for: "customer"), header: header, payload: payload,
             options: {
                 let cache = Cache(makeConfiguration(folder))
                 return cache.writeOptions(usedAt: cache.nowSeconds)
@@ -300,8 +300,8 @@ private struct Customer: Codable, Sendable, Equatable {
         let header = EntryHeader(
             key: "model", typeName: name, format: .json, createdAt: 0, validatedAt: 0, lifespan: .never,
             schemaVersion: 1, appVersion: "1.0", isLocked: false, payloadLength: payload.count)
-        _ = try DiskStore(folder: folder.path).write(
-            DiskStore.fileName(for: "model"), header: header, payload: payload,
+        _ = try DiskTier(folder: folder.path).write(
+            DiskTier.fileName(for: "model"), header: header, payload: payload,
             options: {
                 let cache = Cache(makeConfiguration(folder, storage: .files))
                 return cache.writeOptions(usedAt: cache.nowSeconds)

@@ -5,7 +5,7 @@ import Testing
 @testable import Cashier
 
 /// The memory tier does not serve a value another connection to the folder's store (another
-/// process; here a second `DiskStore`, which opens its own) has since replaced or removed.
+/// process; here a second `DiskTier`, which opens its own) has since replaced or removed.
 @Suite struct MemoryCoherenceTests {
     let folder = TemporaryFolder()
 

@@ -21,7 +21,7 @@ import Darwin
     private func plantFIFO() throws -> Cache {
         let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set("seed", for: CacheKey<String>("other")) // makes the folder
-        let path = folder.path + "/" + DiskStore.fileName(for: key.name)
+        let path = folder.path + "/" + DiskTier.fileName(for: key.name)
         try #require(mkfifo(path, 0o600) == 0)
         return cache
     }
@@ -43,7 +43,7 @@ import Darwin
         try other.set("outside", for: key)
         let cache = Cache(makeConfiguration(folder, storage: .files))
         try cache.set("seed", for: CacheKey<String>("other"))
-        let name = DiskStore.fileName(for: key.name)
+        let name = DiskTier.fileName(for: key.name)
         try #require(symlink(outside.path + "/" + name, folder.path + "/" + name) == 0)
         #expect(cache.value(for: key) == nil)
     }

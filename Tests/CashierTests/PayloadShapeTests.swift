@@ -21,10 +21,10 @@ import Testing
             createdAt: 1_800_000_000,
             validatedAt: 1_800_000_000, lifespan: .never, schemaVersion: nil, appVersion: "1.0", isLocked: false,
             payloadLength: payload.count)
-        let options = DiskStore.WriteOptions(
+        let options = DiskTier.WriteOptions(
             filePermissions: 0o600, folderPermissions: 0o700, synchronize: false, completeProtection: false)
-        _ = try DiskStore(folder: folder.path).write(
-            DiskStore.fileName(for: key.name), header: header, payload: payload, options: options)
+        _ = try DiskTier(folder: folder.path).write(
+            DiskTier.fileName(for: key.name), header: header, payload: payload, options: options)
     }
 
     /// Before: `PropertyListDecoder` parsed the XML recursively and overflowed the stack (SIGSEGV).

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Cashier
 
-/// Uses gathered for a window before their write (`DiskStore.usesWindow`): whatever orders
+/// Uses gathered for a window before their write (`DiskTier.usesWindow`): whatever orders
 /// entries by recency, or judges a sliding lifespan, right after a use must see it.
 @Suite struct PendingUsesRecencyTests {
     let folder = TemporaryFolder()

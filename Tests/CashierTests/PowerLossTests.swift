@@ -156,7 +156,7 @@ struct PowerLossExplorer {
                     let order = CheckOrder.allCases[Int(generator.next() % 3)]
                     let outcome = try check(state, workload: workload, history: history, point: point, order: order)
                     if outcome.sawDamage { report.damaged += 1 }
-                    if state.files.keys.contains(where: { $0.contains("/" + DiskStore.temporaryPrefix) }) {
+                    if state.files.keys.contains(where: { $0.contains("/" + DiskTier.temporaryPrefix) }) {
                         report.withTemporaries += 1
                     }
                     for problem in outcome.problems {
@@ -234,14 +234,14 @@ struct PowerLossExplorer {
         if cache.count != present.count { problems.append("count \(cache.count), but \(present.count) keys read") }
         if cache.keys != present { problems.append("keys \(cache.keys), but \(present) read") }
         let sizes = FileManager.default.fileSizes(in: folder.path)
-        let entryFiles = sizes.filter { DiskStore.isEntryFileName($0.key) }
-        if Set(entryFiles.keys) != Set(present.map(DiskStore.fileName(for:))) {
+        let entryFiles = sizes.filter { DiskTier.isEntryFileName($0.key) }
+        if Set(entryFiles.keys) != Set(present.map(DiskTier.fileName(for:))) {
             problems.append("entry files \(entryFiles.keys.sorted()) for keys read \(present)")
         }
         if cache.totalSize != entryFiles.values.reduce(0, +) {
             problems.append("totalSize \(cache.totalSize), files hold \(entryFiles.values.reduce(0, +))")
         }
-        let temporaries = sizes.keys.filter { $0.hasPrefix(DiskStore.temporaryPrefix) }
+        let temporaries = sizes.keys.filter { $0.hasPrefix(DiskTier.temporaryPrefix) }
         if !temporaries.isEmpty { problems.append("temporary files survive the scan: \(temporaries.sorted())") }
 
         // Garbage collection keeps whatever the reads returned.
@@ -262,12 +262,12 @@ struct PowerLossExplorer {
         renamed.files = [:]
         for (path, bytes) in state.files {
             let name = (path as NSString).lastPathComponent
-            guard name.hasPrefix(DiskStore.temporaryPrefix) else {
+            guard name.hasPrefix(DiskTier.temporaryPrefix) else {
                 renamed.files[path] = bytes
                 continue
             }
             let counter = name.split(separator: "-").last ?? "0"
-            renamed.files[TraceOperation.parent(of: path) + "/\(DiskStore.temporaryPrefix)2147483000-\(counter)"] =
+            renamed.files[TraceOperation.parent(of: path) + "/\(DiskTier.temporaryPrefix)2147483000-\(counter)"] =
                 bytes
         }
         return renamed

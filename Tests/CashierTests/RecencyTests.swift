@@ -37,13 +37,13 @@ import Glibc
     /// The size of k0's file, to set limits in whole entries (by `stat`: a read would count as a use).
     var entrySize: Int {
         var st = stat()
-        guard stat(folder.path + "/" + DiskStore.fileName(for: "k0"), &st) == 0 else { return 0 }
+        guard stat(folder.path + "/" + DiskTier.fileName(for: "k0"), &st) == 0 else { return 0 }
         return Int(st.st_size)
     }
 
     func accessTime(of key: String) -> Double? {
         var st = stat()
-        guard stat(folder.path + "/" + DiskStore.fileName(for: key), &st) == 0 else { return nil }
+        guard stat(folder.path + "/" + DiskTier.fileName(for: key), &st) == 0 else { return nil }
         return Double(st.st_atim.tv_sec) + Double(st.st_atim.tv_nsec) / 1e9
     }
 
@@ -96,10 +96,10 @@ import Glibc
         let cache = cache(memoryLimit: 0)
         try fill(cache, count: 1)
         let written = try #require(accessTime(of: "k0"))
-        clock.advance(by: DiskStore.recencyGranularity / 2)
+        clock.advance(by: DiskTier.recencyGranularity / 2)
         _ = cache.value(for: Self.key(0))
         #expect(accessTime(of: "k0") == written)
-        clock.advance(by: DiskStore.recencyGranularity)
+        clock.advance(by: DiskTier.recencyGranularity)
         _ = cache.value(for: Self.key(0))
         #expect(accessTime(of: "k0") == clock.now.timeIntervalSince1970)
     }
@@ -153,7 +153,7 @@ import Glibc
         // Two months ahead of the real clock, as a test clock may be: the age of a temporary
         // is still measured on the real one, so this process's fresh temporary stays.
         clock.advance(by: 60 * 86_400)
-        let temporary = folder.path + "/" + DiskStore.temporaryPrefix + "\(getpid())-999999"
+        let temporary = folder.path + "/" + DiskTier.temporaryPrefix + "\(getpid())-999999"
         #expect(FileManager.default.createFile(atPath: temporary, contents: Data(count: 4)))
         cache.collectGarbage()
         #expect(FileManager.default.fileExists(atPath: temporary))

@@ -41,7 +41,7 @@ import Glibc
     /// The access time of `key`'s file, in seconds after ``start`` (read by `stat`, which is no use).
     func accessTime(of key: String = SlidingLifespanTests.key.name) -> Double? {
         var st = stat()
-        guard stat(folder.path + "/" + DiskStore.fileName(for: key), &st) == 0 else { return nil }
+        guard stat(folder.path + "/" + DiskTier.fileName(for: key), &st) == 0 else { return nil }
         return FileInfo(st).accessedAt - start
     }
 
@@ -352,7 +352,7 @@ import Glibc
     func aSinceLastUseLifespanIsStoredFinite(_ given: Lifespan, _ stored: Lifespan) throws {
         #expect(try given.storable(forKey: "k") == stored)
         try cache().set("token", for: Self.key, lifespan: given)
-        let header = try #require(DiskStore(folder: folder.path).scanHeaders().entries.first?.header)
+        let header = try #require(DiskTier(folder: folder.path).scanHeaders().entries.first?.header)
         #expect(header.lifespan == stored)
     }
 

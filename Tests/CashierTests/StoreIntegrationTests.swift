@@ -7,7 +7,7 @@ import Testing
 @testable import Cashier
 
 /// The disk tier with its store, through the public `Cache` API: where an entry lives (a row
-/// up to ``DiskStore/rowSizeLimit``, a file and a row above it), that an entry has exactly one
+/// up to ``DiskTier/rowSizeLimit``, a file and a row above it), that an entry has exactly one
 /// copy whatever it was before, and what becomes of a folder Cashier 0.1.0 wrote (files only).
 @Suite struct StoreIntegrationTests {
     let folder = TemporaryFolder()
@@ -50,7 +50,7 @@ import Testing
         #expect(folder.hasEntryFile(for: key.name))
         let row = try #require(try folder.row(for: key.name))
         #expect(row.location == .file)
-        #expect(row.size > DiskStore.rowSizeLimit)
+        #expect(row.size > DiskTier.rowSizeLimit)
         let fresh = cache()
         #expect(fresh.value(for: key) == Self.large)
         #expect(fresh.count == 1)
@@ -340,7 +340,7 @@ import Testing
         try cache.set(Self.small, for: CacheKey<Data>("other"))
         try cache.set(Self.large, for: key)
         #expect(cache.count == 2)
-        try FileManager.default.removeItem(atPath: folder.path + "/" + DiskStore.fileName(for: key.name))
+        try FileManager.default.removeItem(atPath: folder.path + "/" + DiskTier.fileName(for: key.name))
         cache.purgeMemory()
 
         #expect(cache.value(for: key) == nil)
@@ -352,7 +352,7 @@ import Testing
     @Test func garbageCollectionRemovesTheRowOfAFileThatIsGone() throws {
         let cache = cache()
         try cache.set(Self.large, for: CacheKey<Data>("large"))
-        try FileManager.default.removeItem(atPath: folder.path + "/" + DiskStore.fileName(for: "large"))
+        try FileManager.default.removeItem(atPath: folder.path + "/" + DiskTier.fileName(for: "large"))
         cache.collectGarbage()
         #expect(try folder.row(for: "large") == nil)
         #expect(cache.count == 0)
@@ -365,7 +365,7 @@ import Testing
         let key = CacheKey<Data>("shadowed")
         let cache = cache()
         try cache.set(Self.large, for: key)
-        let file = folder.path + "/" + DiskStore.fileName(for: key.name)
+        let file = folder.path + "/" + DiskTier.fileName(for: key.name)
         let stale = try #require(FileManager.default.contents(atPath: file))
         try cache.set(Self.small, for: key)
         #expect(!folder.hasEntryFile(for: key.name))

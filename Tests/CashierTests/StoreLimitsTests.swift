@@ -17,7 +17,7 @@ import Testing
 
     /// What the folder may hold beyond the limit once the sweeps are done, and why:
     /// - one entry: a sweep is scheduled by the write that takes the folder past the limit,
-    ///   and the writes it races with may land after it measured (DiskStore+Sweeps.swift);
+    ///   and the writes it races with may land after it measured (DiskTier+Sweeps.swift);
     /// - one checkpoint's log: the sweep ends with `reclaimSpace()` (incremental vacuum, then
     ///   `wal_checkpoint(TRUNCATE)`), but a write after it grows `-wal` again, up to SQLite's
     ///   automatic checkpoint (1,000 pages) and never past `journal_size_limit` after one
@@ -50,7 +50,7 @@ import Testing
         #expect(occupied <= Self.limit + Self.largestEntry + Self.walSlack, "the folder occupies \(occupied) bytes")
         // What the log leaves aside: the store file and the large entries' files alone are within
         // the limit and one entry.
-        let withoutLog = occupied - fileSize(DiskStore.storeFileName + "-wal")
+        let withoutLog = occupied - fileSize(DiskTier.storeFileName + "-wal")
         #expect(withoutLog <= Self.limit + Self.largestEntry, "store and files occupy \(withoutLog) bytes")
         #expect(cache.totalSize <= Self.limit + Self.largestEntry)
         print(
@@ -71,11 +71,11 @@ import Testing
         cache.collectGarbage()
         let after = folder.occupiedBytes
         #expect(after <= Self.limit + Self.largestEntry + Self.walSlack)
-        #expect(after - fileSize(DiskStore.storeFileName + "-wal") <= Self.limit + Self.largestEntry)
+        #expect(after - fileSize(DiskTier.storeFileName + "-wal") <= Self.limit + Self.largestEntry)
         #expect(after < before)
     }
 
-    /// A sweep trims to 90% of the limit (``DiskStore/Limits/sweepTarget``), not much further:
+    /// A sweep trims to 90% of the limit (``DiskTier/Limits/sweepTarget``), not much further:
     /// what it evicts past that is hit ratio lost for nothing.
     @Test
     func aSweepLeavesTheFolderNearItsTargetNotEmpty() throws {

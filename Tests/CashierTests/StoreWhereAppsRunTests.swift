@@ -91,7 +91,7 @@ import Testing
 
     @Test func aFIFOInPlaceOfTheStoreBlocksNoReadAndIsSetAsideByAWrite() throws {
         try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
-        let store = folder.path + "/" + DiskStore.storeFileName
+        let store = folder.path + "/" + DiskTier.storeFileName
         #expect(mkfifo(store, 0o600) == 0)
         let cache = Cache(configuration(memoryCountLimit: 0))
         let key = CacheKey<String>("k")

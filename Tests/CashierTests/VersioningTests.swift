@@ -128,14 +128,14 @@ struct UserV2: Codable, Sendable, Equatable {
 
     /// Rewrites an entry's type name in place, recomputing the checksum, to simulate a model change.
     private func rewriteTypeName(of key: String, to typeName: String) throws {
-        let store = DiskStore(folder: folder.path)
+        let store = DiskTier(folder: folder.path)
         guard case .entry(var header, let payload, _) = store.read(key: key) else {
             Issue.record("entry missing")
             return
         }
         header.typeName = typeName
         _ = try store.write(
-            DiskStore.fileName(for: key), header: header, payload: payload,
+            DiskTier.fileName(for: key), header: header, payload: payload,
             options: .init(
                 filePermissions: 0o644, folderPermissions: 0o755, synchronize: false, completeProtection: false))
     }

@@ -4,7 +4,7 @@ import Foundation
 
 // MARK: - coherence
 //
-// What the memory tier's coherence check costs (Sources/Cashier/DiskTier/DiskStore+Coherence.swift):
+// What the memory tier's coherence check costs (Sources/Cashier/Cache+Coherence.swift):
 // the clocks a hit could read to space checks out, and the check's parts, `EntryStore.dataVersion()`
 // (the writer's lock, an `lstat`, `PRAGMA data_version`) and an `lstat` of the store file.
 //

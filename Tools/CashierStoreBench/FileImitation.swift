@@ -1,6 +1,6 @@
 import Foundation
 
-/// Today's entry file, imitated with the same system calls Cashier's DiskStore makes on its
+/// Today's entry file, imitated with the same system calls Cashier's DiskTier makes on its
 /// default path (no fsync): write = open a temporary `O_CREAT|O_EXCL` 0600, write, close,
 /// rename over the entry's name; read = open, fstat, pread the whole file, close.
 enum FileImitation {

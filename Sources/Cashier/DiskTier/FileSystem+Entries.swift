@@ -3,12 +3,12 @@ import CashierPlatform
 import Foundation
 
 /// Entry files read through any ``FileSystem``: open, fstat, then `EntryReader`'s reads.
-/// The cache (``DiskStore``) and the `cashier-tool` both read here.
+/// The cache (``DiskTier``) and the `cashier-tool` both read here.
 extension FileSystem {
     /// Reads and verifies the entry file at `path`: its header, and its payload as a `Data`
     /// over the one buffer the kernel filled. Never waits, never follows a link, never
     /// allocates more than the validated header claims (at most `EntryHeader.maximumEntryLength`).
-    package func readEntry(_ path: String) -> DiskStore.ReadResult {
+    package func readEntry(_ path: String) -> DiskTier.ReadResult {
         switch readEntryFile(path, wantsPayload: true) {
         case .failure(let error):
             return error.code == ENOENT || error.code == ENOTDIR ? .absent : .failed(error)
@@ -23,7 +23,7 @@ extension FileSystem {
 
     /// Reads the header of the entry file at `path` (checksum not verified), reading no more
     /// of the file than the header.
-    package func readEntryHeader(_ path: String) -> Result<(EntryHeader, FileInfo), DiskStore.HeaderFailure> {
+    package func readEntryHeader(_ path: String) -> Result<(EntryHeader, FileInfo), DiskTier.HeaderFailure> {
         switch readEntryFile(path, wantsPayload: false) {
         case .failure(let error):
             return .failure(error.code == ENOENT || error.code == ENOTDIR ? .absent : .failed(error))

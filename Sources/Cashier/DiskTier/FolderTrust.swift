@@ -97,11 +97,11 @@ struct FolderCheck: Sendable {
     /// sound), so a read repeats no judgement (and no `getgroups`).
     var verdicts: [Cache.Sharing: String?] = [:]
     /// When a row write last judged the folder and the store file anew (the coarse monotonic
-    /// clock); `nil`: the next write does (see ``DiskStore/judgesAnew(rowWrite:)``).
+    /// clock); `nil`: the next write does (see ``DiskTier/judgesAnew(rowWrite:)``).
     var judgedAt: UInt64?
 }
 
-extension DiskStore {
+extension DiskTier {
     /// Why the folder must not be used with `sharing`, as the error writes throw; `nil` when it
     /// may be, or when it does not exist (a write then creates it, and judges it again).
     ///

@@ -1,7 +1,7 @@
 import CashierInternals
 import Foundation
 
-extension DiskStore {
+extension DiskTier {
     /// The spelling of `key` its file name is hashed from: its Unicode canonical composition (NFC).
     ///
     /// Swift compares strings by canonical equivalence (`"caf\u{E9}" == "cafe\u{301}"`), and so do

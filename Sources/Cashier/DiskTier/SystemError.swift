@@ -40,7 +40,7 @@ package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-extension DiskStore.StoreNotice {
+extension DiskTier.StoreNotice {
     /// The failure a cache reports for it, with no key: it concerns the folder's store.
     package var cacheError: CacheError {
         switch self {

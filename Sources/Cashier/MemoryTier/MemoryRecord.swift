@@ -26,7 +26,7 @@ class MemoryRecord: @unchecked Sendable {
     /// tier's lock), which `metadata.lastUsedAt` held when the record was made…
     var lastUse: Double
     /// …and the access time its file is known to keep, so a use is written there (at most
-    /// once per ``DiskStore/recencyGranularity``) as it happens, not only at the next flush.
+    /// once per ``DiskTier/recencyGranularity``) as it happens, not only at the next flush.
     var persistedUse: Double
 
     init(

@@ -2,7 +2,7 @@ import CashierPlatform
 import Foundation
 
 /// What a memory tier knows of its folder's store, so it never serves for long a value another
-/// process has since replaced or removed (DiskStore+Coherence.swift reads the store's version).
+/// process has since replaced or removed (Cache+Coherence.swift has the store's version read).
 ///
 /// Every ``MemoryTier/coherenceInterval`` at most, the first hit checks the store's
 /// ``StoreVersion``; when it is not the one last seen, another process committed (a write, a

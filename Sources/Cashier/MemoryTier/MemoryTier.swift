@@ -131,7 +131,7 @@ final class MemoryTier: Sendable {
     }
 
     /// Records a use at `now` of `name`'s ``Lifespan/sinceLastUse(_:)`` record (a read that found
-    /// it valid). Returns whether its file's access time is ``DiskStore/recencyGranularity`` or
+    /// it valid). Returns whether its file's access time is ``DiskTier/recencyGranularity`` or
     /// more behind, in which case the caller writes it (and the record now counts it as written).
     /// `countingHit`: also counts a hit in ``statistics``, under the same lock.
     func noteUse(_ name: String, at now: Double, countingHit: Bool = false) -> Bool {
@@ -139,7 +139,7 @@ final class MemoryTier: Sendable {
             if countingHit { state.statistics.hits += 1 }
             guard let record = state.records[name], record.metadata.lifespan.slidingSeconds != nil else { return false }
             record.lastUse = max(record.lastUse, now)
-            guard now - record.persistedUse >= DiskStore.recencyGranularity else { return false }
+            guard now - record.persistedUse >= DiskTier.recencyGranularity else { return false }
             record.persistedUse = now
             return true
         }

@@ -49,7 +49,7 @@ extension Cache {
         var report = ReadReport()
         // The lock's closure calls `loadFromDisk` itself: a generic helper around it would copy
         // and destroy the `Found<V>?` once more, through its value witnesses, on every read.
-        let found: Found<V>? = store.keyLocks.withLock(key.name) {
+        let found: Found<V>? = folderState.keyLocks.withLock(key.name) {
             if let found = memoryEntry(key) { return found }
             let found = loadFromDisk(key, disk, report: &report)
             publishChanges(of: report, for: key.name)
@@ -80,10 +80,10 @@ extension Cache {
     /// entry of another key (left alone), and an entry discarded: damaged, or judged unusable
     /// (removed and reported). Call holding `name`'s key lock.
     func readJudged(
-        _ name: String, from disk: DiskStore, expecting expectation: borrowing EntryExpectation,
+        _ name: String, from disk: DiskTier, expecting expectation: borrowing EntryExpectation,
         canMigrate: (Int) -> Bool = { _ in false }, report: inout ReadReport
     ) -> JudgedEntry? {
-        let fileName = DiskStore.fileName(for: name)
+        let fileName = DiskTier.fileName(for: name)
         switch disk.read(key: name) {
         case .absent:
             return nil
@@ -115,7 +115,7 @@ extension Cache {
     /// then, for a value that would not decode or migrate, the error as a failure. Call holding
     /// `name`'s key lock.
     func discard(
-        _ name: String, _ fileName: String, from disk: DiskStore, _ reason: DiscardReason,
+        _ name: String, _ fileName: String, from disk: DiskTier, _ reason: DiscardReason,
         because error: (any Error)? = nil, report: inout ReadReport
     ) {
         try? disk.remove(key: name, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
@@ -138,7 +138,7 @@ extension Cache {
 
     /// Reads, judges and decodes (or migrates) `key`'s file, and fills memory with the value.
     /// Call holding `key`'s lock.
-    private func loadFromDisk<V>(_ key: CacheKey<V>, _ disk: DiskStore, report: inout ReadReport) -> Found<V>? {
+    private func loadFromDisk<V>(_ key: CacheKey<V>, _ disk: DiskTier, report: inout ReadReport) -> Found<V>? {
         let expectation = EntryExpectation(
             name: key.name, schemaVersion: key.schemaVersion, typeName: ValueCoding.typeName(of: V.self),
             appVersion: configuration.appVersion)
@@ -223,7 +223,7 @@ extension Cache {
         if let metadata = usableRecord() { return metadata }
         guard let disk, !isFolderRefused(key: name) else { return nil }
         var report = ReadReport()
-        let metadata: EntryMetadata? = store.keyLocks.withLock(name) {
+        let metadata: EntryMetadata? = folderState.keyLocks.withLock(name) {
             if let metadata = usableRecord() { return metadata }
             let expectation = EntryExpectation(name: name, schemaVersion: nil, typeName: nil, appVersion: appVersion)
             let entry = readJudged(name, from: disk, expecting: expectation, report: &report)
@@ -242,7 +242,7 @@ extension Cache {
     /// holds): the memory record, else the stored header (checksum unverified). Call holding `name`'s key lock; it takes no lock itself.
     func storedMetadata(named name: String) -> EntryMetadata? {
         if let record = memory.peek(name) { return memory.currentMetadata(of: record) }
-        let fileName = DiskStore.fileName(for: name)
+        let fileName = DiskTier.fileName(for: name)
         guard let disk, disk.refusal(for: configuration.sharing) == nil,
             case .success(let (header, info)) = disk.readHeader(key: name),
             header.key == name

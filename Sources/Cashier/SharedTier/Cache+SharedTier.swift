@@ -47,7 +47,7 @@ extension Cache {
         defer { finishRead(report) }
         let header: EntryHeader
         let payload: Data
-        switch DiskStore.readEntry(fromRecord: [UInt8](record.bytes), wantsPayload: true) {
+        switch DiskTier.readEntry(fromRecord: [UInt8](record.bytes), wantsPayload: true) {
         case .entry(let found, let foundPayload):
             (header, payload) = (found, foundPayload ?? Data())
         case .damaged:
@@ -115,7 +115,7 @@ extension Cache {
     ) -> Int {
         var size = 0
         var evicted: [MemoryRecord] = []
-        store.keyLocks.withLock(name) {
+        folderState.keyLocks.withLock(name) {
             guard let shared, shared.isUnchanged(since: mark), shared.ledger.isTrusted(name) else { return }
             let ticket = coherenceTicket()
             let now = nowSeconds
@@ -123,7 +123,7 @@ extension Cache {
             if let disk {
                 do throws(SystemError) {
                     size = try disk.write(
-                        DiskStore.fileName(for: name), header: header, payload: payload,
+                        DiskTier.fileName(for: name), header: header, payload: payload,
                         options: writeOptions(usedAt: now)
                     ).size
                 } catch {
@@ -144,7 +144,7 @@ extension Cache {
         if disk == nil {
             for record in evicted {
                 report.events.append(.evicted(key: record.name, bytes: 0))
-                store.keyLocks.withLock(record.name) {
+                folderState.keyLocks.withLock(record.name) {
                     if memory.peek(record.name) == nil { publish(record.name, nil) }
                 }
             }

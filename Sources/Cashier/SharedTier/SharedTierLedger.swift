@@ -1,7 +1,7 @@
 import CashierPlatform
 
 /// Which keys' records in the shared tier a read of this folder must not trust, shared by
-/// every ``Cache`` instance of the process on the folder (it lives in the folder's ``Store``).
+/// every ``Cache`` instance of the process on the folder (it lives in the folder's ``FolderState``).
 ///
 /// A key is untrusted there while a write or removal of it, landed locally, has not reached
 /// the shared tier yet (the record there is older: reading it would bring back a value removed

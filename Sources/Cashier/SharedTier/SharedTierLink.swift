@@ -35,7 +35,7 @@ final class SharedTierLink: Sendable {
         var allGeneration: UInt64
     }
 
-    /// A link to `tier` whose changes go through `queue`, the folder's (``Store``).
+    /// A link to `tier` whose changes go through `queue`, the folder's (``FolderState``).
     init(tier: any SharedTier, configuration: Cache.Configuration, queue: SharedTierWrites) {
         self.tier = tier
         timeout = configuration.sharedTierTimeout
@@ -109,7 +109,7 @@ final class SharedTierLink: Sendable {
 
     /// Starts watching `cache`'s folder for local changes and consuming the tier's changes.
     func start(for cache: Cache) {
-        let subscription = cache.store.hub.subscribe(name: nil) { [weak self] change in
+        let subscription = cache.folderState.hub.subscribe(name: nil) { [weak self] change in
             self?.noteLocalChange(change.name)
         }
         let changes = Self.consumeChanges(of: tier, pause: timeout, for: cache)
@@ -118,7 +118,7 @@ final class SharedTierLink: Sendable {
             state.changes = changes
             return state.isStopped
         }
-        if stopped { stop(hub: cache.store.hub) }
+        if stopped { stop(hub: cache.folderState.hub) }
     }
 
     /// Stops both: the cache is going.

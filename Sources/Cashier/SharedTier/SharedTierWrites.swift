@@ -4,7 +4,7 @@ import Foundation
 
 /// The writes and removals of every ``Cache`` of this process on one folder on their way to
 /// their ``SharedTier``: queued in the order they landed locally, sent one at a time, off the
-/// caller's thread. It lives in the folder's ``Store``, with the ledger: two instances on one
+/// caller's thread. It lives in the folder's ``FolderState``, with the ledger: two instances on one
 /// folder change one set of entries, so their changes reach the tier in one order, the
 /// folder's (a removal by one is never overtaken by an earlier write of the other still on
 /// its way, which would bring the removed value back).

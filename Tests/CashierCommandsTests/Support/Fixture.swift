@@ -8,7 +8,7 @@ import Foundation
 extension TemporaryFolder {
     /// The size in bytes of `key`'s entry file.
     func size(of key: String) -> Int {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + DiskStore.fileName(for: key))
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + DiskTier.fileName(for: key))
         return (attributes?[.size] as? NSNumber)?.intValue ?? -1
     }
 
@@ -142,7 +142,7 @@ func makeFixture(_ folder: TemporaryFolder, at date: Date = writtenAt) throws ->
 
 /// Flips one payload byte of `key`'s entry file: its checksum no longer matches.
 func damage(_ key: String, in folder: TemporaryFolder) throws {
-    let path = folder.path + "/" + DiskStore.fileName(for: key)
+    let path = folder.path + "/" + DiskTier.fileName(for: key)
     var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
     bytes[bytes.count - 1] ^= 0xFF
     try bytes.write(to: URL(fileURLWithPath: path))

@@ -15,7 +15,7 @@ final class BarrierWatchingFileSystem: ForwardingFileSystem {
     let base = POSIXFileSystem()
     private let state = Locked<(keyLocks: KeyLocks?, calls: [Call])>((nil, []))
 
-    /// Starts telling calls made under `keyLocks`'s barrier apart (a cache's `store.keyLocks`).
+    /// Starts telling calls made under `keyLocks`'s barrier apart (a cache's `folderState.keyLocks`).
     func watch(_ keyLocks: KeyLocks) { state.withLock { $0.keyLocks = keyLocks } }
     var calls: [Call] { state.withLock { $0.calls } }
     func clearCalls() { state.withLock { $0.calls.removeAll() } }

@@ -65,7 +65,7 @@ final class SharedBacking: Sendable {
     /// The value the record in `slot` holds, decoded as a read would (`nil`: none, or damaged).
     func value<V: Codable & Sendable>(_ type: V.Type, in slot: SharedSlot) -> V? {
         guard let record = record(in: slot),
-            case .entry(let header, let payload) = DiskStore.readEntry(
+            case .entry(let header, let payload) = DiskTier.readEntry(
                 fromRecord: [UInt8](record.bytes), wantsPayload: true)
         else { return nil }
         return try? ValueCoding.decode(V.self, from: payload ?? Data(), format: header.format)

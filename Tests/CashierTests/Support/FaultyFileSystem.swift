@@ -95,7 +95,7 @@ final class FaultyFileSystem: ForwardingFileSystem {
     func removeFile(_ path: String) throws(SystemError) {
         // Removing a temporary file the cache itself made is clean-up, not a change to the
         // folder's contents: it stays possible, as unlink of one's own file would.
-        if !(path as NSString).lastPathComponent.hasPrefix(DiskStore.temporaryPrefix),
+        if !(path as NSString).lastPathComponent.hasPrefix(DiskTier.temporaryPrefix),
             case .fail(let code) = begin(.removeFile, path)
         {
             throw SystemError(code: code, operation: "unlink", path: path)

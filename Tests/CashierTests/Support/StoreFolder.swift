@@ -6,23 +6,23 @@ import Foundation
 
 /// What the store tests look at in a cache folder: its store file, its entry files, what it occupies.
 extension TemporaryFolder {
-    var storePath: String { path + "/" + DiskStore.storeFileName }
+    var storePath: String { path + "/" + DiskTier.storeFileName }
     var hasStore: Bool { FileManager.default.fileExists(atPath: storePath) }
 
     /// Whether `key` has an entry file (a large entry, or one written before the store).
     func hasEntryFile(for key: String) -> Bool {
-        FileManager.default.fileExists(atPath: path + "/" + DiskStore.fileName(for: key))
+        FileManager.default.fileExists(atPath: path + "/" + DiskTier.fileName(for: key))
     }
 
     /// The bytes of `key`'s entry file, `nil` when it has none.
     func entryFileBytes(for key: String) -> Data? {
-        FileManager.default.contents(atPath: path + "/" + DiskStore.fileName(for: key))
+        FileManager.default.contents(atPath: path + "/" + DiskTier.fileName(for: key))
     }
 
     /// Bytes the folder occupies by `st_size`: the store, its `-wal` and `-shm`, and every entry
     /// file (the lock file is empty): what `totalSize` reports and a size limit bounds.
     var occupiedBytes: Int {
-        let store = DiskStore.storeFileName
+        let store = DiskTier.storeFileName
         let names = [store, store + "-wal", store + "-shm"] + entryFiles
         return names.reduce(0) { total, name in
             var info = stat()

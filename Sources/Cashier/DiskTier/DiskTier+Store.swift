@@ -24,7 +24,7 @@ import Foundation
 /// never by a read of a folder without one. When SQLite cannot be loaded the folder is used as
 /// in 0.1.0, every entry a file; a store that cannot be used is set aside by the store itself
 /// (`StoreSetAside`) and reported, and the cache goes on with a fresh one.
-extension DiskStore {
+extension DiskTier {
     /// The store's file name in the folder (its `-wal` and `-shm` beside it).
     package static let storeFileName = "store.sqlite"
 

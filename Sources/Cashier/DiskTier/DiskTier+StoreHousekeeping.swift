@@ -7,9 +7,9 @@ import Foundation
 /// Housekeeping when the folder has a store: plans read the index (eviction order, sizes)
 /// and the records (headers, checksums) from the store and list the folder only for large
 /// entries' files; applying a plan removes rows in one transaction and unlinks large entries'
-/// files, under the key barrier as for files (DiskStore+Housekeeping.swift); finishing gives
+/// files, under the key barrier as for files (DiskTier+Housekeeping.swift); finishing gives
 /// the freed pages back to the file system, off the barrier.
-extension DiskStore {
+extension DiskTier {
     /// An entry a pass over the folder found: its header, what stands for its `stat`, and its
     /// row when it has one (a large entry's file found without one has none).
     struct ScannedEntry {

@@ -3,7 +3,7 @@ import CashierPlatform
 import Foundation
 
 /// Names in a cache folder: entry files, temporaries, the lock file, and the folder's own identity.
-extension DiskStore {
+extension DiskTier {
     /// The file an entry for `key` lives in: 32 hex digits of two XXH64 hashes, then `.cache`.
     ///
     /// Hashed from ``canonicalSpelling(of:)``, so keys equal as Swift strings share one file.
@@ -40,7 +40,7 @@ extension DiskStore {
     /// exists, the parts not made yet appended as spelled.
     ///
     /// Two spellings of one folder (a symbolic link to it, `/tmp` and `/private/tmp` on
-    /// macOS) have one identity, so their caches share one ``Store``: locks, memory
+    /// macOS) have one identity, so their caches share one ``FolderState``: locks, memory
     /// invalidation and observers. A path rather than a device and inode, because the
     /// folder usually does not exist yet when a cache is made (the first write creates it)
     /// and may be removed and made again under a new inode while caches use it: the

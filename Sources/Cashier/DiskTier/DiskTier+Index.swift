@@ -1,7 +1,7 @@
 import CashierPlatform
 import Foundation
 
-extension DiskStore {
+extension DiskTier {
     // MARK: The index
 
     package func noteWritten(_ fileName: String, size: Int, isLocked: Bool, at now: Double) {
@@ -157,7 +157,7 @@ struct IndexRecord: Sendable {
     var stamp: Double?
     /// The real time of the file's write, the last tie-breaker of recency.
     var modifiedAt: Double
-    /// The index's change counter when this record last changed (see ``DiskStore/sequence(of:)``).
+    /// The index's change counter when this record last changed (see ``DiskTier/sequence(of:)``).
     var sequence: UInt64 = 0
 }
 

@@ -10,7 +10,7 @@ import Foundation
 /// disk layer never calls up into the front: ``apply(_:)`` returns what it removed, and the
 /// cache, which holds the barrier around it, drops those memory records and tells observers
 /// in the same step (see `Cache+Housekeeping.swift`).
-extension DiskStore {
+extension DiskTier {
     /// What housekeeping did to one entry, reported so the cache can tell its memory tier and observers.
     package enum Removal: Sendable {
         case evicted(key: String, bytes: Int)

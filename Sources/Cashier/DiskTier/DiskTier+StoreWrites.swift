@@ -6,8 +6,8 @@ import Foundation
 /// Writes and removals of one entry in the folder's store: a row (its record), a large entry
 /// (its file and its row, in one transaction), a removal (the file before the row). Every
 /// change to a large entry's file happens inside the store transaction that changes its row
-/// (DiskStore+Store.swift says why).
-extension DiskStore {
+/// (DiskTier+Store.swift says why).
+extension DiskTier {
     /// Writes `header` and `payload` as `header.key`'s row; a large entry's file it replaces
     /// goes in the same transaction (with `removingFile`, any file of the key: an import is
     /// under way). Returns whether the entry is locked: `keepingLock`, an unlocked write over a

@@ -2,8 +2,8 @@ import CashierPlatform
 import Foundation
 
 /// State shared by every ``Cache`` instance of this process on one folder.
-final class Store: Sendable {
-    let disk: DiskStore?
+final class FolderState: Sendable {
+    let disk: DiskTier?
     let keyLocks: KeyLocks
     let hub = ChangeHub()
     let fetches = Locked<[String: FetchCall]>([:])
@@ -14,43 +14,43 @@ final class Store: Sendable {
     /// Which keys' records in a shared tier this folder's reads must not trust now.
     var sharedTierLedger: SharedTierLedger { sharedTierWrites.ledger }
 
-    private init(disk: DiskStore?) {
+    private init(disk: DiskTier?) {
         self.disk = disk
         keyLocks = disk?.keyLocks ?? KeyLocks()
     }
 
-    private static let shared = Locked<[String: WeakStore]>([:])
+    private static let shared = Locked<[String: WeakFolderState]>([:])
 
     /// The store for `path`: shared in the process, unless memory-only or on a test file system.
     ///
-    /// Keyed on the folder's identity, not its spelling (``DiskStore/resolvedPath(of:)``): one
+    /// Keyed on the folder's identity, not its spelling (``DiskTier/resolvedPath(of:)``): one
     /// folder is one cache however its path is spelled. The first instance's spelling is the
     /// one the shared store's files are named by.
     static func forFolder(
         _ path: String?, fileSystem: (any FileSystem)?, rowSizeLimit: Int? = nil, usesStore: Bool = true,
-        recheckInterval: UInt64 = DiskStore.defaultRecheckInterval
-    ) -> Store {
-        guard let path else { return Store(disk: nil) }
+        recheckInterval: UInt64 = DiskTier.defaultRecheckInterval
+    ) -> FolderState {
+        guard let path else { return FolderState(disk: nil) }
         if let fileSystem {
-            return Store(
-                disk: DiskStore(
+            return FolderState(
+                disk: DiskTier(
                     folder: path, fileSystem: fileSystem, usesStore: usesStore ? nil : false,
                     rowSizeLimit: rowSizeLimit,
                     recheckInterval: recheckInterval))
         }
-        let identity = DiskStore.resolvedPath(of: path)
+        let identity = DiskTier.resolvedPath(of: path)
         return shared.withLock { stores in
             if let store = stores[identity]?.store { return store }
             stores = stores.filter { $0.value.store != nil }
-            let store = Store(
-                disk: DiskStore(
+            let store = FolderState(
+                disk: DiskTier(
                     folder: path, usesStore: usesStore, rowSizeLimit: rowSizeLimit, recheckInterval: recheckInterval))
-            stores[identity] = WeakStore(store: store)
+            stores[identity] = WeakFolderState(store: store)
             return store
         }
     }
 
-    private struct WeakStore {
-        weak var store: Store?
+    private struct WeakFolderState {
+        weak var store: FolderState?
     }
 }

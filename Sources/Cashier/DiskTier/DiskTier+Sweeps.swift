@@ -8,7 +8,7 @@ import Foundation
 /// The queue runs the sweep the cache hands it (``sweepIfNeeded(limits:sweep:)``): the cache
 /// plans it here (``planSweep(limits:)``), applies it under the key barrier and reports it;
 /// the disk layer only schedules, retries and waits.
-extension DiskStore {
+extension DiskTier {
     /// A sweep's outcome: what it removed, or `nil` when another process held the folder lock
     /// (the sweep is tried again a second later).
     package typealias Sweep = @Sendable () -> [Removal]?
@@ -17,7 +17,7 @@ extension DiskStore {
     package func sweepIfNeeded(limits: Limits, sweep: @escaping Sweep) {
         guard let limit = limits.size else { return }
         if openedStore != nil {
-            // With a store: by the estimate of what the folder occupies (DiskStore+Store.swift).
+            // With a store: by the estimate of what the folder occupies (DiskTier+Store.swift).
             let due = storeState.withLock { state in
                 let floor = state.fruitlessSweepAt.map { max(limit, $0 + limit / 10) } ?? limit
                 return state.occupiedEstimate.map { $0 > floor } ?? true

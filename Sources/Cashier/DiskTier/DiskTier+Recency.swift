@@ -17,7 +17,7 @@ import Foundation
 /// moment, not at the next flush's, and only when the read found the entry valid; such a
 /// use never moves an access time back, and a read that found the entry expired sets
 /// back any access time the read itself moved (see `EntryMetadata.use(at:)`).
-extension DiskStore {
+extension DiskTier {
     /// How far a use may be from the access time its file keeps before the file is updated, in seconds.
     package static let recencyGranularity: Double = 60
 
@@ -107,7 +107,7 @@ extension DiskStore {
     }
 }
 
-extension DiskStore {
+extension DiskTier {
     /// Writes the use at `now` of a ``Lifespan/sinceLastUse(_:)`` entry (which its lifespan runs
     /// from) into its row at once, if that needs no wait: the store's writer and lock free and
     /// commits not synchronized (`synchronous=FULL` syncs). So a process killed right after a

@@ -6,31 +6,31 @@ import Foundation
 /// One cache folder: entry files, their index, and the housekeeping on them.
 ///
 /// This file holds the store and its reads and writes of one entry; its other jobs have
-/// files of their own: names (`DiskStore+Names.swift`), the index (`+Index`), recency
+/// files of their own: names (`DiskTier+Names.swift`), the index (`+Index`), recency
 /// (`+Recency`), housekeeping plans and their application (`+Housekeeping`), size sweeps
 /// (`+Sweeps`).
 ///
 /// With SQLite (every supported system), small entries are rows of the folder's store and
-/// large ones are files indexed by a row of their own (DiskStore+Store.swift); the store is
+/// large ones are files indexed by a row of their own (DiskTier+Store.swift); the store is
 /// the index `count`, `keys`, `totalSize` and eviction read. Without it, every entry is a
 /// file and the index is loaded by one folder scan the first time it is needed, never on the
 /// read path. Decisions that must be made by one process at a time (eviction, garbage
 /// collection) hold an advisory `flock` on the folder's `.lock` file; plain reads take no lock.
-package final class DiskStore: Sendable {
+package final class DiskTier: Sendable {
     package let folder: String
     package let fileSystem: any FileSystem
-    /// The index, and the store's other in-process state (DiskStore+Index.swift).
+    /// The index, and the store's other in-process state (DiskTier+Index.swift).
     let state = Locked(IndexState())
     /// The folder's owner and mode as last judged (see `FolderTrust.swift`).
     let folderCheck = Locked(FolderCheck())
     /// Per-key locks of every cache on this folder in this process, and the barrier bulk removals take.
     let keyLocks = KeyLocks()
-    let sweepQueue = DispatchQueue(label: "Cashier.DiskStore.sweep", qos: .utility)
+    let sweepQueue = DispatchQueue(label: "Cashier.DiskTier.sweep", qos: .utility)
     /// Every sweep scheduled and not yet finished, retries included: what ``waitForSweeps()`` waits for.
     let pendingSweeps = DispatchGroup()
     /// Serializes folder scans in this process so concurrent first questions share one scan.
     let scanLock = NSLock()
-    /// The folder's store of small entries and index of all (DiskStore+Store.swift), once opened.
+    /// The folder's store of small entries and index of all (DiskTier+Store.swift), once opened.
     let storeState = Locked(StoreState())
     /// Held while gathered uses are taken and written (``flushStoreUses()``).
     let usesFlushing = NSLock()
@@ -51,7 +51,7 @@ package final class DiskStore: Sendable {
     package init(
         folder: String, fileSystem: any FileSystem = POSIXFileSystem(), usesStore: Bool? = nil,
         rowSizeLimit: Int? = nil,
-        recheckInterval: UInt64 = DiskStore.defaultRecheckInterval
+        recheckInterval: UInt64 = DiskTier.defaultRecheckInterval
     ) {
         self.folder = folder
         self.fileSystem = fileSystem
