@@ -42,13 +42,15 @@ extension EntryStore {
     /// no later), in one transaction; returns those it removed. A row written or used since the
     /// plan was made is spared: the next pass decides again. `evictedIn`: the removals are a
     /// sweep's evictions in that order, remembered as ``removeEvicted(_:order:)`` remembers them.
-    /// `filePath`: where a key's large-entry file is; the file of each entry removed (a large
-    /// entry's, or one left behind a row) is removed inside the transaction, before its row goes,
-    /// so no reader finds a removed entry's file without its row, even after a kill.
+    /// `filePath`: where a key's large-entry file is (nil: there is none, as the caller knows);
+    /// the file of each entry removed (a large entry's, or one left behind a row) is removed
+    /// inside the transaction, before its row goes, so no reader finds a removed entry's file
+    /// without its row, even after a kill. Called inside the transaction, under the store's
+    /// write lock.
     @discardableResult
     package func remove(
         unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil,
-        filePath: ((String) -> String)? = nil
+        filePath: ((String) -> String?)? = nil
     ) throws(StoreError) -> [StoreEntry] {
         guard !entries.isEmpty else { return [] }
         return try withWriter { connection throws(SQLiteError) in
@@ -57,7 +59,7 @@ extension EntryStore {
                 // file still under the key's name (a kill between its two transactions); with the
                 // row gone, the next import would give that file a row again.
                 let removed = try removeUnchanged(entries, connection) { entry throws(SQLiteError) in
-                    if let filePath { try Self.removeFile(filePath(entry.key)) }
+                    if let path = filePath?(entry.key) { try Self.removeFile(path) }
                 }
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
                 return removed

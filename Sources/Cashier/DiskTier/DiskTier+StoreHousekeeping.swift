@@ -264,10 +264,26 @@ extension DiskTier {
         func isEviction(_ choice: Choice) -> Bool {
             if case .evicted = choice.removal { true } else { false }
         }
-        let filePath: (String) -> String = { [self] key in path(Self.fileName(for: key)) }
+        // A key's file goes with its row (a large entry's, or one a write cut between its two
+        // transactions left behind a row), if the folder has it: listed at the first removal of
+        // each store transaction, inside it. A file left behind was made before its write's
+        // first transaction, so before this one: the listing has it. An unlink per row cost
+        // about 4 µs (path lookup of a missing name), 22 ms of a 5,000-row eviction.
+        var present: Set<String>?
+        var listed = false
+        let filePath: (String) -> String? = { [self] key in
+            if !listed {
+                listed = true
+                present = (try? fileSystem.contentsOfDirectory(folder)).map { Set($0.filter(Self.isEntryFileName)) }
+            }
+            let name = Self.fileName(for: key)
+            guard present?.contains(name) ?? true else { return nil }
+            return path(name)
+        }
         do throws(StoreError) {
             removed += try store.remove(
                 unchanged: choices.filter { !isEviction($0) }.compactMap(\.stored), filePath: filePath)
+            listed = false // listed again inside the next transaction
             removed += try store.remove(
                 unchanged: choices.filter(isEviction).compactMap(\.stored), evictedIn: evictionOrder,
                 filePath: filePath)
