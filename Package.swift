@@ -62,10 +62,15 @@ let package = Package(
         // Tools/: the package's other executables, none a product (dependents never build them).
         // Measures the store against entry files: the row threshold, sweeps, coherence checks.
         .executableTarget(
-            name: "CashierStoreBench", dependencies: ["CashierStore", "CashierPlatform"],
+            name: "CashierStoreBench", dependencies: ["CashierStore", "CashierStoreSupport", "CashierPlatform"],
             path: "Tools/CashierStoreBench"),
         // The second process of the store's tests: writes until killed, sweeps a store afresh.
-        .executableTarget(name: "CashierStoreChild", dependencies: ["CashierStore"], path: "Tools/CashierStoreChild"),
+        .executableTarget(
+            name: "CashierStoreChild", dependencies: ["CashierStore", "CashierStoreSupport"],
+            path: "Tools/CashierStoreChild"),
+        // Whole sweeps and coarse recency made of the store calls the disk tier makes: what the
+        // store's tests and tools drive (the library keeps no API that only they would use).
+        .target(name: "CashierStoreSupport", dependencies: ["CashierStore"], path: "Tools/CashierStoreSupport"),
         // The child process of the crash-kill and multi-process tests.
         .executableTarget(
             name: "CashierStress",
@@ -73,7 +78,7 @@ let package = Package(
             path: "Tools/CashierStress"),
         // The trace replay of the eviction policies, the store and a real Cache: Benchmarks/Eviction/README.md.
         .executableTarget(
-            name: "CashierReplay", dependencies: ["CashierEviction", "Cashier", "CashierStore"],
+            name: "CashierReplay", dependencies: ["CashierEviction", "Cashier", "CashierStore", "CashierStoreSupport"],
             path: "Tools/CashierReplay"),
         // What the test targets and the stress child share: a seedable generator, temporary folders.
         .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
@@ -94,7 +99,9 @@ let package = Package(
         // Depends on CashierStoreChild so that it is built: the kill and eviction tests run it.
         .testTarget(
             name: "CashierStoreTests",
-            dependencies: ["CashierStore", "CashierSQLite", "CashierStoreChild", "CashierTestSupport"]
+            dependencies: [
+                "CashierStore", "CashierSQLite", "CashierStoreChild", "CashierStoreSupport", "CashierTestSupport",
+            ]
         ),
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
         .testTarget(

@@ -33,45 +33,6 @@ extension EntryStore {
     /// newest new entries: one twentieth.
     package static let newEntriesShare = 0.05
 
-    /// Unlocked entries in `order`, at most `limit` (negative: all). Changes nothing.
-    ///
-    /// Both orders walk the `entry_by_use` index and stop at `limit`
-    /// (``forEachEvictionCandidate(order:_:)`` stops where its caller says).
-    package func evictionCandidates(order: StoreEvictionOrder, limit: Int) throws(StoreError) -> [StoreEntry] {
-        try withReader { connection throws(SQLiteError) in
-            var result: [StoreEntry] = []
-            try walk(order, limit: limit, connection) { _, entry in
-                result.append(entry)
-                return true
-            }
-            return result
-        }
-    }
-
-    /// A sweep in one transaction: removes unlocked entries in `order` until the total size is
-    /// at most `bytes`, or none is left; returns them (a file entry's file is the caller's to
-    /// remove). Nothing when the total is already at most `bytes`.
-    @discardableResult
-    package func evict(order: StoreEvictionOrder, downTo bytes: Int) throws(StoreError) -> [StoreEntry] {
-        try withWriter { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in
-                let total = Int(clamping: try connection.integer(.totalSize) ?? 0)
-                guard total > bytes else { return [] }
-                var victims: [(Int64, StoreEntry)] = []
-                var left = total
-                try walk(order, limit: -1, connection) { id, entry in
-                    victims.append((id, entry))
-                    left -= entry.size
-                    return left > bytes
-                }
-                for (id, _) in victims { try delete(id: id, connection) }
-                let removed = victims.map(\.1)
-                if order == .frequencyAware { try rememberEvicted(removed, connection) }
-                return removed
-            }
-        }
-    }
-
     /// Calls `body` with the unlocked entries in `order`, one at a time, while it returns true:
     /// a sweep stops reading once it has chosen enough. Changes nothing.
     package func forEachEvictionCandidate(order: StoreEvictionOrder, _ body: (StoreEntry) -> Bool)

@@ -191,54 +191,6 @@ extension EntryStore {
         return removed
     }
 
-    /// Removes up to `count` unlocked entries, least recently used first; returns them.
-    @discardableResult
-    package func removeLeastRecentlyUsed(_ count: Int) throws(StoreError) -> [StoreEntry] {
-        try withWriter { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in
-                let victims = try evictionOrder(limit: count, connection)
-                guard !victims.isEmpty else { return [] }
-                // One statement deletes them (a statement per row cost 1 µs a row, 50 ms for
-                // 50,000): inside this transaction its subquery meets the same rows in the same
-                // order. A count that differs is damage, and rolls the transaction back.
-                try connection.run(.evict) { evict throws(SQLiteError) in
-                    try evict.bind(Int64(victims.count), at: 1)
-                    _ = try evict.step()
-                }
-                guard connection.changes == victims.count else {
-                    throw SQLiteError(
-                        code: SQLiteCode.corrupt, message: "eviction order changed inside a transaction",
-                        operation: "evict")
-                }
-                return victims.map(\.1)
-            }
-        }
-    }
-
-    /// Unlocked entries in eviction order, at most `limit`: least recently used first; among
-    /// equal last uses (they are coarse) the smaller, then the older row (the index's own order).
-    package func evictionCandidates(limit: Int) throws(StoreError) -> [StoreEntry] {
-        try withReader { connection throws(SQLiteError) in try evictionOrder(limit: limit, connection).map(\.1) }
-    }
-
-    /// Records uses of `keys` at `time` in one transaction: `last_use` moves forward (never back),
-    /// `frequency` counts up to ``maximumFrequency``. Keys not in the store are ignored.
-    ///
-    /// Meant for batches the cache gathers and writes off the caller's thread.
-    package func recordUses(_ keys: [String], at time: Int64) throws(StoreError) {
-        try withWriter { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in
-                for key in keys {
-                    try connection.run(.touch) { touch throws(SQLiteError) in
-                        try touch.bind(time, at: 1)
-                        try touch.bind(key, at: 2)
-                        _ = try touch.step()
-                    }
-                }
-            }
-        }
-    }
-
     // MARK: - Helpers (called with the lock held)
 
     /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws.
@@ -300,15 +252,6 @@ extension EntryStore {
         }
     }
 
-    func evictionOrder(limit: Int, _ connection: StoreConnection) throws(SQLiteError) -> [(Int64, StoreEntry)] {
-        try connection.run(.evictionOrder) { query throws(SQLiteError) in
-            try query.bind(Int64(limit), at: 1)
-            var result: [(Int64, StoreEntry)] = []
-            while try query.step() { result.append((query.int64(at: 7), Self.entry(query))) }
-            return result
-        }
-    }
-
     /// The entry of the current row, found by the key index for `key`. Throws `SQLITE_CORRUPT`
     /// when the row holds another key: SQLite trusts an index it searched, so only this
     /// comparison sees that the index is damaged. Compares the bytes in place (no `String` is
@@ -359,8 +302,5 @@ enum SQL {
     static let upsertOverUnlockedRows = insert + " WHERE location <> 1 AND locked = 0 AND key = excluded.key"
     static let record = "SELECT \(columns), record FROM entry WHERE key = ?"
     static let entry = "SELECT \(columns), id FROM entry WHERE key = ?"
-    static let touch =
-        "UPDATE entry SET last_use = max(last_use, ?), "
-        + "frequency = min(frequency + 1, \(EntryStore.maximumFrequency)) WHERE key = ?"
     static let evictionOrder = "SELECT \(columns), id FROM entry WHERE locked = 0 ORDER BY last_use, size, id LIMIT ?"
 }

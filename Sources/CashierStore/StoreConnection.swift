@@ -218,10 +218,8 @@ enum StoreStatement: Int, CaseIterable {
     case count, totalSize, fileBytes, keys, keysAndShapes, largeEntryKeys, entries, largeEntries, allRecords
     // Removals, imports, upkeep.
     case removeUnchanged, insertIfAbsent, deleteAll, checkpoint
-    // Least-recently-used eviction, and recency by key (the store benchmark's and the replay's).
-    case touch, evictionOrder, evict
-    // Frequency-aware eviction (``EvictionSQL``).
-    case newestNew, oldQueue, reusedQueue, newestQueue, newQueue, ghostCensus, remember, ghostEdge
+    // Eviction: least recently used first, and frequency-aware (``EvictionSQL``).
+    case evictionOrder, newestNew, oldQueue, reusedQueue, newestQueue, newQueue, ghostCensus, remember, ghostEdge
     case promoteForgotten, forget
 
     var sql: String {
@@ -260,11 +258,7 @@ enum StoreStatement: Int, CaseIterable {
             "INSERT INTO entry(\(SQL.columns), record) VALUES(?, 1, ?, ?, ?, ?, 0, NULL) ON CONFLICT(key) DO NOTHING"
         case .deleteAll: "DELETE FROM entry"
         case .checkpoint: "PRAGMA wal_checkpoint(TRUNCATE)"
-        case .touch: SQL.touch
         case .evictionOrder: SQL.evictionOrder
-        case .evict:
-            "DELETE FROM entry WHERE id IN "
-                + "(SELECT id FROM entry WHERE locked = 0 ORDER BY last_use, size, id LIMIT ?)"
         case .newestNew: EvictionSQL.newestNew
         case .oldQueue: EvictionSQL.queue(.old)
         case .reusedQueue: EvictionSQL.queue(.reused)

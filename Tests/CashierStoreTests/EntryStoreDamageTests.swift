@@ -1,5 +1,6 @@
 import CashierSQLite
 import CashierStore
+import CashierStoreSupport
 import CashierTestSupport
 import Foundation
 import Testing

@@ -91,7 +91,7 @@ import Testing
         // Background store work (the recency write `recordMemoryUsesLater` hands the sweep
         // queue) meets the lock and waits the store's own busy timeout, holding the writer.
         let store = cache.disk!.openedStore!
-        cache.disk!.inBackground { _ = try? store.recordUses(keys.map { $0.name }, at: 1) }
+        cache.disk!.inBackground { _ = try? store.recordUses(keys.map { (key: $0.name, time: 1) }, granularity: 0) }
         for index in 0..<3 {
             do {
                 try cache.set("new", for: CacheKey<String>("written-\(index)"))

@@ -1,4 +1,5 @@
 import CashierStore
+import CashierStoreSupport
 import Foundation
 
 /// Replays a trace through a real `EntryStore` in a temporary folder, as the disk tier uses

@@ -1,5 +1,6 @@
 import CashierPlatform
 import CashierStore
+import CashierStoreSupport
 import Foundation
 
 // MARK: - coherence

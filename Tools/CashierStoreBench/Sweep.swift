@@ -1,4 +1,5 @@
 import CashierStore
+import CashierStoreSupport
 import Foundation
 
 /// `CashierStoreBench sweep`: what a size sweep costs in each eviction order. A store of

@@ -1,4 +1,5 @@
 import CashierStore
+import CashierStoreSupport
 import Foundation
 
 // The child process of CashierStoreTests: a second process on a store's folder, so the tests
