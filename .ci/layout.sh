@@ -3,7 +3,8 @@
 #   1. Sources/ holds the library's modules and the tool's (Sources/CashierTool) and nothing
 #      else: no other folder of Sources/ is an executable (a main.swift or an @main type);
 #      the package's other executables are folders of Tools/ (path: in Package.swift), each
-#      with its main.swift;
+#      with its main.swift, beside what only they and the tests share (a folder named …Support,
+#      no main.swift);
 #   2. every platform branch is in the platform layer, Sources/CashierPlatform (and the C
 #      shim Sources/CCashierPlatform): no other source file under Sources/ or Tools/ has
 #      `#if os(…)`, `targetEnvironment(…)`, `arch(…)`, `canImport(Darwin|Glibc|Musl|…)` or
@@ -21,8 +22,8 @@ done < <({ find Sources -name main.swift; grep -rlE '^[[:space:]]*@main\b' Sourc
     | grep -v "^$tool/" | sort -u)
 for folder in Tools/*/; do
     [ -d "$folder" ] || continue
-    if [ ! -f "${folder}main.swift" ]; then
-        echo "layout: ${folder%/} has no main.swift: Tools/ holds executables only" >&2
+    if [ ! -f "${folder}main.swift" ] && [[ "${folder%/}" != *Support ]]; then
+        echo "layout: ${folder%/} has no main.swift: Tools/ holds executables (and …Support libraries) only" >&2
         status=1
     fi
     if ! grep -q "path: \"${folder%/}\"" Package.swift; then
