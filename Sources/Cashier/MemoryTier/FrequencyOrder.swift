@@ -36,18 +36,20 @@ struct FrequencyOrder {
         policy.recordMiss(name)
     }
 
-    /// Adds `record`, not in the order, as just stored.
+    /// Adds `record`, not in the order, as just stored. Not a use for the disk: what stores a
+    /// record in memory is disk work that dates the entry's use itself (a write sets its row's
+    /// last use, a read from disk gathers its use), so handing it over again cost every cold
+    /// read a lock and a hand-over (4,000 instructions, callgrind).
     mutating func insert(_ record: MemoryRecord) {
         record.handle = policy.insert(record.name, weight: 1)
-        markUsed(record)
     }
 
-    /// `record` takes the place of `old` (same name, still in the order) with its position and frequency.
+    /// `record` takes the place of `old` (same name, still in the order) with its position and
+    /// frequency, and its hits not yet handed to the disk (their name is in `used` already).
     mutating func replace(_ old: MemoryRecord, with record: MemoryRecord) {
         record.handle = old.handle
         old.handle = -1
         record.usedSinceFlush = old.usedSinceFlush
-        markUsed(record)
     }
 
     /// Takes `record` out of the order.
