@@ -160,6 +160,23 @@ extension SharedTierTests {
             #expect(backing.value(Int.self, in: Self.slot) == 3)
         }
 
+        @Test func aChangeTheTierRefusesForGoodIsSentAgainThreeTimesAtMost() async throws {
+            let a = server(1)
+            backing.failCalls(of: "n")
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            for index in 0..<8 {
+                try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
+                a.waitForBackgroundWork()
+            }
+            await eventually("the last resend tried") { backing.orderedCalls(of: "n") == 4 }
+            for index in 8..<12 {
+                try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
+                a.waitForBackgroundWork()
+            }
+            #expect(backing.orderedCalls(of: "n") == 4)
+        }
+
         @Test func failedWritesBeyondTheBoundAreSentAgainAsRemovals() async throws {
             let a = server(1)
             let keys = (0..<6).map { CacheKey<Data>("big\($0)", schemaVersion: 1) }

@@ -90,7 +90,7 @@ final class SharedTierWrites: Sendable {
     }
 
     private struct State {
-        var queued: [(change: Change, destination: Destination)] = []
+        var queued: [Queued] = []
         /// Whether a task is sending the queue (one at a time).
         var isSending = false
         /// The timeout of the change being sent.
@@ -120,7 +120,7 @@ final class SharedTierWrites: Sendable {
                 superseded.append(queued.change)
                 return true
             }
-            state.queued.append((change, destination))
+            state.queued.append(Queued(change: change, destination: destination))
             defer { state.isSending = true }
             return (superseded, !state.isSending)
         }
@@ -155,7 +155,9 @@ final class SharedTierWrites: Sendable {
     func resendFailed() {
         let startsSending = state.withLock { state -> Bool in
             let busy = Set(state.queued.compactMap(\.change.name))
-            let taken = state.failed.take { !busy.contains($0) && !ledger.isPending($0) }
+            let taken = state.failed.take { !busy.contains($0) && !ledger.isPending($0) }.map {
+                Queued(change: $0.change, destination: $0.destination, resends: $0.resends)
+            }
             guard !taken.isEmpty else { return false }
             for resent in taken {
                 unsent.enter()
@@ -170,12 +172,12 @@ final class SharedTierWrites: Sendable {
 
     /// Sends the queue, one change at a time, until it is empty.
     private func sendQueued() async {
-        while let (change, destination) = nextChange() {
-            await send(change, to: destination)
+        while let next = nextChange() {
+            await send(next)
         }
     }
 
-    private func nextChange() -> (Change, Destination)? {
+    private func nextChange() -> Queued? {
         state.withLock { state in
             guard !state.queued.isEmpty else {
                 state.isSending = false
@@ -187,7 +189,8 @@ final class SharedTierWrites: Sendable {
         }
     }
 
-    private func send(_ change: Change, to destination: Destination) async {
+    private func send(_ queued: Queued) async {
+        let (change, destination) = (queued.change, queued.destination)
         let tier = destination.tier
         let (outcome, call) = await SharedTierCall.run(within: destination.timeout) { () -> SharedStoreOutcome in
             switch change {
@@ -208,10 +211,10 @@ final class SharedTierWrites: Sendable {
             unsent.leave()
             let result = await call.result
             reached = result.succeeded
-            end(change, to: destination, reached: reached, superseded: (try? result.get()) == .superseded)
+            end(queued, reached: reached, superseded: (try? result.get()) == .superseded)
         } else {
             reached = outcome.succeeded
-            end(change, to: destination, reached: reached, superseded: (try? outcome.get()) == .superseded)
+            end(queued, reached: reached, superseded: (try? outcome.get()) == .superseded)
             unsent.leave()
         }
         if reached, state.withLock({ !$0.failed.isEmpty }) { resendFailed() }
@@ -220,12 +223,13 @@ final class SharedTierWrites: Sendable {
     /// Settles a change that was sent: the ledger learns whether it reached the tier, a failed
     /// change is kept to send again (one that reached it forgets the key's earlier failure), and
     /// a store the tier refused as older drops the destination's own copy of the key.
-    private func end(_ change: Change, to destination: Destination, reached: Bool, superseded: Bool) {
+    private func end(_ queued: Queued, reached: Bool, superseded: Bool) {
+        let (change, destination) = (queued.change, queued.destination)
         state.withLock { state in
             if reached {
                 if let name = change.name { state.failed.forget(name) } else { state.failed.forgetAll() }
             } else if change.name != nil {
-                state.failed.keep(change, for: destination)
+                state.failed.keep(change, for: destination, resends: queued.resends)
             }
         }
         if superseded, let name = change.name { destination.dropsCopies(name) }
@@ -245,6 +249,13 @@ final class SharedTierWrites: Sendable {
 }
 
 extension SharedTierWrites {
+    /// A change in the queue: where it goes, and how often it was sent again after failing.
+    struct Queued {
+        var change: Change
+        var destination: Destination
+        var resends = 0
+    }
+
     /// The last change of each key that failed to reach its tier, kept to be sent again with
     /// its original time (``SharedTierWrites/resendFailed()``).
     ///
@@ -253,19 +264,28 @@ extension SharedTierWrites {
     /// time), which clears what is older in the tier, so the other instances fetch the key
     /// rather than read the record from before the failure. Beyond the payloads, an entry per
     /// key whose last change failed, as the ledger keeps.
+    ///
+    /// A change is sent again at most ``maximumResends`` times: one the tier refuses for good
+    /// (a key too long for its index, say) must not cost a failing call after every change
+    /// that gets through. It is then forgotten here; the ledger still keeps this folder's
+    /// reads of the key away from the tier until a later change of it gets through.
     struct FailedChanges {
         /// The most bytes of payload the stores kept to send again hold: 4 MiB.
         static let byteLimit = 4 << 20
+        /// How often a failed change is sent again before it is given up.
+        static let maximumResends = 3
 
-        private var changes: [String: (change: Change, destination: Destination)] = [:]
+        private var changes: [String: (change: Change, destination: Destination, resends: Int)] = [:]
         private var bytes = 0
 
         var isEmpty: Bool { changes.isEmpty }
 
-        /// Keeps `change` (of a key) as its key's last failed change, replacing an earlier one.
-        mutating func keep(_ change: Change, for destination: Destination) {
+        /// Keeps `change` (of a key) as its key's last failed change, replacing an earlier one;
+        /// `resends`: how often it was sent again already.
+        mutating func keep(_ change: Change, for destination: Destination, resends: Int) {
             guard let name = change.name else { return }
             forget(name)
+            guard resends < Self.maximumResends else { return }
             var kept = change
             if case .store(_, _, let payload, _, _, let writtenAt) = change {
                 if bytes + payload.count <= Self.byteLimit {
@@ -274,7 +294,7 @@ extension SharedTierWrites {
                     kept = .remove(name, at: writtenAt)
                 }
             }
-            changes[name] = (kept, destination)
+            changes[name] = (kept, destination, resends)
         }
 
         /// A change of `name` reached the tier: its earlier failure needs no resending.
@@ -289,13 +309,16 @@ extension SharedTierWrites {
             bytes = 0
         }
 
-        /// Removes and answers the changes of the keys `isFree` accepts.
-        mutating func take(where isFree: (String) -> Bool) -> [(change: Change, destination: Destination)] {
+        /// Removes and answers the changes of the keys `isFree` accepts, each counted as sent
+        /// again once more.
+        mutating func take(
+            where isFree: (String) -> Bool
+        ) -> [(change: Change, destination: Destination, resends: Int)] {
             let names = changes.keys.filter(isFree)
             return names.compactMap { name in
-                let taken = changes[name]
+                guard let taken = changes[name] else { return nil }
                 forget(name)
-                return taken
+                return (taken.change, taken.destination, taken.resends + 1)
             }
         }
     }

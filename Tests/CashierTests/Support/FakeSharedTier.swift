@@ -44,6 +44,9 @@ final class SharedBacking: Sendable {
         var superseded = 0
         /// Changes streamed to other servers.
         var notifications = 0
+        /// Keys whose ordered stores and removals always throw, and those calls by key.
+        var failingNames: Set<String> = []
+        var orderedCalls: [String: Int] = [:]
         var mode = Mode.working
         /// Open streams by server, each by its id.
         var streams: [Int: [Int: AsyncStream<SharedChange>.Continuation]] = [:]
@@ -79,6 +82,21 @@ final class SharedBacking: Sendable {
     func tombstone(of name: String) -> Date? { state.withLock { $0.tombstones[name] } }
     var supersededStores: Int { state.withLock { $0.superseded } }
     var notifications: Int { state.withLock { $0.notifications } }
+    /// Ordered stores and removals of `name` asked for, those that threw included.
+    func orderedCalls(of name: String) -> Int { state.withLock { $0.orderedCalls[name] ?? 0 } }
+
+    /// Makes every ordered store and removal of `name` throw, whatever the mode: a key the
+    /// tier refuses for good.
+    func failCalls(of name: String) { state.withLock { _ = $0.failingNames.insert(name) } }
+
+    /// Counts an ordered call of `name`; throws for a key ``failCalls(of:)`` named.
+    fileprivate func enterOrdered(_ name: String) throws {
+        let fails = state.withLock { state in
+            state.orderedCalls[name, default: 0] += 1
+            return state.failingNames.contains(name)
+        }
+        if fails { throw Unavailable() }
+    }
 
     /// The value the record in `slot` holds, decoded as a read would (`nil`: none, or damaged).
     func value<V: Codable & Sendable>(_ type: V.Type, in slot: SharedSlot) -> V? {
@@ -309,12 +327,14 @@ struct FakeSharedTier: SharedTier {
         _ record: SharedRecord, in slot: SharedSlot, removingOtherVersions: Bool
     ) async throws -> SharedStoreOutcome {
         try await backing.enter()
+        try backing.enterOrdered(slot.name)
         await backing.passGate(server: server)
         return backing.storeInOrder(record, in: slot, removingOthers: removingOtherVersions, by: server)
     }
 
     func removeRecords(named name: String, writtenBefore date: Date) async throws {
         try await backing.enter()
+        try backing.enterOrdered(name)
         backing.removeRecordsInOrder(named: name, before: date, by: server)
     }
 
