@@ -46,7 +46,8 @@ echo "== integrations: FleetBench: swift build"
 swift build --package-path Integrations/FleetBench "${scratch[@]}"
 bin=$(swift build --package-path Integrations/FleetBench "${scratch[@]}" --show-bin-path)
 echo "== integrations: FleetBench: rolling deploy"
-python3 Integrations/FleetBench/fleet.py rolling --binary "$bin/FleetServer" --postgres "$CASHIER_POSTGRES_URL"
+# --strict: a wrong value fails the run too (none in five runs since the tier orders changes by time).
+python3 Integrations/FleetBench/fleet.py rolling --strict --binary "$bin/FleetServer" --postgres "$CASHIER_POSTGRES_URL"
 echo "integrations: FleetBench built and run in $((SECONDS - started)) s"
 
 # The server benchmark of issue 35 (Integrations/ServerBench/README.md), as a smoke run: a debug

@@ -137,7 +137,13 @@ extension Cache {
     /// A fetched value (`isFetched`) leaves the shared tier's records of the key's other
     /// versions; a value the app set removes them (``SharedTier/storeRemovingOtherVersions(_:in:)``).
     @discardableResult
-    func write<V>(_ value: V, for key: CacheKey<V>, lifespan: Lifespan?, isFetched: Bool) throws -> EntryMetadata {
+    ///
+    /// `fetchStartedAt`, for a fetched value: when its fetch started, the time its record
+    /// carries to the shared tier (the origin held that value at the latest then); a value the
+    /// app wrote carries the time of the write.
+    func write<V>(
+        _ value: V, for key: CacheKey<V>, lifespan: Lifespan?, isFetched: Bool, fetchStartedAt: Double? = nil
+    ) throws -> EntryMetadata {
         let format = ValueCoding.format(for: V.self, codec: key.codec)
         let payload: Data
         do {
@@ -190,7 +196,8 @@ extension Cache {
                 if shared != nil {
                     shareWrite(
                         key.name, schemaVersion: key.schemaVersion, typeName: ValueCoding.typeName(of: V.self),
-                        format: format, metadata: metadata, payload: payload, removingOtherVersions: !isFetched)
+                        format: format, metadata: metadata, payload: payload, writtenAt: fetchStartedAt ?? now,
+                        removingOtherVersions: !isFetched)
                 }
             }
         } catch let error as CacheError {
@@ -303,9 +310,12 @@ extension Cache {
 
     /// Removes `name`'s entry from memory and disk and tells observers; and, unless the removal
     /// comes from the shared tier itself, removes the key's records there.
-    func removeEntry(named name: String, reachingSharedTier: Bool = true) {
+    ///
+    /// `unless`, checked holding the key's lock, keeps the entry when it answers true.
+    func removeEntry(named name: String, reachingSharedTier: Bool = true, unless isKept: () -> Bool = { false }) {
         var failure: SystemError?
         folderState.keyLocks.withLock(name) {
+            guard !isKept() else { return }
             memory.remove(name)
             do throws(SystemError) {
                 try disk?.remove(key: name, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
@@ -313,7 +323,9 @@ extension Cache {
                 failure = error
             }
             publish(name, nil)
-            if reachingSharedTier, let shared { shared.writes.enqueue(.remove(name)) }
+            if reachingSharedTier, let shared {
+                shared.writes.enqueue(.remove(name, at: Date(timeIntervalSince1970: nowSeconds)))
+            }
         }
         if let failure { emit(.failure(key: name, error: failure.cacheError(key: name))) }
     }

@@ -207,10 +207,12 @@ extension Cache {
     private func fetchAndStore<V>(_ key: CacheKey<V>, fetch: () async throws -> Fetched<V>) async throws -> CacheEntry<
         V
     > {
+        let startedAt = nowSeconds
         let fetched = try await fetch()
         let metadata: EntryMetadata
         do {
-            metadata = try write(fetched.value, for: key, lifespan: fetched.lifespan, isFetched: true)
+            metadata = try write(
+                fetched.value, for: key, lifespan: fetched.lifespan, isFetched: true, fetchStartedAt: startedAt)
         } catch {
             // Reported by `write` through onEvent. The caller still gets the value, with
             // what would have been stored.

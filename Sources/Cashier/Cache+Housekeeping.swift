@@ -105,7 +105,8 @@ extension Cache {
     /// evictions and discards stay local. Call under the barrier the removals were made under.
     private func shareRemovals(_ removals: [DiskTier.Removal]) {
         guard let shared else { return }
-        for case .removed(let key) in removals { shared.writes.enqueue(.remove(key)) }
+        let now = Date(timeIntervalSince1970: nowSeconds)
+        for case .removed(let key) in removals { shared.writes.enqueue(.remove(key, at: now)) }
     }
 
     /// Removes the memory records `removal` names a removal for, in a memory-only cache:

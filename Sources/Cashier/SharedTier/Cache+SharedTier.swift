@@ -99,8 +99,11 @@ extension Cache {
         guard !metadata.isExpired(at: now) else { return nil }
         let ownSlot = SharedSlot(name: key.name, schemaVersion: key.schemaVersion, appVersion: configuration.appVersion)
         let migratedTo = kept.header == header ? nil : ownSlot
+        // A migrated record keeps the time of the one it came from: a newer write of the key in
+        // its own slot, made meanwhile elsewhere, wins over it.
         metadata.size = keepLocally(
-            value, kept.header, kept.payload, for: key.name, mark: mark, sharingIn: migratedTo, report: &report)
+            value, kept.header, kept.payload, for: key.name, mark: mark, sharingIn: migratedTo,
+            writtenAt: record.writtenAt, report: &report)
         return CacheEntry(value, metadata: metadata, origin: .shared, now: now)
     }
 
@@ -111,7 +114,7 @@ extension Cache {
     /// queued for the key's own slot (`sharingIn`). Answers the entry's size on disk.
     private func keepLocally<V: Sendable>(
         _ value: V, _ header: EntryHeader, _ payload: Data, for name: String, mark: SharedTierLink.LookupMark,
-        sharingIn slot: SharedSlot?, report: inout ReadReport
+        sharingIn slot: SharedSlot?, writtenAt: Date, report: inout ReadReport
     ) -> Int {
         var size = 0
         var evicted: [MemoryRecord] = []
@@ -139,7 +142,10 @@ extension Cache {
             }
             settleCoherenceBaseline(after: ticket)
             publish(name, value)
-            if let slot { shared.writes.enqueueStore(slot: slot, header: header, payload: payload, metadata: metadata) }
+            if let slot {
+                shared.writes.enqueueStore(
+                    slot: slot, header: header, payload: payload, metadata: metadata, writtenAt: writtenAt)
+            }
         }
         if disk == nil {
             for record in evicted {
@@ -156,20 +162,22 @@ extension Cache {
 
     // MARK: Changes that go to the tier
 
-    /// Queues the entry a write stored for `name` for the shared tier. Call holding the key's
-    /// lock, after the write landed locally (its metadata final: lock, lifespan). A write of the
-    /// app's (`removingOtherVersions`) also removes the key's records of other versions: they
-    /// hold the value it replaced. A fetched value leaves them (they hold the same value).
+    /// Queues the entry a write stored for `name` for the shared tier, written at `writtenAt`
+    /// (``SharedRecord/writtenAt``). Call holding the key's lock, after the write landed locally
+    /// (its metadata final: lock, lifespan). A write of the app's (`removingOtherVersions`) also
+    /// removes the key's records of other versions: they hold the value it replaced. A fetched
+    /// value leaves them (they hold the same value).
     func shareWrite(
         _ name: String, schemaVersion: Int?, typeName: String, format: PayloadFormat, metadata: EntryMetadata,
-        payload: Data, removingOtherVersions: Bool
+        payload: Data, writtenAt: Double, removingOtherVersions: Bool
     ) {
         guard let shared else { return }
         let header = EntryHeader(
             key: name, typeName: typeName, format: format, metadata: metadata, payloadLength: payload.count)
         shared.writes.enqueueStore(
             slot: SharedSlot(name: name, schemaVersion: schemaVersion, appVersion: configuration.appVersion),
-            header: header, payload: payload, metadata: metadata, removingOtherVersions: removingOtherVersions)
+            header: header, payload: payload, metadata: metadata,
+            writtenAt: Date(timeIntervalSince1970: writtenAt), removingOtherVersions: removingOtherVersions)
     }
 
     // MARK: Changes that come from the tier
@@ -183,6 +191,14 @@ extension Cache {
         case .all: removeAll(reachingSharedTier: false)
         }
     }
+
+    /// Drops this folder's copy of `name` after the tier refused a store of it as older than
+    /// what it holds (``SharedStoreOutcome/superseded``): the next read finds the newer record
+    /// there. Kept when a later change of the key is queued: that change is newer still, and
+    /// the tier judges it on its own.
+    func dropSupersededCopy(_ name: String, writes: SharedTierWrites) {
+        removeEntry(named: name, reachingSharedTier: false, unless: { writes.hasQueuedChange(of: name) })
+    }
 }
 
 /// One cache's way into its folder's ``SharedTierWrites``: its changes, for its tier.
@@ -195,17 +211,18 @@ struct SharedTierLinkWrites: Sendable {
         queue.enqueue(change, to: destination)
     }
 
-    /// Queues a write of `header` and `payload` to `slot`, expiring when the entry does
-    /// (`nil` when it never expires or is locked), removing the key's other versions' records
-    /// when `removingOtherVersions`.
+    /// Queues a write of `header` and `payload` to `slot`, written at `writtenAt`, expiring
+    /// when the entry does (`nil` when it never expires or is locked), removing the key's other
+    /// versions' records when `removingOtherVersions`.
     func enqueueStore(
-        slot: SharedSlot, header: EntryHeader, payload: Data, metadata: EntryMetadata,
+        slot: SharedSlot, header: EntryHeader, payload: Data, metadata: EntryMetadata, writtenAt: Date,
         removingOtherVersions: Bool = false
     ) {
         let expiresAt = metadata.expiryDeadline.map { Date(timeIntervalSince1970: $0) }
         enqueue(
             .store(
-                slot, header: header, payload: payload, expiresAt: expiresAt, removingOthers: removingOtherVersions))
+                slot, header: header, payload: payload, expiresAt: expiresAt, removingOthers: removingOtherVersions,
+                writtenAt: writtenAt))
     }
 
     /// Blocks until the folder's queued changes are sent (``SharedTierWrites/waitUntilSent()``).

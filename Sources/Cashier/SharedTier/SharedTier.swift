@@ -23,6 +23,28 @@ import Foundation
 /// implementation should then give up, and must not apply a write or removal after it has
 /// returned. Each cache makes one write or removal at a time, in order; reads may run at
 /// once. <doc:OnAServer> says how the cache uses it.
+///
+/// ## Order across instances
+///
+/// Each instance sends its changes in its own order, in the background: a write on one
+/// instance that returned before another instance's write of the same key can reach the tier
+/// after it. So every record carries the moment it was written locally
+/// (``SharedRecord/writtenAt``), and every removal the moment it was made, by the writing
+/// instance's clock; a tier that keeps the newest change, whatever order they arrive in,
+/// implements ``store(_:in:removingOtherVersions:)`` and ``removeRecords(named:writtenBefore:)``:
+///
+/// - A store lands only over a record written no later than it, and only if no removal of the
+///   key is newer than it; otherwise it changes nothing, tells no one, and answers
+///   ``SharedStoreOutcome/superseded``: the writing instance then drops its own copy of the key
+///   and reads the newer record next.
+/// - A removal deletes only the records written before it, and keeps its time (a *tombstone*)
+///   for long enough that a write older than it, arriving later, does not bring the key back.
+///
+/// The times come from the instances' wall clocks. Of two changes of one key made on two
+/// instances within the clocks' skew of each other, either may be kept: keep the fleet's
+/// clocks synchronized (NTP keeps them within milliseconds), well within the time between two
+/// writes of one key that must be told apart. A tier that only implements the six original
+/// requirements keeps the change that arrives last.
 public protocol SharedTier: Sendable {
     /// The record in `slot`, or `nil` when there is none or it has expired.
     func record(in slot: SharedSlot) async throws -> SharedRecord?
@@ -47,6 +69,32 @@ public protocol SharedTier: Sendable {
     /// Removes the records of every slot of the key `name`, and tells the other instances.
     func removeRecords(named name: String) async throws
 
+    /// Stores `record` in `slot` unless the tier holds something newer of the key: a record in
+    /// `slot` written later than ``SharedRecord/writtenAt``, or a removal of the key made later
+    /// (see "Order across instances" above). With `removingOtherVersions`, also removes the
+    /// records of the key's other versions written before it, as
+    /// ``removeRecords(named:writtenBefore:)`` would (even when the store itself is superseded:
+    /// those records are older than this write all the same).
+    ///
+    /// Tells the other instances (``changes()``) only when it changed something. Answers
+    /// ``SharedStoreOutcome/superseded`` when the record was not stored because of a newer
+    /// change; the cache then drops its own copy of the key.
+    ///
+    /// The default calls ``storeRemovingOtherVersions(_:in:)`` or ``store(_:in:)`` and answers
+    /// ``SharedStoreOutcome/stored``: the change that arrives last wins.
+    func store(
+        _ record: SharedRecord, in slot: SharedSlot, removingOtherVersions: Bool
+    ) async throws -> SharedStoreOutcome
+
+    /// Removes the records of every slot of the key `name` written before `date` (by
+    /// ``SharedRecord/writtenAt``), and remembers the removal for long enough that a store
+    /// written before `date` and arriving later is refused; tells the other instances when it
+    /// changed something.
+    ///
+    /// The default calls ``removeRecords(named:)``: every record goes, whenever written, and a
+    /// store arriving later lands.
+    func removeRecords(named name: String, writtenBefore date: Date) async throws
+
     /// Removes every record, and tells the other instances (``SharedChange/all``).
     func removeAllRecords() async throws
 
@@ -69,6 +117,33 @@ extension SharedTier {
         try await removeRecords(named: slot.name)
         try await store(record, in: slot)
     }
+
+    /// Calls ``storeRemovingOtherVersions(_:in:)`` or ``store(_:in:)``; always
+    /// ``SharedStoreOutcome/stored``, the tier keeping the change that arrives last.
+    public func store(
+        _ record: SharedRecord, in slot: SharedSlot, removingOtherVersions: Bool
+    ) async throws -> SharedStoreOutcome {
+        if removingOtherVersions {
+            try await storeRemovingOtherVersions(record, in: slot)
+        } else {
+            try await store(record, in: slot)
+        }
+        return .stored
+    }
+
+    /// Calls ``removeRecords(named:)``, whatever `date`.
+    public func removeRecords(named name: String, writtenBefore date: Date) async throws {
+        try await removeRecords(named: name)
+    }
+}
+
+/// What ``SharedTier/store(_:in:removingOtherVersions:)`` did.
+public enum SharedStoreOutcome: Sendable, Hashable {
+    /// The record is in its slot.
+    case stored
+    /// The tier holds a newer change of the key (a record written later, or a later removal):
+    /// the record was not stored, and the writer's own copy of the key is older than the tier's.
+    case superseded
 }
 
 /// Where a record lives in a ``SharedTier``: a key's name and the version its readers need.
@@ -90,17 +165,31 @@ public struct SharedSlot: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(name.debugDescription) (\(version))" }
 }
 
-/// A record in a ``SharedTier``: the entry as the disk stores it, and when it expires.
+/// A record in a ``SharedTier``: the entry as the disk stores it, when it expires, and when
+/// it was written.
 public struct SharedRecord: Sendable, Hashable {
     /// The entry's record: header (versions, type name, lifespan, lock), payload, checksum.
     public var bytes: Data
     /// When the entry expires, after which the tier may drop it; `nil` for never.
     public var expiresAt: Date?
+    /// When the value was written on the instance that wrote it, by that instance's clock:
+    /// the moment of ``Cache/set(_:for:lifespan:)``, the start of the fetch that returned it,
+    /// or, for a migrated record, the time of the record it was migrated from. A tier that
+    /// orders changes keeps the newest by this time (see ``SharedTier``, "Order across instances").
+    public var writtenAt: Date
 
-    /// A record of `bytes` (an entry's record, as the disk tier stores it) expiring at `expiresAt`.
-    public init(bytes: Data, expiresAt: Date?) {
+    /// A record of `bytes` (an entry's record, as the disk tier stores it) expiring at
+    /// `expiresAt`, written at `writtenAt`.
+    public init(bytes: Data, expiresAt: Date?, writtenAt: Date) {
         self.bytes = bytes
         self.expiresAt = expiresAt
+        self.writtenAt = writtenAt
+    }
+
+    /// A record of `bytes` expiring at `expiresAt`, written now: for a tier that does not keep
+    /// the time (and answers it as now). Cashier itself always gives the time.
+    public init(bytes: Data, expiresAt: Date?) {
+        self.init(bytes: bytes, expiresAt: expiresAt, writtenAt: Date())
     }
 }
 

@@ -32,6 +32,11 @@ final class SharedTierLedger: Sendable {
         }
     }
 
+    /// Whether a change of `name` is on its way to the shared tier (queued or being sent).
+    func isPending(_ name: String) -> Bool {
+        state.withLock { $0.pending[name] != nil }
+    }
+
     /// A change of `name` (`nil`: of every key) is on its way to the shared tier.
     func begin(_ name: String?) {
         state.withLock { state in

@@ -112,6 +112,10 @@ final class SharedTierLink: Sendable {
         let subscription = cache.folderState.hub.subscribe(name: nil) { [weak self] change in
             self?.noteLocalChange(change.name)
         }
+        let queue = writes.queue
+        writes.destination.dropsCopies.set { [weak cache] name in
+            cache?.dropSupersededCopy(name, writes: queue)
+        }
         let changes = Self.consumeChanges(of: tier, pause: timeout, for: cache)
         let stopped = state.withLock { state in
             state.subscription = subscription
@@ -151,6 +155,8 @@ final class SharedTierLink: Sendable {
                     delivered = true
                     guard let cache else { return }
                     cache.applySharedChange(change)
+                    // The tier is back after a disconnection: what failed to reach it goes again.
+                    if change == .all { cache.shared?.writes.queue.resendFailed() }
                 }
                 if delivered { pauses = 0 }
                 guard !Task.isCancelled, cache != nil else { return }
@@ -160,6 +166,7 @@ final class SharedTierLink: Sendable {
                 stream = tier.changes()
                 guard let cache else { return }
                 cache.applySharedChange(.all)
+                cache.shared?.writes.queue.resendFailed()
             }
         }
     }

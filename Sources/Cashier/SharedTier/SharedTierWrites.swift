@@ -17,28 +17,39 @@ import Foundation
 ///   tier (``Destination``), of the same slot (a write), the same key (a removal) or every key
 ///   (``Cache/removeAll()``) comes is dropped: the tier ends as it would have, and a tier that is down or slow keeps the
 ///   queue at one change a key.
+/// - **Times.** Each change carries the moment it was made locally (a store, its record's
+///   ``SharedRecord/writtenAt``; a removal, its time), so a tier that orders changes keeps the
+///   newest of several instances' (``SharedTier``). A store the tier refuses as older
+///   (``SharedStoreOutcome/superseded``) drops the destination's own copy of the key, unless a
+///   later change of the key is queued here (``Destination/dropsCopies``).
 /// - **Failure is local.** A change that throws, or takes longer than the timeout, is reported
 ///   through `onEvent` as ``CacheEvent/failure(key:error:)`` of kind
 ///   ``CacheError/Kind/sharedTierUnavailable``; the caller saw no error. The ledger then keeps
 ///   this folder's reads of that key away from the shared tier (``SharedTierLedger``).
+/// - **Failed changes are sent again** (``FailedChanges``): the last failed change of each key,
+///   with its original time, once a change reaches the tier again or the tier's stream says it
+///   is back (``resendFailed()``), so the tier does not keep a record older than this folder's
+///   change after an outage; a newer change made elsewhere meanwhile still wins.
 ///
 /// Holds no reference to the cache: changes queued before it went are still sent.
 final class SharedTierWrites: Sendable {
     /// A change for the shared tier.
     enum Change: Sendable {
-        /// Store the entry (its header and payload; the record's bytes are made when sent);
-        /// a write of the app's also removes the key's other versions (`removingOthers`).
-        case store(SharedSlot, header: EntryHeader, payload: Data, expiresAt: Date?, removingOthers: Bool)
-        /// Remove every record of the key.
-        case remove(String)
+        /// Store the entry (its header and payload; the record's bytes are made when sent),
+        /// written at `writtenAt`; a write of the app's also removes the key's other versions
+        /// (`removingOthers`).
+        case store(
+            SharedSlot, header: EntryHeader, payload: Data, expiresAt: Date?, removingOthers: Bool, writtenAt: Date)
+        /// Remove the records of the key written before the removal was made (`at`).
+        case remove(String, at: Date)
         /// Remove every record.
         case removeAll
 
         /// The key's name; `nil` for every key.
         var name: String? {
             switch self {
-            case .store(let slot, _, _, _, _): slot.name
-            case .remove(let name): name
+            case .store(let slot, _, _, _, _, _): slot.name
+            case .remove(let name, _): name
             case .removeAll: nil
             }
         }
@@ -48,9 +59,9 @@ final class SharedTierWrites: Sendable {
             switch (self, later) {
             case (_, .removeAll): true
             // A store that removes other versions is superseded only by another that does.
-            case (.store(let slot, _, _, _, let removing), .store(let laterSlot, _, _, _, let laterRemoving)):
+            case (.store(let slot, _, _, _, let removing, _), .store(let laterSlot, _, _, _, let laterRemoving, _)):
                 slot == laterSlot && (laterRemoving || !removing)
-            case (_, .remove(let name)): self.name == name
+            case (_, .remove(let name, _)): self.name == name
             default: false
             }
         }
@@ -64,14 +75,28 @@ final class SharedTierWrites: Sendable {
         let tier: any SharedTier
         let timeout: TimeInterval
         let onEvent: (@Sendable (CacheEvent) -> Void)?
+        /// Drops the destination cache's own copy of a key whose store the tier refused as
+        /// older; set once the cache is whole.
+        let dropsCopies = CopyDropper()
+    }
+
+    /// What drops a cache's copy of a key: a closure set when the cache starts, holding it weakly.
+    final class CopyDropper: Sendable {
+        private let drop = Locked<(@Sendable (String) -> Void)?>(nil)
+
+        func set(_ drop: @escaping @Sendable (String) -> Void) { self.drop.withLock { $0 = drop } }
+
+        func callAsFunction(_ name: String) { drop.withLock { $0 }?(name) }
     }
 
     private struct State {
-        var queued: [(change: Change, destination: Destination)] = []
+        var queued: [Queued] = []
         /// Whether a task is sending the queue (one at a time).
         var isSending = false
         /// The timeout of the change being sent.
         var sendingTimeout: TimeInterval = 0
+        /// The last change of each key that failed to reach its tier, to send again.
+        var failed = FailedChanges()
     }
 
     /// Which keys' records the folder's reads must not trust now.
@@ -95,7 +120,7 @@ final class SharedTierWrites: Sendable {
                 superseded.append(queued.change)
                 return true
             }
-            state.queued.append((change, destination))
+            state.queued.append(Queued(change: change, destination: destination))
             defer { state.isSending = true }
             return (superseded, !state.isSending)
         }
@@ -118,14 +143,41 @@ final class SharedTierWrites: Sendable {
         _ = unsent.wait(timeout: .now() + bound)
     }
 
+    /// Whether a change of `name` is queued and not sent yet. Call holding the key's lock, to
+    /// know that none will be until the lock is released.
+    func hasQueuedChange(of name: String) -> Bool {
+        state.withLock { state in state.queued.contains { $0.change.name == name } }
+    }
+
+    /// Queues again the last failed change of each key (``FailedChanges``) whose key has no
+    /// change on its way, with its original time. Called when the tier is back: a change
+    /// reached it, or its stream said ``SharedChange/all`` after a reconnection.
+    func resendFailed() {
+        let startsSending = state.withLock { state -> Bool in
+            let busy = Set(state.queued.compactMap(\.change.name))
+            let taken = state.failed.take { !busy.contains($0) && !ledger.isPending($0) }.map {
+                Queued(change: $0.change, destination: $0.destination, resends: $0.resends)
+            }
+            guard !taken.isEmpty else { return false }
+            for resent in taken {
+                unsent.enter()
+                ledger.begin(resent.change.name)
+            }
+            state.queued.append(contentsOf: taken)
+            defer { state.isSending = true }
+            return !state.isSending
+        }
+        if startsSending { Task { await self.sendQueued() } }
+    }
+
     /// Sends the queue, one change at a time, until it is empty.
     private func sendQueued() async {
-        while let (change, destination) = nextChange() {
-            await send(change, to: destination)
+        while let next = nextChange() {
+            await send(next)
         }
     }
 
-    private func nextChange() -> (Change, Destination)? {
+    private func nextChange() -> Queued? {
         state.withLock { state in
             guard !state.queued.isEmpty else {
                 state.isSending = false
@@ -137,39 +189,57 @@ final class SharedTierWrites: Sendable {
         }
     }
 
-    private func send(_ change: Change, to destination: Destination) async {
+    private func send(_ queued: Queued) async {
+        let (change, destination) = (queued.change, queued.destination)
         let tier = destination.tier
-        let (outcome, call) = await SharedTierCall.run(within: destination.timeout) {
+        let (outcome, call) = await SharedTierCall.run(within: destination.timeout) { () -> SharedStoreOutcome in
             switch change {
-            case .store(let slot, let header, let payload, let expiresAt, let removingOthers):
-                let record = SharedRecord(header: header, payload: payload, expiresAt: expiresAt)
-                if removingOthers {
-                    try await tier.storeRemovingOtherVersions(record, in: slot)
-                } else {
-                    try await tier.store(record, in: slot)
-                }
-            case .remove(let name):
-                try await tier.removeRecords(named: name)
+            case .store(let slot, let header, let payload, let expiresAt, let removingOthers, let writtenAt):
+                let record = SharedRecord(header: header, payload: payload, expiresAt: expiresAt, writtenAt: writtenAt)
+                return try await tier.store(record, in: slot, removingOtherVersions: removingOthers)
+            case .remove(let name, let date):
+                try await tier.removeRecords(named: name, writtenBefore: date)
             case .removeAll:
                 try await tier.removeAllRecords()
             }
+            return .stored
         }
         if case .failure(let error) = outcome { report(error, of: change, to: destination.onEvent) }
+        let reached: Bool
         if outcome.timedOut {
             // Reported and no longer waited for; the next change waits until this one ends.
             unsent.leave()
-            let reached = await call.result.succeeded
-            ledger.end(change.name, reached: reached)
+            let result = await call.result
+            reached = result.succeeded
+            end(queued, reached: reached, superseded: (try? result.get()) == .superseded)
         } else {
-            ledger.end(change.name, reached: outcome.succeeded)
+            reached = outcome.succeeded
+            end(queued, reached: reached, superseded: (try? outcome.get()) == .superseded)
             unsent.leave()
         }
+        if reached, state.withLock({ !$0.failed.isEmpty }) { resendFailed() }
+    }
+
+    /// Settles a change that was sent: the ledger learns whether it reached the tier, a failed
+    /// change is kept to send again (one that reached it forgets the key's earlier failure), and
+    /// a store the tier refused as older drops the destination's own copy of the key.
+    private func end(_ queued: Queued, reached: Bool, superseded: Bool) {
+        let (change, destination) = (queued.change, queued.destination)
+        state.withLock { state in
+            if reached {
+                if let name = change.name { state.failed.forget(name) } else { state.failed.forgetAll() }
+            } else if change.name != nil {
+                state.failed.keep(change, for: destination, resends: queued.resends)
+            }
+        }
+        if superseded, let name = change.name { destination.dropsCopies(name) }
+        ledger.end(change.name, reached: reached)
     }
 
     private func report(_ error: any Error, of change: Change, to onEvent: (@Sendable (CacheEvent) -> Void)?) {
         let what: String
         switch change {
-        case .store(let slot, _, _, _, _): what = "storing \(slot) in the shared tier"
+        case .store(let slot, _, _, _, _, _): what = "storing \(slot) in the shared tier"
         case .remove: what = "removing its records from the shared tier"
         case .removeAll: what = "removing every record from the shared tier"
         }
@@ -178,14 +248,90 @@ final class SharedTierWrites: Sendable {
     }
 }
 
+extension SharedTierWrites {
+    /// A change in the queue: where it goes, and how often it was sent again after failing.
+    struct Queued {
+        var change: Change
+        var destination: Destination
+        var resends = 0
+    }
+
+    /// The last change of each key that failed to reach its tier, kept to be sent again with
+    /// its original time (``SharedTierWrites/resendFailed()``).
+    ///
+    /// Bounded: the stores kept hold at most ``byteLimit`` bytes of payload; a failed store
+    /// beyond that is kept as a removal of the key at the store's time instead (a name and a
+    /// time), which clears what is older in the tier, so the other instances fetch the key
+    /// rather than read the record from before the failure. Beyond the payloads, an entry per
+    /// key whose last change failed, as the ledger keeps.
+    ///
+    /// A change is sent again at most ``maximumResends`` times: one the tier refuses for good
+    /// (a key too long for its index, say) must not cost a failing call after every change
+    /// that gets through. It is then forgotten here; the ledger still keeps this folder's
+    /// reads of the key away from the tier until a later change of it gets through.
+    struct FailedChanges {
+        /// The most bytes of payload the stores kept to send again hold: 4 MiB.
+        static let byteLimit = 4 << 20
+        /// How often a failed change is sent again before it is given up.
+        static let maximumResends = 3
+
+        private var changes: [String: (change: Change, destination: Destination, resends: Int)] = [:]
+        private var bytes = 0
+
+        var isEmpty: Bool { changes.isEmpty }
+
+        /// Keeps `change` (of a key) as its key's last failed change, replacing an earlier one;
+        /// `resends`: how often it was sent again already.
+        mutating func keep(_ change: Change, for destination: Destination, resends: Int) {
+            guard let name = change.name else { return }
+            forget(name)
+            guard resends < Self.maximumResends else { return }
+            var kept = change
+            if case .store(_, _, let payload, _, _, let writtenAt) = change {
+                if bytes + payload.count <= Self.byteLimit {
+                    bytes += payload.count
+                } else {
+                    kept = .remove(name, at: writtenAt)
+                }
+            }
+            changes[name] = (kept, destination, resends)
+        }
+
+        /// A change of `name` reached the tier: its earlier failure needs no resending.
+        mutating func forget(_ name: String) {
+            guard let old = changes.removeValue(forKey: name) else { return }
+            if case .store(_, _, let payload, _, _, _) = old.change { bytes -= payload.count }
+        }
+
+        /// A removal of every record reached the tier.
+        mutating func forgetAll() {
+            changes = [:]
+            bytes = 0
+        }
+
+        /// Removes and answers the changes of the keys `isFree` accepts, each counted as sent
+        /// again once more.
+        mutating func take(
+            where isFree: (String) -> Bool
+        ) -> [(change: Change, destination: Destination, resends: Int)] {
+            let names = changes.keys.filter(isFree)
+            return names.compactMap { name in
+                guard let taken = changes[name] else { return nil }
+                forget(name)
+                return (taken.change, taken.destination, taken.resends + 1)
+            }
+        }
+    }
+}
+
 extension SharedRecord {
     /// The record the disk tier stores for an entry (`EntryHeader`, OnDiskFormat): the header,
     /// its checksum computed over it and the payload, then the payload.
-    init(header: EntryHeader, payload: Data, expiresAt: Date?) {
+    init(header: EntryHeader, payload: Data, expiresAt: Date?, writtenAt: Date) {
         var bytes = Data(capacity: header.length + payload.count)
         payload.withUnsafeBytes { bytes.append(contentsOf: header.encode(payload: $0)) }
         bytes.append(payload)
-        self.init(bytes: bytes, expiresAt: expiresAt)
+        self.init(bytes: bytes, expiresAt: expiresAt, writtenAt: writtenAt)
     }
 }
 

@@ -9,9 +9,16 @@ import Testing
 /// cache reaches it through a ``FakeSharedTier`` of its own (`tier(_:)`), and a change one
 /// makes is streamed to the others' ``SharedTier/changes()``.
 ///
-/// It counts what it is asked (stores and reads per slot, removals), and can fail every call,
-/// hang every call until the call is cancelled, hold stores at a gate, damage a record, end
-/// the streams, and send a change as if another server had made it.
+/// It counts what it is asked (stores and reads per slot, removals, notifications), and can
+/// fail every call, hang every call until the call is cancelled, hold stores at a gate (every
+/// server's or one's), damage a record, end the streams, and send a change as if another
+/// server had made it.
+///
+/// The ordered requirements (``SharedTier/store(_:in:removingOtherVersions:)``,
+/// ``SharedTier/removeRecords(named:writtenBefore:)``) keep the newest change by its time, as
+/// the protocol asks: a store lands only over an older record and after the key's last removal
+/// (its tombstone, kept here for good), and tells the others only what changed something. The
+/// original ones (`store(_:in:)`, `removeRecords(named:)`) keep the change that arrives last.
 final class SharedBacking: Sendable {
     enum Mode: Sendable {
         case working
@@ -31,6 +38,15 @@ final class SharedBacking: Sendable {
         var reads: [SharedSlot: Int] = [:]
         var removals: [String] = []
         var removalsOfAll = 0
+        /// The time of each key's latest removal (ordered removals and stores removing others).
+        var tombstones: [String: Date] = [:]
+        /// Stores refused as older than what the tier held.
+        var superseded = 0
+        /// Changes streamed to other servers.
+        var notifications = 0
+        /// Keys whose ordered stores and removals always throw, and those calls by key.
+        var failingNames: Set<String> = []
+        var orderedCalls: [String: Int] = [:]
         var mode = Mode.working
         /// Open streams by server, each by its id.
         var streams: [Int: [Int: AsyncStream<SharedChange>.Continuation]] = [:]
@@ -41,7 +57,9 @@ final class SharedBacking: Sendable {
         var endedStreams = 0
         var hanging: [Int: CheckedContinuation<Void, any Error>] = [:]
         var cancelledBeforeHanging: Set<Int> = []
+        /// The servers whose stores wait at the gate; `nil`: every server's.
         var gatesStores = false
+        var gatedServers: Set<Int>? = nil
         var atGate: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Locked(State())
@@ -61,6 +79,24 @@ final class SharedBacking: Sendable {
     func subscriptions(of server: Int) -> Int { state.withLock { $0.subscriptions[server] ?? 0 } }
     var endedStreams: Int { state.withLock { $0.endedStreams } }
     func record(in slot: SharedSlot) -> SharedRecord? { state.withLock { $0.records[slot] } }
+    func tombstone(of name: String) -> Date? { state.withLock { $0.tombstones[name] } }
+    var supersededStores: Int { state.withLock { $0.superseded } }
+    var notifications: Int { state.withLock { $0.notifications } }
+    /// Ordered stores and removals of `name` asked for, those that threw included.
+    func orderedCalls(of name: String) -> Int { state.withLock { $0.orderedCalls[name] ?? 0 } }
+
+    /// Makes every ordered store and removal of `name` throw, whatever the mode: a key the
+    /// tier refuses for good.
+    func failCalls(of name: String) { state.withLock { _ = $0.failingNames.insert(name) } }
+
+    /// Counts an ordered call of `name`; throws for a key ``failCalls(of:)`` named.
+    fileprivate func enterOrdered(_ name: String) throws {
+        let fails = state.withLock { state in
+            state.orderedCalls[name, default: 0] += 1
+            return state.failingNames.contains(name)
+        }
+        if fails { throw Unavailable() }
+    }
 
     /// The value the record in `slot` holds, decoded as a read would (`nil`: none, or damaged).
     func value<V: Codable & Sendable>(_ type: V.Type, in slot: SharedSlot) -> V? {
@@ -92,8 +128,13 @@ final class SharedBacking: Sendable {
         for stream in streams { stream.finish() }
     }
 
-    /// Holds every store at a gate from now until ``openGate()``.
-    func closeGate() { state.withLock { $0.gatesStores = true } }
+    /// Holds every store (of `servers` only, when given) at a gate from now until ``openGate()``.
+    func closeGate(for servers: Set<Int>? = nil) {
+        state.withLock { state in
+            state.gatesStores = true
+            state.gatedServers = servers
+        }
+    }
 
     /// How many stores wait at the gate.
     var storesAtGate: Int { state.withLock { $0.atGate.count } }
@@ -142,11 +183,12 @@ final class SharedBacking: Sendable {
         }
     }
 
-    fileprivate func passGate() async {
+    fileprivate func passGate(server: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let passes = state.withLock { state in
-                if state.gatesStores { state.atGate.append(continuation) }
-                return !state.gatesStores
+                let gated = state.gatesStores && state.gatedServers.map { $0.contains(server) } != false
+                if gated { state.atGate.append(continuation) }
+                return !gated
             }
             if passes { continuation.resume() }
         }
@@ -178,6 +220,52 @@ final class SharedBacking: Sendable {
         broadcast(.key(name), from: server)
     }
 
+    /// The ordered store: lands only when neither the slot's record nor the key's last removal
+    /// is newer than `record`; `removingOthers` removes the other slots' older records and
+    /// keeps the time as a removal's, whether the store lands or not.
+    fileprivate func storeInOrder(
+        _ record: SharedRecord, in slot: SharedSlot, removingOthers: Bool, by server: Int
+    ) -> SharedStoreOutcome {
+        let (outcome, changed) = state.withLock { state -> (SharedStoreOutcome, Bool) in
+            var changed = false
+            if removingOthers {
+                changed = removeInOrder(named: slot.name, before: record.writtenAt, except: slot, &state)
+            }
+            let isNewer =
+                (state.records[slot].map { $0.writtenAt <= record.writtenAt } ?? true)
+                && (state.tombstones[slot.name].map { $0 <= record.writtenAt } ?? true)
+            guard isNewer else {
+                state.superseded += 1
+                return (.superseded, changed)
+            }
+            state.records[slot] = record
+            state.stores[slot, default: 0] += 1
+            return (.stored, true)
+        }
+        if changed { broadcast(.key(slot.name), from: server) }
+        return outcome
+    }
+
+    /// The ordered removal: the key's records written no later than `date` go, and `date`
+    /// stays as its tombstone.
+    fileprivate func removeRecordsInOrder(named name: String, before date: Date, by server: Int) {
+        let changed = state.withLock { state in
+            state.removals.append(name)
+            return removeInOrder(named: name, before: date, except: nil, &state)
+        }
+        if changed { broadcast(.key(name), from: server) }
+    }
+
+    private func removeInOrder(named name: String, before date: Date, except kept: SharedSlot?, _ state: inout State)
+        -> Bool
+    {
+        let gone = state.records.filter { $0.key.name == name && $0.key != kept && $0.value.writtenAt <= date }
+        for slot in gone.keys { state.records[slot] = nil }
+        let isNewest = state.tombstones[name].map { $0 < date } ?? true
+        if isNewest { state.tombstones[name] = date }
+        return !gone.isEmpty || isNewest
+    }
+
     fileprivate func removeAllRecords(by server: Int) {
         state.withLock { state in
             state.records = [:]
@@ -189,7 +277,8 @@ final class SharedBacking: Sendable {
     /// Streams `change` to every server but `server`.
     private func broadcast(_ change: SharedChange, from server: Int) {
         let streams = state.withLock { state in
-            state.streams.filter { $0.key != server }.flatMap { $0.value.values }
+            state.notifications += 1
+            return state.streams.filter { $0.key != server }.flatMap { $0.value.values }
         }
         for stream in streams { stream.yield(change) }
     }
@@ -224,14 +313,29 @@ struct FakeSharedTier: SharedTier {
 
     func store(_ record: SharedRecord, in slot: SharedSlot) async throws {
         try await backing.enter()
-        await backing.passGate()
+        await backing.passGate(server: server)
         backing.store(record, in: slot, by: server)
     }
 
     func storeRemovingOtherVersions(_ record: SharedRecord, in slot: SharedSlot) async throws {
         try await backing.enter()
-        await backing.passGate()
+        await backing.passGate(server: server)
         backing.store(record, in: slot, removingOthers: true, by: server)
+    }
+
+    func store(
+        _ record: SharedRecord, in slot: SharedSlot, removingOtherVersions: Bool
+    ) async throws -> SharedStoreOutcome {
+        try await backing.enter()
+        try backing.enterOrdered(slot.name)
+        await backing.passGate(server: server)
+        return backing.storeInOrder(record, in: slot, removingOthers: removingOtherVersions, by: server)
+    }
+
+    func removeRecords(named name: String, writtenBefore date: Date) async throws {
+        try await backing.enter()
+        try backing.enterOrdered(name)
+        backing.removeRecordsInOrder(named: name, before: date, by: server)
     }
 
     func removeRecords(named name: String) async throws {

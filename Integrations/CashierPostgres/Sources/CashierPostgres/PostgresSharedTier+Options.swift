@@ -39,6 +39,13 @@ extension PostgresSharedTier {
         /// how long the change stream waits between attempts to listen again. Default 1 second.
         public var retryDelay: Duration = .seconds(1)
 
+        /// How long a removal's tombstone is kept: a store written before the removal that
+        /// arrives within this time is refused; one arriving later lands, as if no removal had
+        /// been made. Default one hour. A tombstone is a row of the key's name and a time, no
+        /// bytes; there is one per key removed or written by the app (a fetched value leaves
+        /// none) in the last `tombstoneLifetime`, and the sweep deletes it after.
+        public var tombstoneLifetime: Duration = .seconds(3600)
+
         /// Options with every default.
         public init() {}
 

@@ -18,14 +18,26 @@ import ServiceLifecycle
 /// ```
 ///
 /// **One table** (``Options-swift.struct/tableName``, created when missing): a row per slot,
-/// `(name, version)` its primary key, with the record's bytes, their size, when it expires and
-/// when it was written. A store replaces the row; a read ignores an expired one; the server
-/// deletes expired rows in bounded batches (``sweep()``), and with a
-/// ``Options-swift.struct/sizeLimit`` the rows written longest ago beyond it.
+/// `(name, version)` its primary key, with the record's bytes, their size, when it expires,
+/// when it was stored (`updated_at`, the server's clock) and when it was written
+/// (`written_at`, ``SharedRecord/writtenAt``: the writing instance's clock). A read ignores an
+/// expired row; the server deletes expired rows in bounded batches (``sweep()``), and with a
+/// ``Options-swift.struct/sizeLimit`` the rows stored longest ago beyond it. A table made by
+/// the previous version of this package gains `written_at` at the first call (its rows count as
+/// written before any new write).
 ///
-/// **Changes**: each store and removal notifies the channel with the key's name and this
-/// instance's id, in the statement that writes, so others hear of it when it commits and this
-/// instance skips its own. A stream of ``changes()`` asked for before ``run()`` listens stays
+/// **Order**: the newest change wins, whatever order instances' changes arrive in (see
+/// `SharedTier`, "Order across instances"). A store replaces a row only when written no
+/// earlier than it, and is refused (``SharedStoreOutcome/superseded``, nothing notified) when
+/// the row, or the key's last removal, is newer. A removal deletes the rows written no later
+/// than it and leaves a *tombstone* row (version `*removed`, no bytes) with its time, for
+/// ``Options-swift.struct/tombstoneLifetime``: a store written before the removal and arriving
+/// within that time is refused, and does not bring the key back. A write of the app's
+/// (``SharedTier/storeRemovingOtherVersions(_:in:)``) moves the tombstone to its own time.
+///
+/// **Changes**: each store and removal that changed a row notifies the channel with the key's
+/// name and this instance's id, in the statement that writes, so others hear of it when it
+/// commits and this instance skips its own. A stream of ``changes()`` asked for before ``run()`` listens stays
 /// open and yields `.all` once it does (a cache made before the tier runs drops its local
 /// entries once, at that moment); after the listening connection was lost, the open streams
 /// yield `.all` once it listens again: what happened meanwhile is unknown. When ``run()``
@@ -104,35 +116,69 @@ public final class PostgresSharedTier: SharedTier, Service {
         try await perform("a read of \(slot)") { [table, client] in
             // Read to the end (one row at most): a sequence left unfinished holds its connection.
             var found: SharedRecord?
-            for try await (bytes, expiresAt) in try await client.query(table.select(slot)).decode((Data, Date?).self) {
-                found = SharedRecord(bytes: bytes, expiresAt: expiresAt)
+            let rows = try await client.query(table.select(slot)).decode((Data, Date?, Date).self)
+            for try await (bytes, expiresAt, writtenAt) in rows {
+                found = SharedRecord(bytes: bytes, expiresAt: expiresAt, writtenAt: writtenAt)
             }
             return found
         }
     }
 
+    /// Stores `record` in `slot` unless a newer change of the key is there
+    /// (``store(_:in:removingOtherVersions:)``).
     public func store(_ record: SharedRecord, in slot: SharedSlot) async throws {
-        let notice = notification(for: .key(slot.name))
-        try await performWrite("a write of \(slot)") { [table, client] in
-            try await client.execute(table.upsert(record, in: slot, notifying: notice))
-        }
-        requestSweepIfOverSize(adding: record.bytes.count)
+        _ = try await store(record, in: slot, removingOtherVersions: false)
     }
 
-    /// Stores `record` in `slot` and deletes the rows of the key's other versions, in one
-    /// statement with one notification.
+    /// Stores `record` in `slot` and deletes the rows of the key's other versions written
+    /// before it (``store(_:in:removingOtherVersions:)``).
     public func storeRemovingOtherVersions(_ record: SharedRecord, in slot: SharedSlot) async throws {
-        let notice = notification(for: .key(slot.name))
-        try await perform("a write of \(slot) replacing its other versions") { [table, client] in
-            try await client.execute(table.upsertRemovingOtherVersions(record, in: slot, notifying: notice))
-        }
-        requestSweepIfOverSize(adding: record.bytes.count)
+        _ = try await store(record, in: slot, removingOtherVersions: true)
     }
 
+    /// Stores `record` in `slot` unless the row there, or the key's tombstone, was written
+    /// later; with `removingOtherVersions`, deletes the rows of the key's other versions
+    /// written before it and moves the tombstone to its time, in the same statement. One
+    /// notification, when a row changed.
+    public func store(
+        _ record: SharedRecord, in slot: SharedSlot, removingOtherVersions: Bool
+    ) async throws -> SharedStoreOutcome {
+        let notice = notification(for: .key(slot.name))
+        let lifetime = options.tombstoneLifetime.seconds
+        let what = removingOtherVersions ? "a write of \(slot) replacing its other versions" : "a write of \(slot)"
+        let stored = try await performWrite(what) { [table, client] in
+            let query =
+                removingOtherVersions
+                ? try table.orderedUpsertRemovingOthers(
+                    record, in: slot, tombstoneLifetime: lifetime, notifying: notice)
+                : try table.orderedUpsert(record, in: slot, notifying: notice)
+            var stored = false
+            for try await row in try await client.query(query) {
+                stored = try row.makeRandomAccess()[0].decode(Int.self) > 0
+            }
+            return stored
+        }
+        guard stored else { return .superseded }
+        requestSweepIfOverSize(adding: record.bytes.count)
+        return .stored
+    }
+
+    /// Deletes every row of the key, whenever written, and its tombstone.
     public func removeRecords(named name: String) async throws {
         let notice = notification(for: .key(name))
         try await performWrite("a removal of \(name.debugDescription)") { [table, client] in
             try await client.execute(table.delete(named: name, notifying: notice))
+        }
+    }
+
+    /// Deletes the rows of the key written no later than `date`, and keeps `date` as its
+    /// tombstone (unless a later one is there) for ``Options-swift.struct/tombstoneLifetime``.
+    public func removeRecords(named name: String, writtenBefore date: Date) async throws {
+        let notice = notification(for: .key(name))
+        let lifetime = options.tombstoneLifetime.seconds
+        try await performWrite("a removal of \(name.debugDescription)") { [table, client] in
+            try await client.execute(
+                table.orderedDelete(named: name, before: date, tombstoneLifetime: lifetime, notifying: notice))
         }
     }
 
@@ -194,15 +240,18 @@ public final class PostgresSharedTier: SharedTier, Service {
         try await perform("the creation of table \(options.tableName)") {}
     }
 
-    /// Deletes expired records and, with a ``Options-swift.struct/sizeLimit``, the records
-    /// written longest ago beyond it, in statements of at most
-    /// ``Options-swift.struct/sweepBatchSize`` rows. Returns how many records it deleted.
+    /// Deletes the records written before their key's tombstone, expired records and
+    /// tombstones, and, with a ``Options-swift.struct/sizeLimit``, the records stored longest
+    /// ago beyond it, in statements of at most ``Options-swift.struct/sweepBatchSize`` rows.
+    /// Returns how many rows it deleted.
     ///
     /// ``run()`` calls it periodically; several instances may sweep at once (each skips the rows
     /// another is deleting).
     @discardableResult
     public func sweep() async throws -> Int {
-        var statements = [table.deleteExpired(limit: options.sweepBatchSize)]
+        var statements = [
+            table.deleteShadowed(limit: options.sweepBatchSize), table.deleteExpired(limit: options.sweepBatchSize),
+        ]
         if let sizeLimit = options.sizeLimit {
             statements.append(table.deleteBeyond(sizeLimit: sizeLimit, limit: options.sweepBatchSize))
         }
@@ -256,21 +305,23 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// change after the call returned; what this keeps is its point, the order: a later change
     /// starts only after the earlier one's statement has ended, and one whose call gave up
     /// before its turn is never sent.
-    private func performWrite(_ operation: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
+    private func performWrite<T: Sendable>(
+        _ operation: String, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         // The table first, within the bound, before the write's own task may run the statement.
         try await perform(operation) {}
-        let write = state.withLockedValue { state -> Task<Void, any Error> in
+        let write = state.withLockedValue { state -> Task<T, any Error> in
             let previous = state.lastWrite
-            let write = Task {
+            let write = Task { () async throws -> T in
                 await previous?.value
                 try Task.checkCancellation()
-                try await body()
+                return try await body()
             }
             state.lastWrite = Task { _ = await write.result }
             return write
         }
         do {
-            try await withTaskCancellationHandler {
+            return try await withTaskCancellationHandler {
                 try await perform(operation) { try await write.value }
             } onCancel: {
                 write.cancel()
@@ -396,6 +447,13 @@ public final class PostgresSharedTier: SharedTier, Service {
 
     private func notification(for change: SharedChange) -> String {
         Notice(instance: instanceID.uuidString, change: change).payload
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for a bound `double precision`.
+    fileprivate var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) * 1e-18
     }
 }
 

@@ -86,6 +86,26 @@ struct CacheOnPostgresTests {
         }
     }
 
+    /// B's clock runs ahead: its write, made before A's, is the newer one. A's store is
+    /// refused, tells no one, and A drops its own copy and reads B's value next; B keeps its copy.
+    @Test func aWriteOlderThanTheTiersRecordIsRefusedAndItsWriterReadsTheNewerOne() async throws {
+        try await TestDatabase.withTiers(2) { tiers, _ in
+            try await TestDatabase.waitUntilListening(tiers)
+            let ahead: @Sendable () -> Date = { Date().addingTimeInterval(60) }
+            try await withCaches(on: tiers, clocks: [nil, ahead]) { a, b in
+                try b.set(Profile(name: "newer"), for: Self.profile)
+                await settle(b)
+                try a.set(Profile(name: "older"), for: Self.profile)
+                await settle(a)
+                #expect(a.value(for: Self.profile) == nil)
+                let entry = try await a.entry(for: Self.profile) { Fetched(Profile(name: "origin")) }
+                #expect(entry.origin == .shared)
+                #expect(entry.value == Profile(name: "newer"))
+                #expect(b.value(for: Self.profile) == Profile(name: "newer"))
+            }
+        }
+    }
+
     /// A cache made before its tier runs: its stream, asked for at once, stays open and silent
     /// (no pause-and-drop loop), hears `.all` once when the tier listens, then the other
     /// instance's changes; when `run()` returns the stream ends, the cache drops its entries
@@ -124,20 +144,23 @@ struct CacheOnPostgresTests {
     }
 }
 
-/// Runs `body` with a cache per tier, each on a temporary folder of its own, removed afterwards.
+/// Runs `body` with a cache per tier, each on a temporary folder of its own, removed afterwards;
+/// a cache's clock is `clocks[i]` when given.
 private func withCaches(
-    on tiers: [PostgresSharedTier], timeout: TimeInterval = 2,
+    on tiers: [PostgresSharedTier], timeout: TimeInterval = 2, clocks: [(@Sendable () -> Date)?] = [],
     _ body: (Cashier.Cache, Cashier.Cache) async throws -> Void
 ) async throws {
     let folders = tiers.map { _ in
         FileManager.default.temporaryDirectory.appendingPathComponent("cashier-postgres-\(UUID().uuidString)")
     }
     defer { for folder in folders { try? FileManager.default.removeItem(at: folder) } }
-    let caches = zip(tiers, folders).map { tier, folder in
+    let caches = zip(tiers, folders).enumerated().map { index, pair in
+        let (tier, folder) = pair
         var configuration = Cashier.Cache.Configuration(name: "fleet-\(folder.lastPathComponent)")
         configuration.location = .directory(folder)
         configuration.sharedTier = tier
         configuration.sharedTierTimeout = timeout
+        if index < clocks.count, let clock = clocks[index] { configuration.now = clock }
         return Cashier.Cache(configuration)
     }
     try await body(caches[0], caches[1])

@@ -1,4 +1,5 @@
 import Cashier
+import Foundation
 import Synchronization
 
 /// A shared tier that counts what this instance asks of the one it wraps: stores per slot
@@ -29,6 +30,21 @@ final class CountingTier: SharedTier {
     func storeRemovingOtherVersions(_ record: SharedRecord, in slot: SharedSlot) async throws {
         try await base.storeRemovingOtherVersions(record, in: slot)
         counted(slot)
+    }
+
+    /// The store Cashier calls: forwarded whole, so the base orders it and its outcome comes back
+    /// (the defaults would call the unordered `store(_:in:)` and answer `.stored`). Counted only
+    /// when it stored.
+    func store(
+        _ record: SharedRecord, in slot: SharedSlot, removingOtherVersions: Bool
+    ) async throws -> SharedStoreOutcome {
+        let outcome = try await base.store(record, in: slot, removingOtherVersions: removingOtherVersions)
+        if outcome == .stored { counted(slot) }
+        return outcome
+    }
+
+    func removeRecords(named name: String, writtenBefore date: Date) async throws {
+        try await base.removeRecords(named: name, writtenBefore: date)
     }
 
     func removeRecords(named name: String) async throws { try await base.removeRecords(named: name) }

@@ -21,7 +21,16 @@ struct Table: Sendable {
 
     private var quoted: String { "\"\(name)\"" }
 
+    /// The version of a key's *tombstone*: the row that keeps the time of the key's latest
+    /// removal (an ordered removal, or a store removing the other versions), so that a store
+    /// written before it and arriving later is refused and rows written before it are not read.
+    /// Cashier's slots are `schema-N` or `app-…`: none is this.
+    static let tombstoneVersion = "*removed"
+
     /// `size` is the length of `bytes`, kept so the size bound sums integers, not values.
+    /// `written_at` is the record's ``SharedRecord/writtenAt`` (a tombstone's: its removal's);
+    /// a table made by a version without it gains it, `-infinity` in its rows, so any store
+    /// written by this version lands over them.
     var creation: [PostgresQuery] {
         [
             """
@@ -32,8 +41,22 @@ struct Table: Sendable {
                 size integer NOT NULL,
                 expires_at timestamptz,
                 updated_at timestamptz NOT NULL DEFAULT now(),
+                written_at timestamptz NOT NULL DEFAULT '-infinity',
                 PRIMARY KEY (name, version)
             )
+            """,
+            // Checked before altering: ALTER TABLE locks the table whole, even when it would
+            // add nothing, and every instance runs this at its start.
+            """
+            DO $$ BEGIN
+                IF NOT EXISTS (
+                    SELECT 1 FROM pg_attribute WHERE attrelid = \(unescaped: "'\(quoted)'")::regclass
+                    AND attname = 'written_at' AND NOT attisdropped
+                ) THEN
+                    ALTER TABLE \(unescaped: quoted)
+                        ADD COLUMN IF NOT EXISTS written_at timestamptz NOT NULL DEFAULT '-infinity';
+                END IF;
+            END $$
             """,
             """
             CREATE INDEX IF NOT EXISTS \(unescaped: "\"\(name)_expires_at\"")
@@ -45,48 +68,112 @@ struct Table: Sendable {
         ]
     }
 
-    /// The record in `slot`, unless it expired (by the server's clock, which the sweep uses too).
+    /// The record in `slot`, unless it expired (by the server's clock, which the sweep uses too)
+    /// or was written before the key's tombstone (a store that ran beside a newer removal).
     func select(_ slot: SharedSlot) -> PostgresQuery {
         """
-        SELECT bytes, expires_at FROM \(unescaped: quoted)
-        WHERE name = \(slot.name) AND version = \(slot.version) AND (expires_at IS NULL OR expires_at > now())
+        SELECT r.bytes, r.expires_at, r.written_at FROM \(unescaped: quoted) AS r
+        WHERE r.name = \(slot.name) AND r.version = \(slot.version) AND (r.expires_at IS NULL OR r.expires_at > now())
+            AND NOT EXISTS (
+                SELECT 1 FROM \(unescaped: quoted) AS d
+                WHERE d.name = \(slot.name) AND d.version = \(Self.tombstoneVersion) AND d.written_at > r.written_at
+            )
         """
     }
 
-    /// Writes the row and notifies in one statement: the notification goes out when the write
-    /// commits, never before it, and never without it.
-    func upsert(_ record: SharedRecord, in slot: SharedSlot, notifying notice: String) throws -> PostgresQuery {
+    /// Stores `record` in `slot` unless the slot holds a record written later or the key's
+    /// tombstone is later. Notifies in the same statement, only when the row changed: the
+    /// notification goes out when the change commits, never before it, never without it.
+    ///
+    /// Answers one row, `1`, when it stored; none when it did not.
+    func orderedUpsert(_ record: SharedRecord, in slot: SharedSlot, notifying notice: String) throws -> PostgresQuery {
         try """
         WITH written AS (
-            INSERT INTO \(unescaped: quoted) (name, version, bytes, size, expires_at, updated_at)
-            VALUES (\(slot.name), \(slot.version), \(record.bytes), \(record.bytes.count), \(record.expiresAt), now())
+            INSERT INTO \(unescaped: quoted) AS t (name, version, bytes, size, expires_at, updated_at, written_at)
+            SELECT \(slot.name), \(slot.version), \(record.bytes), \(record.bytes.count), \(record.expiresAt), now(),
+                \(record.writtenAt)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM \(unescaped: quoted)
+                WHERE name = \(slot.name) AND version = \(Self.tombstoneVersion) AND written_at > \(record.writtenAt)
+            )
             ON CONFLICT (name, version) DO UPDATE SET bytes = excluded.bytes, size = excluded.size,
-                expires_at = excluded.expires_at, updated_at = excluded.updated_at
+                expires_at = excluded.expires_at, updated_at = excluded.updated_at, written_at = excluded.written_at
+            WHERE t.written_at <= excluded.written_at
             RETURNING 1
         )
-        SELECT pg_notify(\(channel), \(notice))
+        SELECT 1::bigint, pg_notify(\(channel), \(notice)) FROM written
         """
     }
 
-    /// ``upsert(_:in:notifying:)``, deleting the name's rows of other versions in the same
-    /// statement: no reader finds the key missing in between, and one notification goes out.
-    func upsertRemovingOtherVersions(
-        _ record: SharedRecord, in slot: SharedSlot, notifying notice: String
+    /// ``orderedUpsert(_:in:notifying:)``, and an ordered removal of the key's other versions
+    /// at the record's time (``orderedDelete(named:before:tombstoneLifetime:notifying:)``),
+    /// whether the store lands or not: those records are older than the write all the same.
+    /// One notification when anything changed.
+    ///
+    /// Answers one row, the number of records stored (1 or 0), when something changed; none
+    /// when nothing did.
+    func orderedUpsertRemovingOthers(
+        _ record: SharedRecord, in slot: SharedSlot, tombstoneLifetime: Double, notifying notice: String
     ) throws -> PostgresQuery {
         try """
-        WITH removed AS (
-            DELETE FROM \(unescaped: quoted) WHERE name = \(slot.name) AND version <> \(slot.version) RETURNING 1
-        ), written AS (
-            INSERT INTO \(unescaped: quoted) (name, version, bytes, size, expires_at, updated_at)
-            VALUES (\(slot.name), \(slot.version), \(record.bytes), \(record.bytes.count), \(record.expiresAt), now())
-            ON CONFLICT (name, version) DO UPDATE SET bytes = excluded.bytes, size = excluded.size,
+        WITH tomb AS (
+            INSERT INTO \(unescaped: quoted) AS t (name, version, bytes, size, expires_at, updated_at, written_at)
+            VALUES (\(slot.name), \(Self.tombstoneVersion), ''::bytea, 0,
+                now() + make_interval(secs => \(tombstoneLifetime)), now(), \(record.writtenAt))
+            ON CONFLICT (name, version) DO UPDATE SET written_at = excluded.written_at,
                 expires_at = excluded.expires_at, updated_at = excluded.updated_at
+            WHERE t.written_at < excluded.written_at
             RETURNING 1
+        ), removed AS (
+            DELETE FROM \(unescaped: quoted)
+            WHERE name = \(slot.name) AND version <> \(Self.tombstoneVersion) AND version <> \(slot.version)
+                AND written_at <= \(record.writtenAt)
+            RETURNING 1
+        ), written AS (
+            INSERT INTO \(unescaped: quoted) AS t (name, version, bytes, size, expires_at, updated_at, written_at)
+            SELECT \(slot.name), \(slot.version), \(record.bytes), \(record.bytes.count), \(record.expiresAt), now(),
+                \(record.writtenAt)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM \(unescaped: quoted)
+                WHERE name = \(slot.name) AND version = \(Self.tombstoneVersion) AND written_at > \(record.writtenAt)
+            )
+            ON CONFLICT (name, version) DO UPDATE SET bytes = excluded.bytes, size = excluded.size,
+                expires_at = excluded.expires_at, updated_at = excluded.updated_at, written_at = excluded.written_at
+            WHERE t.written_at <= excluded.written_at
+            RETURNING 1
+        ), changed AS (
+            SELECT 1 FROM written UNION ALL SELECT 1 FROM tomb UNION ALL SELECT 1 FROM removed
         )
-        SELECT pg_notify(\(channel), \(notice))
+        SELECT (SELECT count(*) FROM written)::bigint, pg_notify(\(channel), \(notice))
+        FROM (SELECT 1 FROM changed LIMIT 1) AS one
         """
     }
 
+    /// Deletes the records of `name` written no later than `date` and moves its tombstone to
+    /// `date` unless it is later already (the tombstone expires after `tombstoneLifetime`
+    /// seconds); notifies when either changed a row.
+    func orderedDelete(
+        named name: String, before date: Date, tombstoneLifetime: Double, notifying notice: String
+    ) -> PostgresQuery {
+        """
+        WITH tomb AS (
+            INSERT INTO \(unescaped: quoted) AS t (name, version, bytes, size, expires_at, updated_at, written_at)
+            VALUES (\(name), \(Self.tombstoneVersion), ''::bytea, 0,
+                now() + make_interval(secs => \(tombstoneLifetime)), now(), \(date))
+            ON CONFLICT (name, version) DO UPDATE SET written_at = excluded.written_at,
+                expires_at = excluded.expires_at, updated_at = excluded.updated_at
+            WHERE t.written_at < excluded.written_at
+            RETURNING 1
+        ), removed AS (
+            DELETE FROM \(unescaped: quoted)
+            WHERE name = \(name) AND version <> \(Self.tombstoneVersion) AND written_at <= \(date)
+            RETURNING 1
+        ), changed AS (SELECT 1 FROM tomb UNION ALL SELECT 1 FROM removed)
+        SELECT pg_notify(\(channel), \(notice)) FROM (SELECT 1 FROM changed LIMIT 1) AS one
+        """
+    }
+
+    /// Deletes every row of `name`, its tombstone included, whenever written.
     func delete(named name: String, notifying notice: String) -> PostgresQuery {
         """
         WITH removed AS (DELETE FROM \(unescaped: quoted) WHERE name = \(name) RETURNING 1)
@@ -98,6 +185,24 @@ struct Table: Sendable {
         """
         WITH removed AS (DELETE FROM \(unescaped: quoted) RETURNING 1)
         SELECT pg_notify(\(channel), \(notice))
+        """
+    }
+
+    /// Deletes up to `limit` rows written before their key's tombstone (stores that ran beside
+    /// a newer removal; reads skip them already); answers how many. Before the tombstones
+    /// expire: a row outliving its tombstone would be read again.
+    func deleteShadowed(limit: Int) -> PostgresQuery {
+        """
+        WITH removed AS (
+            DELETE FROM \(unescaped: quoted) WHERE (name, version) IN (
+                SELECT r.name, r.version FROM \(unescaped: quoted) AS r
+                JOIN \(unescaped: quoted) AS d ON d.name = r.name AND d.version = \(Self.tombstoneVersion)
+                WHERE r.version <> \(Self.tombstoneVersion) AND r.written_at < d.written_at
+                LIMIT \(limit) FOR UPDATE OF r SKIP LOCKED
+            )
+            RETURNING 1
+        )
+        SELECT count(*)::bigint FROM removed
         """
     }
 
@@ -124,7 +229,7 @@ struct Table: Sendable {
         WITH ranked AS (
             SELECT name, version,
                 sum(size) OVER (ORDER BY updated_at DESC, name DESC, version DESC) AS kept
-            FROM \(unescaped: quoted)
+            FROM \(unescaped: quoted) WHERE version <> \(Self.tombstoneVersion)
         ), removed AS (
             DELETE FROM \(unescaped: quoted) WHERE (name, version) IN (
                 SELECT name, version FROM ranked WHERE kept > \(sizeLimit) LIMIT \(limit)

@@ -82,6 +82,10 @@ func firstChange(of stream: AsyncStream<SharedChange>, within timeout: Duration 
     }
 }
 
-func record(_ text: String, expiresAt: Date? = nil) -> SharedRecord {
-    SharedRecord(bytes: Data(text.utf8), expiresAt: expiresAt)
+func record(_ text: String, expiresAt: Date? = nil, writtenAt: Date = writtenAtStart) -> SharedRecord {
+    SharedRecord(bytes: Data(text.utf8), expiresAt: expiresAt, writtenAt: writtenAt)
 }
+
+/// The write time of ``record(_:expiresAt:writtenAt:)`` unless told: a whole second, which the
+/// table's microseconds keep exactly (a record read back equals the one stored).
+let writtenAtStart = Date(timeIntervalSince1970: 1_800_000_000)

@@ -1,0 +1,203 @@
+import CashierPlatform
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// Across instances, the newest change wins whatever order the changes reach the tier in:
+/// each carries its local time, a store older than the tier's record or than the key's last
+/// removal is refused (and its writer drops its own copy), and what failed to reach the tier
+/// during an outage is sent again, with its original time, once the tier is back.
+///
+/// Each server has a clock of its own, so a test sets the order of the times apart from the
+/// order of arrival (the fake's gate holds one server's stores).
+extension SharedTierTests {
+    @Suite struct Order {
+        let backing = SharedBacking()
+        let folderA = TemporaryFolder()
+        let folderB = TemporaryFolder()
+        let clockA = TestClock()
+        let clockB = TestClock()
+        static let key = CacheKey<Int>("n", schemaVersion: 1)
+        static let slot = SharedSlot(name: "n", version: "schema-1")
+
+        func server(_ server: Int) -> Cache {
+            var configuration = makeConfiguration(
+                server == 1 ? folderA : folderB, clock: server == 1 ? clockA : clockB)
+            configuration.sharedTier = backing.tier(server)
+            configuration.sharedTierTimeout = 30
+            return Cache(configuration)
+        }
+
+        // MARK: Times
+
+        @Test func aWriteCarriesItsLocalTimeAndARemovalItsOwn() throws {
+            let a = server(1)
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            #expect(backing.record(in: Self.slot)?.writtenAt == clockA.now)
+            clockA.advance(by: 10)
+            a.removeValue(for: Self.key)
+            a.waitForBackgroundWork()
+            #expect(backing.tombstone(of: "n") == clockA.now)
+        }
+
+        @Test func aFetchedValueCarriesTheTimeItsFetchStarted() async throws {
+            let a = server(1)
+            let started = clockA.now
+            let value = try await a.value(for: Self.key) { [clockA] in
+                clockA.advance(by: 5)
+                return 3
+            }
+            #expect(value == 3)
+            a.waitForBackgroundWork()
+            #expect(backing.record(in: Self.slot)?.writtenAt == started)
+        }
+
+        // MARK: Order across instances
+
+        @Test func anOlderWriteArrivingLaterLeavesTheNewerRecord() async throws {
+            let (a, b) = (server(1), server(2))
+            clockB.advance(by: 1)
+            backing.closeGate(for: [1])
+            try a.set(1, for: Self.key)
+            await eventually("A's store waits at the gate") { backing.storesAtGate == 1 }
+            try b.set(2, for: Self.key)
+            b.waitForBackgroundWork()
+            #expect(backing.value(Int.self, in: Self.slot) == 2)
+            backing.openGate()
+            a.waitForBackgroundWork()
+            #expect(backing.value(Int.self, in: Self.slot) == 2)
+            #expect(backing.supersededStores == 1)
+            #expect(try await a.value(for: Self.key) { 9 } == 2)
+        }
+
+        @Test func aWriterWhoseStoreIsRefusedDropsItsOwnCopyAndTellsNoOne() async throws {
+            // B's clock is ahead: its write, made first, is the newer one.
+            let (a, b) = (server(1), server(2))
+            clockB.advance(by: 10)
+            try b.set(2, for: Self.key)
+            b.waitForBackgroundWork()
+            let notifications = backing.notifications
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            #expect(backing.value(Int.self, in: Self.slot) == 2)
+            #expect(backing.notifications == notifications)
+            // A's copy went with the refusal; B's stays.
+            #expect(a.value(for: Self.key) == nil)
+            #expect(b.entry(for: Self.key)?.origin == .memory)
+            #expect(try await a.value(for: Self.key) { 9 } == 2)
+        }
+
+        @Test func aWriteOlderThanARemovalDoesNotBringTheKeyBack() async throws {
+            let (a, b) = (server(1), server(2))
+            clockB.advance(by: 1)
+            backing.closeGate(for: [1])
+            try a.set(1, for: Self.key)
+            await eventually("A's store waits at the gate") { backing.storesAtGate == 1 }
+            b.removeValue(for: Self.key)
+            b.waitForBackgroundWork()
+            backing.openGate()
+            a.waitForBackgroundWork()
+            #expect(backing.record(in: Self.slot) == nil)
+            #expect(a.value(for: Self.key) == nil)
+            #expect(try await b.value(for: Self.key) { 7 } == 7)
+        }
+
+        @Test func aWriteNewerThanARemovalLands() throws {
+            let (a, b) = (server(1), server(2))
+            clockA.advance(by: 1)
+            b.removeValue(for: Self.key)
+            b.waitForBackgroundWork()
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            #expect(backing.value(Int.self, in: Self.slot) == 1)
+        }
+
+        // MARK: After an outage
+
+        @Test func aWriteThatFailedIsSentAgainWhenTheStreamSaysTheTierIsBack() async throws {
+            let (a, b) = (server(1), server(2))
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            backing.mode = .failing
+            clockA.advance(by: 1)
+            try a.set(2, for: Self.key)
+            a.waitForBackgroundWork()
+            #expect(backing.value(Int.self, in: Self.slot) == 1)
+            backing.mode = .working
+            backing.send(.all, to: 1)
+            await eventually("the failed write sent again") { backing.value(Int.self, in: Self.slot) == 2 }
+            #expect(backing.record(in: Self.slot)?.writtenAt == clockA.now)
+            #expect(try await b.value(for: Self.key) { 9 } == 2)
+        }
+
+        @Test func aRemovalThatFailedIsSentAgainWhenTheNextChangeGetsThrough() async throws {
+            let a = server(1)
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            backing.mode = .failing
+            a.removeValue(for: Self.key)
+            a.waitForBackgroundWork()
+            #expect(backing.record(in: Self.slot) != nil)
+            backing.mode = .working
+            try a.set(5, for: CacheKey<Int>("other", schemaVersion: 1))
+            await eventually("the failed removal sent again") { backing.record(in: Self.slot) == nil }
+        }
+
+        @Test func aResentWriteLosesToANewerWriteMadeElsewhere() async throws {
+            let (a, b) = (server(1), server(2))
+            backing.mode = .failing
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            backing.mode = .working
+            clockB.advance(by: 1)
+            try b.set(3, for: Self.key)
+            b.waitForBackgroundWork()
+            backing.send(.all, to: 1)
+            await eventually("the failed write sent again and refused") { backing.supersededStores == 1 }
+            #expect(backing.value(Int.self, in: Self.slot) == 3)
+        }
+
+        @Test func aChangeTheTierRefusesForGoodIsSentAgainThreeTimesAtMost() async throws {
+            let a = server(1)
+            backing.failCalls(of: "n")
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            for index in 0..<8 {
+                try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
+                a.waitForBackgroundWork()
+            }
+            await eventually("the last resend tried") { backing.orderedCalls(of: "n") == 4 }
+            for index in 8..<12 {
+                try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
+                a.waitForBackgroundWork()
+            }
+            #expect(backing.orderedCalls(of: "n") == 4)
+        }
+
+        @Test func failedWritesBeyondTheBoundAreSentAgainAsRemovals() async throws {
+            let a = server(1)
+            let keys = (0..<6).map { CacheKey<Data>("big\($0)", schemaVersion: 1) }
+            let slots = keys.map { SharedSlot(name: $0.name, version: "schema-1") }
+            for key in keys { try a.set(Data(count: 100), for: key) }
+            a.waitForBackgroundWork()
+            backing.mode = .failing
+            clockA.advance(by: 1)
+            for key in keys { try a.set(Data(repeating: 1, count: 1 << 20), for: key) }
+            a.waitForBackgroundWork()
+            backing.mode = .working
+            backing.send(.all, to: 1)
+            // Each key's old record is replaced by the new one or removed; the stores sent again
+            // hold no more than the bound (4 MiB of payload, OnAServer.md).
+            await eventually("every failed change sent again") {
+                slots.allSatisfy { backing.record(in: $0).map { $0.writtenAt == clockA.now } ?? true }
+            }
+            let resent = slots.compactMap { backing.record(in: $0) }
+            #expect(!resent.isEmpty)
+            #expect(resent.count < keys.count)
+            #expect(resent.map(\.bytes.count).reduce(0, +) <= (4 << 20) + 64 * 1024)
+        }
+    }
+}
