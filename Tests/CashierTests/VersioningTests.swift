@@ -11,6 +11,12 @@ struct Use: Codable, Sendable, Equatable {
     var name: String
 }
 
+/// A type whose name is `User`'s and a `1`: under app version `".0"` its records' names are
+/// the bytes of `User`'s under `"1.0"`.
+struct User1: Codable, Sendable, Equatable {
+    var name: String
+}
+
 struct UserV2: Codable, Sendable, Equatable {
     var fullName: String
     var email: String
@@ -60,6 +66,17 @@ struct UserV2: Codable, Sendable, Equatable {
         // What the keys above must agree with (a read discards what it cannot return).
         #expect(fresh.value(for: CacheKey<User>("blank")) == nil)
         #expect(fresh.value(for: CacheKey<Use>("split")) == nil)
+    }
+
+    /// The same under an app version: `User1` under `".0"` runs its names together as `User`
+    /// under `"1.0"` does.
+    @Test func keysUnderAnAppVersionOmitRowsWhoseNamesMatchAnotherVersionsShape() throws {
+        try Cache(makeConfiguration(folder, appVersion: "1.0")).set(
+            User(name: "m", age: 1), for: CacheKey<User>("mine"))
+        try Cache(makeConfiguration(folder, appVersion: ".0")).set(User1(name: "s"), for: CacheKey<User1>("split"))
+        let fresh = Cache(makeConfiguration(folder, appVersion: "1.0"))
+        #expect(fresh.keys == ["mine"])
+        #expect(fresh.value(for: CacheKey<User1>("split")) == nil)
     }
 
     @Test func schemaMismatchIsDiscarded() throws {
