@@ -23,14 +23,28 @@ swift build -c "$configuration" --package-path "$here" --scratch-path "$scratch"
 bin="$(swift build -c "$configuration" --package-path "$here" --scratch-path "$scratch" --show-bin-path)/ServerBench"
 
 work=$(mktemp -d)
+server=
+# Whatever ends the script (a failure, a server that died, Ctrl-C): the server stopped and the
+# folder removed. Each step may fail (the server gone already, killed by a signal) without
+# cutting the cleanup short under `set -e`; a server that died has its log shown.
+cleanup() {
+    if [ -n "$server" ]; then
+        kill -0 "$server" 2>/dev/null || { echo "run.sh: the server stopped; its log:" >&2; cat "$work/server.log" >&2 || true; }
+        kill "$server" 2>/dev/null || true
+        wait "$server" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$bin" --port "$port" --folder "$work/cache" --origin "$work/origin" --items "$SERVER_BENCH_ITEMS" \
     --memory "${MEMORY:-2000}" >"$work/server.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 1 600); do
+for attempt in $(seq 1 600); do
     curl -sf "http://127.0.0.1:$port/cpu" >/dev/null && break
-    kill -0 $server 2>/dev/null || { cat "$work/server.log"; exit 1; }
+    kill -0 "$server" 2>/dev/null || exit 1
+    [ "$attempt" -lt 600 ] || { echo "run.sh: the server did not answer in 60 s" >&2; exit 1; }
     sleep 0.1
 done
 

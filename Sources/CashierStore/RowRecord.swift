@@ -107,8 +107,13 @@ enum RowRecord {
                 predict(header.baseAddress!, keyLength: keyLength, recordLength: source.count, restoring: false)
                 var restStart = keyOffset + keyLength
                 var shapeID: UInt64?
+                // A shape is found by its names alone, which another split of them shares (type
+                // `T` under app version `"X"`, type `TX` without one): only a shape that splits
+                // them as this record does is used, so its rows are what ``RowShape/appVersion``
+                // says they are, and `Cache.keys` may list them unread.
                 if let names = namesRange(source, keyLength: keyLength),
-                    let found = shape(UnsafeRawBufferPointer(rebasing: source[names]), UnsafeRawBufferPointer(header))
+                    let found = shape(UnsafeRawBufferPointer(rebasing: source[names]), UnsafeRawBufferPointer(header)),
+                    found.splitsNames(as: UnsafeRawBufferPointer(header))
                 {
                     xor(header.baseAddress!, found.header)
                     restStart = names.upperBound
@@ -345,6 +350,14 @@ package struct RowShape: Sendable, Equatable {
             return header[15] == 0 && typeLength == names.count
         }
         return appVersion == version
+    }
+
+    /// Whether a record whose (predicted) header is `header` splits its names as this shape's
+    /// records do: the same app-version flag (offset 15), type name and app version lengths
+    /// (60, 64). A record that does not is stored without this shape.
+    func splitsNames(as header: UnsafeRawBufferPointer) -> Bool {
+        guard header.count == RowRecord.keyOffset else { return false }
+        return header[15] == self.header[15] && (60..<68).allSatisfy { header[$0] == self.header[$0] }
     }
 
     /// Names longer than this (a type name of 1 KiB) keep their row ``RowRecord/compact``.

@@ -5,6 +5,18 @@ import Testing
 
 @testable import Cashier
 
+/// A type whose name is `User`'s less its last letter: under app version `"r"` its records'
+/// names are the bytes of `User`'s without one.
+struct Use: Codable, Sendable, Equatable {
+    var name: String
+}
+
+/// A type whose name is `User`'s and a `1`: under app version `".0"` its records' names are
+/// the bytes of `User`'s under `"1.0"`.
+struct User1: Codable, Sendable, Equatable {
+    var name: String
+}
+
 struct UserV2: Codable, Sendable, Equatable {
     var fullName: String
     var email: String
@@ -38,6 +50,33 @@ struct UserV2: Codable, Sendable, Equatable {
         #expect(
             Cache(makeConfiguration(folder, appVersion: other)).keys
                 == (versioned + (0..<300).map { "theirs-\($0)" }).sorted())
+    }
+
+    /// A shape is found by its names, the type name and app version bytes run together, so
+    /// records that split them otherwise (`User` under `""`, `Use` under `"r"`) meet the shape
+    /// an unversioned writer made for `User`: a cache without an app version must not vouch for
+    /// their rows by that shape, as no read of it returns them.
+    @Test func keysOmitRowsWhoseNamesMatchAnotherAppVersionsShape() throws {
+        let mine = Cache(makeConfiguration(folder, appVersion: nil))
+        try mine.set(User(name: "m", age: 1), for: CacheKey<User>("mine"))
+        try Cache(makeConfiguration(folder, appVersion: "")).set(User(name: "b", age: 2), for: CacheKey<User>("blank"))
+        try Cache(makeConfiguration(folder, appVersion: "r")).set(Use(name: "s"), for: CacheKey<Use>("split"))
+        let fresh = Cache(makeConfiguration(folder, appVersion: nil))
+        #expect(fresh.keys == ["mine"])
+        // What the keys above must agree with (a read discards what it cannot return).
+        #expect(fresh.value(for: CacheKey<User>("blank")) == nil)
+        #expect(fresh.value(for: CacheKey<Use>("split")) == nil)
+    }
+
+    /// The same under an app version: `User1` under `".0"` runs its names together as `User`
+    /// under `"1.0"` does.
+    @Test func keysUnderAnAppVersionOmitRowsWhoseNamesMatchAnotherVersionsShape() throws {
+        try Cache(makeConfiguration(folder, appVersion: "1.0")).set(
+            User(name: "m", age: 1), for: CacheKey<User>("mine"))
+        try Cache(makeConfiguration(folder, appVersion: ".0")).set(User1(name: "s"), for: CacheKey<User1>("split"))
+        let fresh = Cache(makeConfiguration(folder, appVersion: "1.0"))
+        #expect(fresh.keys == ["mine"])
+        #expect(fresh.value(for: CacheKey<User1>("split")) == nil)
     }
 
     @Test func schemaMismatchIsDiscarded() throws {
