@@ -23,7 +23,12 @@ import Testing
     /// the key's file (`EntryStore.remove(unchanged:)` only for `location == .file`). The next
     /// process's import (`reconcile(files:indexing: true)`) finds a file with no row and indexes
     /// it: the replaced, then evicted, value is read again.
-    @Test func aFileShadowedByAnEvictedRowIsNeverReadAgainInAFreshProcess() throws {
+    ///
+    /// `tinyRows`: rows written right after the key, so one sweep evicts them with it: past
+    /// `DiskTier.unlinksWithoutListing` removals, a sweep unlinks only the files a listing of
+    /// the folder (inside its transaction) holds, and the left-behind file must be among them.
+    @Test(arguments: [0, 2 * DiskTier.unlinksWithoutListing])
+    func aFileShadowedByAnEvictedRowIsNeverReadAgainInAFreshProcess(tinyRows: Int) throws {
         let clock = TestClock()
         let key = CacheKey<Data>("replaced")
         let fileName = DiskTier.fileName(for: key.name)
@@ -43,6 +48,10 @@ import Testing
             // What a kill between the row's commit and the file's removal leaves.
             #expect(rename(side, filePath) == 0)
             #expect(live.value(for: key) == Data("small".utf8))
+            for index in 0..<tinyRows {
+                clock.advance(by: 1)
+                try live.set(Data([UInt8(truncatingIfNeeded: index)]), for: CacheKey<Data>("tiny-\(index)"))
+            }
             // Newer entries push the folder over its limit: the sweep evicts the oldest row.
             for index in 0..<60 {
                 clock.advance(by: 1)
@@ -50,6 +59,9 @@ import Testing
             }
             live.waitForBackgroundWork()
             #expect(try folder.row(for: key.name) == nil, "the sweep did not evict the row; the test proves nothing")
+            if tinyRows > 0 {
+                #expect(try folder.row(for: "tiny-\(tinyRows - 1)") == nil, "one sweep did not take the tiny rows too")
+            }
             #expect(live.value(for: key) == nil)
         }
         // A fresh process (a DiskTier of its own: the previous instances are gone).

@@ -268,9 +268,11 @@ extension DiskTier {
         // transactions left behind a row), if the folder has it: listed at the first removal of
         // each store transaction, inside it. A file left behind was made before its write's
         // first transaction, so before this one: the listing has it. An unlink per row cost
-        // about 4 µs (path lookup of a missing name), 22 ms of a 5,000-row eviction.
+        // about 4 µs (path lookup of a missing name), 22 ms of a 5,000-row eviction. A few
+        // removals unlink as before: a folder of many files (one an older release filled) is not
+        // listed under the store's lock for one entry.
         var present: Set<String>?
-        var listed = false
+        var listed = choices.count <= Self.unlinksWithoutListing
         let filePath: (String) -> String? = { [self] key in
             if !listed {
                 listed = true
@@ -283,7 +285,7 @@ extension DiskTier {
         do throws(StoreError) {
             removed += try store.remove(
                 unchanged: choices.filter { !isEviction($0) }.compactMap(\.stored), filePath: filePath)
-            listed = false // listed again inside the next transaction
+            listed = choices.count <= Self.unlinksWithoutListing // else listed again in the next transaction
             removed += try store.remove(
                 unchanged: choices.filter(isEviction).compactMap(\.stored), evictedIn: evictionOrder,
                 filePath: filePath)
@@ -297,6 +299,9 @@ extension DiskTier {
             return choice.removal
         }
     }
+
+    /// Removals up to which a sweep unlinks each key's file name without listing the folder.
+    static let unlinksWithoutListing = 64
 
     /// After a plan that removed rows: the freed pages go back to the file system and the log
     /// is checkpointed, so what the folder occupies goes down, not only the entries' total.
