@@ -53,6 +53,22 @@ extension SharedTierTests {
             #expect(sharedTierFailures().allSatisfy { $0.key == "n" })
         }
 
+        /// The folder's queue of changes keeps the changes that failed, and with each its
+        /// destination: once the caches are gone, nothing of theirs may keep the queue alive
+        /// (a strong capture of it in the destination made a cycle that leaked it).
+        @Test func theQueueOfFailedChangesGoesWithTheLastCache() throws {
+            weak var queue: SharedTierWrites?
+            do {
+                let cache = cache()
+                backing.mode = .failing
+                try cache.set(1, for: Self.key)
+                cache.waitForBackgroundWork()
+                #expect(!sharedTierFailures().isEmpty, "no change failed; the test proves nothing")
+                queue = cache.folderState.sharedTierWrites
+            }
+            #expect(queue == nil)
+        }
+
         @Test func aKeyWhoseWriteFailedIsNotReadFromTheTierAgain() async throws {
             let cache = cache()
             let other = backing.tier(2)

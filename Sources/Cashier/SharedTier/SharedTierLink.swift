@@ -113,7 +113,10 @@ final class SharedTierLink: Sendable {
             self?.noteLocalChange(change.name)
         }
         let queue = writes.queue
-        writes.destination.dropsCopies.set { [weak cache] name in
+        // Weakly: the queue keeps this destination (and so this closure) in the changes it holds
+        // for a tier that is down; a strong capture made a cycle that outlived every cache.
+        writes.destination.dropsCopies.set { [weak cache, weak queue] name in
+            guard let queue else { return }
             cache?.dropSupersededCopy(name, writes: queue)
         }
         let changes = Self.consumeChanges(of: tier, pause: timeout, for: cache)
