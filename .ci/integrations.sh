@@ -54,13 +54,15 @@ echo "integrations: FleetBench built and run in $((SECONDS - started)) s"
 # build in the shared scratch folder, one short round on each route, failing on any error. Its
 # figures are a release build's (run.sh without CONFIGURATION), not CI's.
 started=$SECONDS
-if ! command -v wrk >/dev/null; then
+missing=()
+for tool in wrk curl; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
-        echo "wrk is not installed and this is not root: apt-get install wrk" >&2
+        echo "${missing[*]} not installed and this is not root: apt-get install ${missing[*]}" >&2
         exit 1
     fi
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 echo "== integrations: ServerBench: smoke run"
 CONFIGURATION=debug SCRATCH="${INTEGRATIONS_SCRATCH:-$root/Integrations/.build-ci}" ROUNDS=1 DURATION=2 \
