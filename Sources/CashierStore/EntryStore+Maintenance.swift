@@ -22,8 +22,13 @@ extension EntryStore {
 
     /// Removes every entry; returns the large entries' rows. `filePath`: where a large entry's
     /// file is, by key; each is removed inside the transaction, before the rows go.
+    /// `otherFiles`: the paths of every other entry file the folder holds, asked for inside the
+    /// transaction and removed there too: a file a killed write left behind a row would
+    /// otherwise outlive its row, and the next import would bring its value back.
     @discardableResult
-    package func removeAll(filePath: ((String) -> String)? = nil) throws(StoreError) -> [StoreEntry] {
+    package func removeAll(filePath: ((String) -> String)? = nil, otherFiles: (() -> [String])? = nil)
+        throws(StoreError) -> [StoreEntry]
+    {
         try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 let removed = try connection.run(.largeEntries) { files throws(SQLiteError) in
@@ -32,6 +37,11 @@ extension EntryStore {
                     return removed
                 }
                 if let filePath { for entry in removed { try Self.removeFile(filePath(entry.key)) } }
+                // Files are renamed into their names only inside their rows' transactions: what
+                // the folder holds under an entry's name now is committed or left behind. Best
+                // effort (something that is not a file keeps its name): the caller's reconcile
+                // after the transaction deals with what stays, as it did before.
+                if let otherFiles { for path in otherFiles() { _ = unlink(path) } }
                 try connection.step(.deleteAll)
                 return removed
             }

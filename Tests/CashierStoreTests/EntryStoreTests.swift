@@ -133,6 +133,32 @@ import Testing
         #expect(try store.dataVersion() == afterOther)
     }
 
+    /// `removeAll` removes, inside its transaction, the entry files its caller lists besides the
+    /// large entries': a file a killed write left behind a row must not outlive the rows (a
+    /// kill right after the transaction, before any later cleanup, would leave it to the next
+    /// import, which would give it a row again).
+    @Test func removeAllRemovesLeftBehindFilesInsideItsTransaction() throws {
+        try store.upsert(entry("small", size: 1), record: [1])
+        let leftBehind = folder.path + "/left-behind.cache"
+        let large = folder.path + "/large.cache"
+        try Data([7]).write(to: URL(fileURLWithPath: leftBehind))
+        try Data([8]).write(to: URL(fileURLWithPath: large))
+        try store.upsert(StoreEntry(key: "large", location: .file, size: 1, lastUse: 1))
+        var askedInside = false
+        let removed = try store.removeAll(
+            filePath: { [folder] key in folder.path + "/\(key).cache" },
+            otherFiles: { [store] in
+                // Inside the transaction: the rows are still there.
+                askedInside = (try? store.count()) == 2
+                return [leftBehind]
+            })
+        #expect(removed.map(\.key) == ["large"])
+        #expect(askedInside)
+        #expect(!FileManager.default.fileExists(atPath: leftBehind))
+        #expect(!FileManager.default.fileExists(atPath: large))
+        #expect(try store.count() == 0)
+    }
+
     @Test func removalsGiveSpaceBackAfterReclaim() throws {
         let record = [UInt8](repeating: 7, count: 4000)
         for index in 0..<500 { try store.upsert(entry("k\(index)", size: record.count), record: record) }

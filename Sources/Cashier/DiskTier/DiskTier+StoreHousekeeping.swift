@@ -334,7 +334,11 @@ extension DiskTier {
     /// store gives its pages back off the caller's thread.
     func removeAllFromStore(_ store: EntryStore) -> [SystemError] {
         do throws(StoreError) {
-            try store.removeAll(filePath: { [self] key in path(Self.fileName(for: key)) })
+            try store.removeAll(
+                filePath: { [self] key in path(Self.fileName(for: key)) },
+                otherFiles: { [self] in
+                    ((try? fileSystem.contentsOfDirectory(folder)) ?? []).filter(Self.isEntryFileName).map(path)
+                })
         } catch {
             if case .setAside(let setAside) = error {
                 noteSetAside(setAside, of: store)
