@@ -1,4 +1,5 @@
 import CashierStore
+import CashierStoreSupport
 import Foundation
 
 // Measures the store (CashierStore's EntryStore) against today's entry files, for issue 25.
@@ -18,16 +19,6 @@ let rounds = ProcessInfo.processInfo.environment["ROUNDS"].flatMap(Int.init) ?? 
 
 func microseconds(_ seconds: Double, per count: Int) -> Double { seconds * 1e6 / Double(count) }
 func format(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
-
-func bytes(_ count: Int, seed: Int) -> [UInt8] {
-    var state = UInt64(truncatingIfNeeded: seed) &* 0x9e37_79b9_7f4a_7c15 | 1
-    return (0..<count).map { _ in
-        state ^= state << 13
-        state ^= state >> 7
-        state ^= state << 17
-        return UInt8(truncatingIfNeeded: state)
-    }
-}
 
 func label(_ size: Int) -> String { size >= 1024 ? "\(size / 1024) KiB" : "\(size) B" }
 

@@ -9,17 +9,6 @@ import Foundation
 //   CashierStoreChild eviction FOLDER candidates      # the frequency-aware order's candidates
 //   CashierStoreChild eviction FOLDER evict BYTES     # a sweep down to BYTES (EntryStoreEvictionTests)
 
-/// `count` pseudo-random bytes, the same for the same seed.
-func bytes(_ count: Int, seed: Int) -> [UInt8] {
-    var state = UInt64(truncatingIfNeeded: seed) &* 0x9e37_79b9_7f4a_7c15 | 1
-    return (0..<count).map { _ in
-        state ^= state << 13
-        state ^= state >> 7
-        state ^= state << 17
-        return UInt8(truncatingIfNeeded: state)
-    }
-}
-
 /// Writes `key-0`, `key-1`, … (each record names its key and index), printing each index once
 /// its write returned, until it is killed.
 func killWriter(folder: String) {

@@ -11,26 +11,7 @@ enum SmallValues {
 
     /// `rows-churn DIR SEED`: as `churn`, with small values only.
     static func churn(folder: String, seed: UInt64) -> Never {
-        var settings = configuration(folder)
-        settings.durability = seed.isMultiple(of: 2) ? .synchronized : .standard
-        let cache = Cache(settings)
-        var random = SplitMix64(seed: seed)
-        var generation: UInt64 = seed << 32
-        var announced = false
-        while true {
-            generation += 1
-            do {
-                let unsound = try Workload.step(
-                    cache, random: &random, generation: generation, maximumFiller: maximumFiller)
-                if !unsound.isEmpty { fail("unsound value read for \(unsound)", status: 1) }
-            } catch {
-                fail("write failed: \(error)", status: 1)
-            }
-            if !announced {
-                announced = true
-                say("ready")
-            }
-        }
+        Workload.churn(folder: folder, seed: seed, maximumFiller: maximumFiller)
     }
 
     /// `rows-write DIR KEYS WRITES PREFIX...`: for each write `i` in `0..<WRITES` and each

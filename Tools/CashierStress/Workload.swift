@@ -109,6 +109,31 @@ public enum Workload {
         return findings
     }
 
+    /// `churn` and `rows-churn`: random operations on a cache of `folder` until killed (``step``,
+    /// records with up to `maximumFiller` bytes of filler), synchronized for even seeds; prints
+    /// `ready` after the first, exits 1 on an unsound read or a failed write.
+    static func churn(folder: String, seed: UInt64, maximumFiller: Int) -> Never {
+        var settings = configuration(folder)
+        settings.durability = seed.isMultiple(of: 2) ? .synchronized : .standard
+        let cache = Cache(settings)
+        var random = SplitMix64(seed: seed)
+        var generation: UInt64 = seed << 32
+        var announced = false
+        while true {
+            generation += 1
+            do {
+                let unsound = try step(cache, random: &random, generation: generation, maximumFiller: maximumFiller)
+                if !unsound.isEmpty { fail("unsound value read for \(unsound)", status: 1) }
+            } catch {
+                fail("write failed: \(error)", status: 1)
+            }
+            if !announced {
+                announced = true
+                say("ready")
+            }
+        }
+    }
+
     /// One random operation on `cache`: mostly writes of varied sizes, some removals, some reads.
     /// Records get up to `maximumFiller` bytes of filler, raw values up to four times that.
     /// Returns the keys whose value read back unsound (empty unless something is broken).

@@ -91,25 +91,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 switch (arguments.first, arguments.count) {
 case ("churn", 3):
     guard let seed = UInt64(arguments[2]) else { fail("SEED must be a number", status: 2) }
-    var settings = configuration(arguments[1])
-    settings.durability = seed.isMultiple(of: 2) ? .synchronized : .standard
-    let cache = Cache(settings)
-    var random = SplitMix64(seed: seed)
-    var generation: UInt64 = seed << 32
-    var announced = false
-    while true {
-        generation += 1
-        do {
-            let unsound = try Workload.step(cache, random: &random, generation: generation, maximumFiller: 64 * 1024)
-            if !unsound.isEmpty { fail("unsound value read for \(unsound)", status: 1) }
-        } catch {
-            fail("write failed: \(error)", status: 1)
-        }
-        if !announced {
-            announced = true
-            say("ready")
-        }
-    }
+    Workload.churn(folder: arguments[1], seed: seed, maximumFiller: 64 * 1024)
 
 case ("rows-churn", 3):
     guard let seed = UInt64(arguments[2]) else { fail("SEED must be a number", status: 2) }
