@@ -30,6 +30,11 @@ extension DiskTier {
         return utf8.prefix(32).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
+    /// The entry file names the folder holds now; nil when it cannot be listed.
+    func entryFileNames() -> [String]? {
+        (try? fileSystem.contentsOfDirectory(folder))?.filter(Self.isEntryFileName)
+    }
+
     package static let temporaryPrefix = ".tmp-"
     package static let lockFileName = ".lock"
 

@@ -113,7 +113,7 @@ extension DiskTier {
             if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
         }
         guard !fileKeys.isEmpty || importing else { return keys }
-        for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where Self.isEntryFileName(name) {
+        for name in entryFileNames() ?? [] {
             guard case .success(let (header, _)) = readHeader(name), Self.isHome(name, of: header.key),
                 include(header)
             else { continue }
@@ -276,7 +276,7 @@ extension DiskTier {
         let filePath: (String) -> String? = { [self] key in
             if !listed {
                 listed = true
-                present = (try? fileSystem.contentsOfDirectory(folder)).map { Set($0.filter(Self.isEntryFileName)) }
+                present = entryFileNames().map(Set.init)
             }
             let name = Self.fileName(for: key)
             guard present?.contains(name) ?? true else { return nil }
@@ -329,16 +329,14 @@ extension DiskTier {
     }
 
     /// Removes every row (and large entry's file), reporting failures as system errors.
-    /// The large entries' files go inside the transaction, before the rows; then every other
-    /// entry file (older than the store, or an orphan) goes under the store's lock, and the
-    /// store gives its pages back off the caller's thread.
+    /// Every entry file goes inside the transaction, before the rows: the large entries', and
+    /// any other the folder holds (older than the store, an orphan, one a killed write left
+    /// behind a row); then the store gives its pages back off the caller's thread.
     func removeAllFromStore(_ store: EntryStore) -> [SystemError] {
         do throws(StoreError) {
             try store.removeAll(
                 filePath: { [self] key in path(Self.fileName(for: key)) },
-                otherFiles: { [self] in
-                    ((try? fileSystem.contentsOfDirectory(folder)) ?? []).filter(Self.isEntryFileName).map(path)
-                })
+                otherFiles: { [self] in (entryFileNames() ?? []).map(path) })
         } catch {
             if case .setAside(let setAside) = error {
                 noteSetAside(setAside, of: store)
@@ -346,7 +344,6 @@ extension DiskTier {
             }
             return [Self.systemError(error, path: store.path, "remove all")]
         }
-        reconcileFiles(with: store, indexing: false)
         scheduleReclaim()
         return []
     }
