@@ -332,24 +332,23 @@ package struct RowShape: Sendable, Equatable {
     /// The app version its records were written under; nil for records written without one
     /// (the header's flag at offset 15), or names that do not hold it.
     package var appVersion: String? {
-        guard header[15] == 1 else { return nil }
-        func length(at offset: Int) -> Int {
-            (0..<4).reduce(0) { $0 | Int(header[offset + $1]) << (8 * $1) }
-        }
-        let typeLength = length(at: 60)
-        let appLength = length(at: 64)
-        guard typeLength + appLength == names.count else { return nil }
+        guard header[15] == 1, typeLength + length(at: 64) == names.count else { return nil }
         return String(decoding: names[typeLength...], as: UTF8.self)
     }
 
     /// Whether its records were written under `version` (`nil`: without an app version), as the
     /// header's flag and the names say; false for names that do not hold what the flag says.
     package func isWritten(underAppVersion version: String?) -> Bool {
-        guard let version else {
-            let typeLength = (0..<4).reduce(0) { $0 | Int(header[60 + $1]) << (8 * $1) }
-            return header[15] == 0 && typeLength == names.count
-        }
+        guard let version else { return header[15] == 0 && typeLength == names.count }
         return appVersion == version
+    }
+
+    /// The type name's length in `names` (the header's 4 bytes at offset 60).
+    private var typeLength: Int { length(at: 60) }
+
+    /// The little-endian 32-bit length at `offset` of the header.
+    private func length(at offset: Int) -> Int {
+        (0..<4).reduce(0) { $0 | Int(header[offset + $1]) << (8 * $1) }
     }
 
     /// Whether a record whose (predicted) header is `header` splits its names as this shape's
