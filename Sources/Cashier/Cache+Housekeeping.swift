@@ -132,13 +132,15 @@ extension Cache {
     /// is gone (it holds the folder's state, not `self`); its events go to this instance if alive.
     func sweepIfNeeded() {
         guard let disk else { return }
-        let (folderState, memory, origin, limits) = (folderState, memory, identity, limits)
+        let (folderState, memory, origin, limits, clock) = (folderState, memory, identity, limits, configuration.now)
         disk.sweepIfNeeded(limits: limits) { [weak self] in
             // The uses gathered so far go first (this instance's memory hits, every read's from
             // disk, waiting for their window): the victims are ordered by them.
             if let self { self.recordMemoryUses() } else { disk.flushStoreUses() }
             let removals = disk.withFolderLock(waiting: false) {
-                folderState.commit(disk.planSweep(limits: limits), on: disk, dropping: memory, origin: origin)
+                folderState.commit(
+                    disk.planSweep(limits: limits, at: clock().timeIntervalSince1970), on: disk, dropping: memory,
+                    origin: origin)
             }
             if let removals { self?.report(removals) }
             return removals

@@ -77,6 +77,50 @@ extension EntryStore {
         }
     }
 
+    /// After a sweep removed `count` rows: when the table's ids span more than a tenth again as
+    /// many rows as it holds, moves up to `count` (at most ``movesPerSweep``) of the rows with the
+    /// lowest ids to the end of the table, in a transaction of its own, without waiting for
+    /// another process (busy: nothing moves; the next sweep tries again). Rows are laid out in id order and a new row always goes last, so the room a removed
+    /// row leaves is never filled again; the frequency-aware order evicts all over the table, and
+    /// the pages left partly empty counted against the size limit (a limit held 20% fewer rows
+    /// than their bytes). Moving the oldest survivors out empties the oldest pages whole, which
+    /// the sweep's reclaim gives back. At most one move a removal: a sweep of 30 rows of 1 KiB
+    /// at a server's pace (`CashierReplay disk-cache --object-bytes 1024`) then held 262 rows of a
+    /// limit of 300 where it held 241.
+    package func compact(afterRemoving count: Int) throws(StoreError) {
+        let count = min(count, Self.movesPerSweep)
+        guard count > 0 else { return }
+        try withWriter(until: MonotonicDeadline(milliseconds: 0)) { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in try compact(moving: count, connection) }
+        }
+    }
+
+    private func compact(moving count: Int, _ connection: StoreConnection) throws(SQLiteError) {
+        let (rows, lowest, highest) = try connection.run(.idSpan) { span throws(SQLiteError) in
+            try span.step() ? (span.int64(at: 0), span.int64(at: 1), span.int64(at: 2)) : (0, 0, 0)
+        }
+        guard rows > 0, Double(highest - lowest + 1) > Double(rows) * 1.1 else { return }
+        let ids = try connection.run(.lowestIDs) { lowest throws(SQLiteError) in
+            try lowest.bind(Int64(count), at: 1)
+            var ids: [Int64] = []
+            while try lowest.step() { ids.append(lowest.int64(at: 0)) }
+            return ids
+        }
+        var next = highest + 1
+        for id in ids {
+            try connection.run(.moveRow) { move throws(SQLiteError) in
+                try move.bind(next, at: 1)
+                try move.bind(id, at: 2)
+                _ = try move.step()
+            }
+            next += 1
+        }
+    }
+
+    /// The most rows a sweep moves (``compact(moving:_:)``): a large eviction (half the store, say)
+    /// is not made twice as long; the sweeps after it go on where it stopped.
+    static let movesPerSweep = 256
+
     /// Removes `entry`'s row if it is still as it was (see ``remove(unchanged:evictedIn:filePath:)``)
     /// and no file is at `file`, checked under the store's write lock, where no write of the key
     /// is under way: the row of a large entry whose file is gone. Returns whether it removed it.
@@ -115,9 +159,13 @@ extension EntryStore {
         return done
     }
 
-    /// Records uses like ``recordUses(_:at:)``, but only of entries whose last use is
-    /// `granularity` seconds or more before `time`: a use within the granularity changes no
-    /// page, so an entry read all day costs one write a granularity. Each use has its own time.
+    /// Records uses (`last_use` forward, `frequency` + 1), but only of entries whose last use is
+    /// `granularity` seconds or more before `time`, and of entries never used since written
+    /// (`frequency = 0`) by a use at or after their write: a use within the granularity changes
+    /// no page, so an entry read all day costs one write a granularity, while the first use of
+    /// an entry, which moves it out of the frequency-aware order's new entries, is never lost
+    /// to it (at a server's pace most entries are read again, or never, within a minute).
+    /// Each use has its own time.
     package func recordUses(_ uses: [(key: String, time: Int64)], granularity: Int64) throws(StoreError) {
         guard !uses.isEmpty else { return }
         try withWriter { connection throws(SQLiteError) in try touch(uses, granularity: granularity, connection) }

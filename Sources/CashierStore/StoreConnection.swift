@@ -221,6 +221,8 @@ enum StoreStatement: Int, CaseIterable {
     // Eviction: least recently used first, and frequency-aware (``EvictionSQL``).
     case evictionOrder, newestNew, oldQueue, reusedQueue, newestQueue, newQueue, ghostCensus, remember, ghostEdge
     case promoteForgotten, forget
+    // Compaction after a sweep: the rows with the lowest ids move to the end of the table.
+    case idSpan, lowestIDs, moveRow
 
     var sql: String {
         switch self {
@@ -232,12 +234,15 @@ enum StoreStatement: Int, CaseIterable {
         case .delete: "DELETE FROM entry WHERE id = ?"
         case .recordUse:
             "UPDATE entry SET last_use = ?1, frequency = min(frequency + 1, \(EntryStore.maximumFrequency)) "
-                + "WHERE key = ?2 AND last_use <= ?1 - ?3"
+                + "WHERE key = ?2 AND (last_use <= ?1 - ?3 OR (frequency = 0 AND last_use <= ?1))"
         case .shapeByID: "SELECT names, header FROM shape WHERE id = ?"
         case .shapeByNames: "SELECT id, header FROM shape WHERE names = ? ORDER BY id LIMIT 1"
         case .shapeCount: "SELECT count(*) FROM shape"
         case .addShape: "INSERT INTO shape(names, header) VALUES(?, ?)"
         case .lastInsertedID: "SELECT last_insert_rowid()"
+        case .idSpan: "SELECT count(*), ifnull(min(id), 0), ifnull(max(id), 0) FROM entry"
+        case .lowestIDs: "SELECT id FROM entry ORDER BY id LIMIT ?"
+        case .moveRow: "UPDATE entry SET id = ?1 WHERE id = ?2"
         case .begin: "BEGIN IMMEDIATE"
         case .beginRead: "BEGIN"
         case .commit: "COMMIT"

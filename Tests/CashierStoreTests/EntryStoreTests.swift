@@ -121,6 +121,24 @@ import Testing
         #expect(read.frequency == 2)
     }
 
+    /// A use within the granularity of the row's last use writes nothing, except the first use
+    /// of a row never used since written (a use at or after its write): the frequency-aware
+    /// order's new entries are told apart by it.
+    @Test func theFirstUseOfANewRowCountsWithinTheGranularity() throws {
+        try store.upsert(entry("new", size: 1, lastUse: 100), record: [1])
+        try store.upsert(entry("early", size: 1, lastUse: 100), record: [1])
+        try store.recordUses([("new", 105)], granularity: 60)
+        try store.recordUses([("early", 99)], granularity: 60) // before its write: no use of this row
+        let used = try #require(try store.entry(for: "new"))
+        #expect(used.lastUse == 105)
+        #expect(used.frequency == 1)
+        #expect(try store.entry(for: "early")?.frequency == 0)
+        try store.recordUses([("new", 150)], granularity: 60) // a second use within the granularity
+        #expect(try store.entry(for: "new") == used)
+        try store.recordUses([("new", 165)], granularity: 60)
+        #expect(try store.entry(for: "new")?.frequency == 2)
+    }
+
     @Test func dataVersionChangesForAnotherConnectionsWriteOnly() throws {
         let other = try EntryStore(folder: folder.path)
         let start = try store.dataVersion()

@@ -75,7 +75,7 @@ import Testing
         #expect(after < before)
     }
 
-    /// A sweep trims to 90% of the limit (``DiskTier/Limits/sweepTarget``), not much further:
+    /// A sweep trims to 95% of the limit (``DiskTier/Limits/sweepTarget``), not much further:
     /// what it evicts past that is hit ratio lost for nothing.
     @Test
     func aSweepLeavesTheFolderNearItsTargetNotEmpty() throws {

@@ -82,4 +82,54 @@ import Testing
         #expect(!events.evictions.contains("k0"))
         #expect(next.value(for: CacheKey<Data>("k0")) != nil)
     }
+
+    /// The row's last use as the store keeps it: whole seconds of the cache's clock.
+    func seconds(_ offset: Double) -> Int64 { Int64((start + offset).rounded(.down)) }
+
+    /// At a server's pace most entries are read again within a minute of their write, or never:
+    /// the first use tells them apart in the frequency-aware order (new entries go first), so it
+    /// reaches the row whatever the granularity, from memory or from disk. A second use within
+    /// the granularity writes nothing.
+    @Test(arguments: [0, 100])
+    func anEntrysFirstUseReachesItsRowWithinAMinuteOfItsWrite(memoryLimit: Int) throws {
+        let cache = makeLimitedCache(folder, clock: clock, diskLimit: nil, memoryLimit: memoryLimit, events: nil)
+        let feed = CacheKey<String>("feed")
+        try cache.set("items", for: feed)
+        cache.waitForBackgroundWork()
+        #expect(try folder.row(for: feed.name)?.frequency == 0)
+        at(5)
+        #expect(cache.value(for: feed) == "items")
+        cache.waitForBackgroundWork()
+        let used = try #require(try folder.row(for: feed.name))
+        #expect(used.frequency == 1)
+        #expect(used.lastUse == seconds(5))
+        at(10)
+        #expect(cache.value(for: feed) == "items")
+        cache.waitForBackgroundWork()
+        #expect(try folder.row(for: feed.name) == used)
+    }
+
+    /// Once sweeps evict entries seconds after their last use (a server's pace), uses a minute
+    /// apart would leave the eviction order blind: the granularity becomes an eighth of that age.
+    @Test func sweepsThatEvictWithinSecondsOfALastUseRecordUsesSecondsApart() throws {
+        // Large entries (a file and a row each), so the limit is easy to state: about 40 entries.
+        let size = 16 * 1024
+        let cache = makeLimitedCache(folder, clock: clock, diskLimit: 40 * (size + 200), memoryLimit: 0, events: nil)
+        // One entry a second, each read once as it is written: every one evicted was used about
+        // 40 seconds before, so uses 5 seconds apart are told apart.
+        for index in 0..<120 {
+            at(Double(index))
+            let key = CacheKey<Data>("item-\(index)")
+            try cache.set(Data(repeating: UInt8(index), count: size), for: key)
+            #expect(cache.value(for: key) != nil)
+            cache.waitForBackgroundWork()
+        }
+        #expect(try folder.row(for: "item-0") == nil)
+        let hot = CacheKey<Data>("item-119")
+        #expect(try folder.row(for: hot.name)?.lastUse == seconds(119))
+        at(129)
+        #expect(cache.value(for: hot) != nil)
+        cache.waitForBackgroundWork()
+        #expect(try folder.row(for: hot.name)?.lastUse == seconds(129))
+    }
 }

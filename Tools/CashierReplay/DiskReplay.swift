@@ -6,10 +6,10 @@ import Foundation
 /// it: each request reads the key's row; a hit records a use (`recordUses(_:at:)`) when the
 /// row's `last_use` is `granularity` or more behind (the clock ticks once a request), a miss
 /// writes a row of size 1; when the total size is over the trace's capacity, a sweep
-/// (`evict(order:downTo:)`) removes entries in the store's order down to 90% of it.
+/// (`evict(order:downTo:)`) removes entries in the store's order down to 95% of it.
 enum DiskReplay {
     /// Where the sweep stops, as a share of the limit (the cache's `sweepTarget`).
-    static let sweepTarget = 0.9
+    static let sweepTarget = 0.95
 
     static func hitRatio(_ trace: Trace, order: StoreEvictionOrder, granularity: Int64 = 1) -> Double {
         let folder = FileManager.default.temporaryDirectory

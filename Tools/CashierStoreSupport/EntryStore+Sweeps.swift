@@ -34,7 +34,9 @@ extension EntryStore {
             left -= entry.size
             return left > bytes
         }
-        return try remove(unchanged: victims, evictedIn: order)
+        let removed = try remove(unchanged: victims, evictedIn: order)
+        try? compact(afterRemoving: removed.count)
+        return removed
     }
 
     /// Removes up to `count` unlocked entries, least recently used first; returns them.

@@ -35,7 +35,13 @@ extension DiskTier {
                 if now > info.accessedAt { persistStoreUses(store, [(key, now)], exactly: true) }
                 return now
             }
-            guard abs(now - info.accessedAt) >= Self.recencyGranularity else {
+            // An entry's first use since its write is written whatever the granularity: at a
+            // server's pace most entries are read again (or never) within a minute of their write.
+            if info.unusedSinceWritten {
+                persistStoreUses(store, [(key, now)], firstSinceWritten: true)
+                return now
+            }
+            guard abs(now - info.accessedAt) >= storeState.withLock({ $0.useGranularity }) else {
                 noteStoredUse(key, at: info.accessedAt)
                 return info.accessedAt
             }

@@ -126,16 +126,25 @@ extension DiskTier {
     /// the last ``usesWindow``.
     ///
     /// `exactly`: every use is written (a sliding lifespan's last use, which expiry runs from).
-    func persistStoreUses(_ store: EntryStore, _ uses: [(key: String, at: Double)], exactly: Bool = false) {
+    /// `firstSinceWritten`: the reads found the rows never used since written; each use is sent
+    /// unless one is already gathered for its row (the store writes the first use of a row
+    /// whatever the granularity: ``EntryStore/recordUses(_:granularity:)``).
+    func persistStoreUses(
+        _ store: EntryStore, _ uses: [(key: String, at: Double)], exactly: Bool = false,
+        firstSinceWritten: Bool = false
+    ) {
         guard !uses.isEmpty else { return }
-        let granularity = Self.recencyGranularity
         let schedules = storeState.withLock { state -> Bool in
+            let granularity = state.useGranularity
             if exactly {
                 state.pendingExactUses += uses.map { (Self.storeKey($0.key), Int64($0.at.rounded(.down))) }
             } else {
                 if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
                 for use in uses {
-                    if let last = state.persistedUses[use.key], use.at - last < granularity, use.at >= last {
+                    if firstSinceWritten {
+                        let storeKey = Self.storeKey(use.key)
+                        if state.pendingUses.contains(where: { $0.key == storeKey }) { continue }
+                    } else if let last = state.persistedUses[use.key], use.at - last < granularity, use.at >= last {
                         continue
                     }
                     state.persistedUses[use.key] = use.at
@@ -149,6 +158,22 @@ extension DiskTier {
             return true
         }
         if schedules { scheduleUsesFlush() }
+    }
+
+    /// The granularity of the uses of rows gathered without their own moment, in whole seconds
+    /// (``StoreState/useGranularity``).
+    var useGranularity: Int64 { Int64(storeState.withLock { $0.useGranularity }) }
+
+    /// Sets the granularity of the uses of rows from what a size sweep chose: an eighth of the
+    /// age (time since last use) of the youngest entry it evicts that had been used since its
+    /// write, within a second and ``recencyGranularity``. The eviction order can only tell apart
+    /// uses further apart than the granularity: with entries evicted a minute or less after their
+    /// last use (a server's pace: thousands of requests a minute), a use a minute would leave it
+    /// blind. A sweep that evicts none such leaves it as it is.
+    func adaptUseGranularity(toVictims victims: [StoreEntry], at now: Double) {
+        guard let youngest = victims.lazy.filter({ $0.frequency > 0 }).map(\.lastUse).max() else { return }
+        let granularity = min(Self.recencyGranularity, max(1, (now - Double(youngest)) / 8))
+        storeState.withLock { $0.useGranularity = granularity.rounded(.down) }
     }
 
     /// Notes that `key`'s row was last used at `time` as far as this process knows (a read
@@ -195,7 +220,7 @@ extension DiskTier {
             }
             return (state.pendingUses, state.pendingExactUses)
         }
-        if !coarse.isEmpty, store.recordUsesIfFree(coarse, granularity: Int64(Self.recencyGranularity)) {
+        if !coarse.isEmpty, store.recordUsesIfFree(coarse, granularity: useGranularity) {
             coarse = []
         }
         if !exact.isEmpty, store.recordUsesIfFree(exact, granularity: 0) { exact = [] }
@@ -222,7 +247,7 @@ extension DiskTier {
             }
             return (state.pendingUses, state.pendingExactUses)
         }
-        if !coarse.isEmpty { try? store.recordUses(coarse, granularity: Int64(Self.recencyGranularity)) }
+        if !coarse.isEmpty { try? store.recordUses(coarse, granularity: useGranularity) }
         if !exact.isEmpty { try? store.recordUses(exact, granularity: 0) }
     }
 }

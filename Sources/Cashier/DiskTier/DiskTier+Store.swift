@@ -62,6 +62,10 @@ extension DiskTier {
         /// coarse ones, written if a granularity after the row's last use, and exact ones (a
         /// ``Lifespan/sinceLastUse(_:)`` entry's last use, which its expiry runs from).
         var pendingUses: [(key: String, time: Int64)] = []
+        /// How far apart, in seconds, two uses of a row gathered without their own moment must
+        /// be for the later to be written: ``recencyGranularity``, or less once size sweeps evict
+        /// entries within minutes of their last use (``adaptUseGranularity(toVictims:at:)``).
+        var useGranularity = DiskTier.recencyGranularity
         var pendingExactUses: [(key: String, time: Int64)] = []
         /// Whether a write of the pending uses is scheduled (`scheduleUsesFlush()`).
         var usesFlushScheduled = false
@@ -375,6 +379,7 @@ extension DiskTier {
             case .entry(let header, let payload, var info):
                 // Uses are kept in the row, not the file's access time.
                 info.accessedAt = max(info.accessedAt, Double(stored.entry.lastUse))
+                info.unusedSinceWritten = stored.entry.frequency == 0
                 return .entry(header, payload: payload, info: info)
             case let other:
                 return other
@@ -410,11 +415,12 @@ extension DiskTier {
     }
 
     /// What a row says of itself, in the shape a file's `stat` has: its size, its last use as
-    /// its access time, and this user as its owner (the store's files are checked with the folder).
+    /// its access time, this user as its owner (the store's files are checked with the folder),
+    /// and whether it was used since it was written.
     static func rowInfo(_ entry: StoreEntry) -> FileInfo {
         FileInfo(
             size: entry.size, accessedAt: Double(entry.lastUse), modifiedAt: Double(entry.lastUse),
-            isRegularFile: true, isDirectory: false, owner: processUser)
+            isRegularFile: true, isDirectory: false, owner: processUser, unusedSinceWritten: entry.frequency == 0)
     }
 
     /// This process's effective user, read once: a row's owner (``rowInfo(_:)``), which every

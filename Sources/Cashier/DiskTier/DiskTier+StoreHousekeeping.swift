@@ -198,11 +198,12 @@ extension DiskTier {
     /// Plans a sweep with a store: entries in the index's eviction order until the folder
     /// occupies at most `limits.sweepTarget` of `limits.size`. The store's own files count:
     /// what the folder occupies is measured, not the entries' sizes added up.
-    func planStoreSweep(_ store: EntryStore, limits: Limits) -> RemovalPlan {
+    func planStoreSweep(_ store: EntryStore, limits: Limits, at now: Double) -> RemovalPlan {
         guard let limit = limits.size else { return RemovalPlan() }
         let victims = chooseStoreVictims(
             store, order: limits.evictionOrder, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil,
             startingAbove: limit)
+        adaptUseGranularity(toVictims: victims.compactMap(\.stored), at: now)
         return RemovalPlan(choices: victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
     }
 
@@ -293,6 +294,9 @@ extension DiskTier {
             if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
             return []
         }
+        // The oldest survivors move to the end of the table, so the pages the sweep left partly
+        // empty go back whole; not on a tight volume, where the moves' pages may not fit.
+        if evictionOrder != nil, !isVolumeTight { try? store.compact(afterRemoving: removed.count) }
         let removedKeys = Set(removed.map(\.key))
         return choices.compactMap { choice in
             guard let stored = choice.stored, removedKeys.contains(stored.key) else { return nil }

@@ -76,9 +76,10 @@ extension DiskTier {
     /// `limits.sweepTarget` of `limits.size`. Call holding the folder lock and no key lock
     /// (it rescans the folder and reads the headers of the entries it reaches), then apply
     /// the plan under the key barrier.
-    package func planSweep(limits: Limits) -> RemovalPlan {
+    /// `now`: the cache's clock, which the uses of rows are counted by.
+    package func planSweep(limits: Limits, at now: Double) -> RemovalPlan {
         state.withLock { $0.sweepScheduled = false }
-        if let store = entryStore() { return planStoreSweep(store, limits: limits) }
+        if let store = entryStore() { return planStoreSweep(store, limits: limits, at: now) }
         // Another process may have written: the folder, not this process's index, is the truth.
         rescan()
         let (files, total) = state.withLock { ($0.files, $0.totalSize) }
