@@ -35,11 +35,11 @@ extension DiskTier {
     /// gives up its turn. Opening a store the folder has, or reopening one replaced, is I/O: it
     /// is done off the caller's thread, and the version says the store changed meanwhile.
     func storeVersionWithoutWaiting() -> StoreVersion? {
-        guard usesStore else { return StoreVersion.none }
-        guard let store = openedStore else {
-            if case .closed = storeState.withLock({ $0.phase }) { inBackground { [self] in _ = entryStore() } }
-            return StoreVersion.none
-        }
+        openedIndex.versionWithoutWaiting()
+    }
+
+    /// ``storeVersionWithoutWaiting()`` of the open `store`.
+    func storeVersionWithoutWaiting(_ store: EntryStore) -> StoreVersion? {
         var info = stat()
         guard lstat(store.path, &info) == 0 else { return .unknown }
         let device = UInt64(truncatingIfNeeded: info.st_dev)

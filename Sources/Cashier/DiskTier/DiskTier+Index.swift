@@ -29,27 +29,9 @@ extension DiskTier {
         _ fileName: String, key: String, info: FileInfo, isLocked: Bool, at now: Double,
         foundSlidingLifespanOver: Bool = false, sliding: Bool = false
     ) -> Double {
-        if let store = openedStore {
-            // A sliding lifespan runs from its last use: that one is written exactly.
-            if sliding {
-                if now > info.accessedAt { persistStoreUses(store, [(key, now)], exactly: true) }
-                return now
-            }
-            guard abs(now - info.accessedAt) >= Self.recencyGranularity else {
-                noteStoredUse(key, at: info.accessedAt)
-                return info.accessedAt
-            }
-            persistStoreUses(store, [(key, now)])
-            return now
-        }
-        state.withLock {
-            $0.note(
-                fileName,
-                IndexRecord(
-                    size: info.size, lastUse: now, isLocked: isLocked, stamp: info.accessedAt,
-                    modifiedAt: info.modifiedAt))
-        }
-        return persistUse(fileName, at: now, stamp: foundSlidingLifespanOver ? nil : info.accessedAt)
+        openedIndex.noteRead(
+            fileName, key: key, info: info, isLocked: isLocked, at: now,
+            foundSlidingLifespanOver: foundSlidingLifespanOver, sliding: sliding)
     }
 
     /// The last use of `fileName` this process's index holds (writes, reads, uses), if any.
@@ -84,11 +66,7 @@ extension DiskTier {
     /// With a store, the bytes are what the folder occupies (the store, its `-wal` and `-shm`,
     /// the large entries' files): what ``Cache/Configuration-swift.struct/diskSizeLimit`` bounds.
     package func totals() -> (count: Int, size: Int) {
-        if let store = entryStore(), let count = try? store.count(), let size = try? store.occupiedBytes() {
-            return (count, size)
-        }
-        loadIndexIfNeeded()
-        return state.withLock { ($0.files.count, $0.totalSize) }
+        currentIndex().totals()
     }
 
     func loadIndexIfNeeded() {

@@ -98,33 +98,6 @@ extension DiskTier {
         return openStore(creatingWith: options, until: deadline)
     }
 
-    /// What a read or a removal goes by: the store, opened if the folder has one; or why a
-    /// store the folder has cannot be used now (never the files it indexes instead: one may be a
-    /// removed or shadowed entry's); or none (no store yet, SQLite missing: every entry a file).
-    enum StoreForReading {
-        case store(EntryStore)
-        case failed(SystemError)
-        case none
-    }
-
-    /// The store for a read (see ``StoreForReading``). At most every ``recheckInterval`` it also
-    /// checks (one `lstat`) that the store file is still the one open: a process that only
-    /// reads notices a store another process set aside or deleted as soon as one that writes.
-    func storeForReading() -> StoreForReading {
-        guard let store = entryStore() else {
-            if let failure = storeOpenFailure() { return .failed(failure) }
-            return .none
-        }
-        let now = MonotonicClock.nanoseconds()
-        let due = storeState.withLock { state in
-            guard now &- state.lastReplacementCheck >= recheckInterval else { return false }
-            state.lastReplacementCheck = now
-            return true
-        }
-        if due, store.isReplaced { checkStoreFile() }
-        return .store(store)
-    }
-
     /// The store when it is open, without opening it.
     var openedStore: EntryStore? {
         guard case .open(let store) = storeState.withLock({ $0.phase }) else { return nil }

@@ -81,9 +81,13 @@ extension DiskTier {
     package func keys(acceptingEveryRecordOf acceptedAppVersion: String?, where include: (EntryHeader) -> Bool)
         -> [String]
     {
-        guard let store = entryStore() else {
-            return scanHeaders().entries.filter { include($0.header) }.map(\.header.key)
-        }
+        currentIndex().keys(acceptingEveryRecordOf: acceptedAppVersion, where: include)
+    }
+
+    /// ``keys(acceptingEveryRecordOf:where:)`` of a folder with a store.
+    func keys(
+        in store: EntryStore, acceptingEveryRecordOf acceptedAppVersion: String?, where include: (EntryHeader) -> Bool
+    ) -> [String] {
         let importing = storeState.withLock { $0.importPending }
         var keys: [String] = []
         var rowKeys = Set<String>()
@@ -132,16 +136,6 @@ extension DiskTier {
         case .damaged(let error, _): return .failure(error)
         case .outOfMemory: return .failure(.lengthMismatch(expected: record.count, actual: 0))
         }
-    }
-
-    /// Plans the removal of every entry whose header `shouldRemove` accepts, rows and files.
-    func planStoreRemovals(_ store: EntryStore, where shouldRemove: (EntryHeader) -> Bool) -> RemovalPlan {
-        let choices = scanStore(store).entries.filter { shouldRemove($0.header) }.map { entry in
-            Choice(
-                fileName: entry.fileName, sequence: nil, removal: .removed(key: entry.header.key),
-                size: entry.info.size, stored: entry.stored)
-        }
-        return RemovalPlan(choices: choices, reclaimsStore: true)
     }
 
     /// Plans garbage collection with a store: damaged rows and files, expired entries and
@@ -193,17 +187,6 @@ extension DiskTier {
             store, order: limits.evictionOrder, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace,
             freedFirst: freed, excluding: Set(chosen.compactMap { $0.stored?.key }))
         return RemovalPlan(choices: chosen + victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
-    }
-
-    /// Plans a sweep with a store: entries in the index's eviction order until the folder
-    /// occupies at most `limits.sweepTarget` of `limits.size`. The store's own files count:
-    /// what the folder occupies is measured, not the entries' sizes added up.
-    func planStoreSweep(_ store: EntryStore, limits: Limits) -> RemovalPlan {
-        guard let limit = limits.size else { return RemovalPlan() }
-        let victims = chooseStoreVictims(
-            store, order: limits.evictionOrder, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil,
-            startingAbove: limit)
-        return RemovalPlan(choices: victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
     }
 
     /// Chooses unlocked entries in the index's eviction order `order` (a locked entry is never
@@ -258,8 +241,8 @@ extension DiskTier {
     /// the large entries among them; returns the removals done.
     /// Each large entry's file goes inside the transaction, before its row (EntryStore's
     /// `remove(unchanged:evictedIn:filePath:)`): no process reads a removed entry's file again.
-    func applyInStore(_ choices: [Choice], evictionOrder: StoreEvictionOrder?) -> [Removal] {
-        guard !choices.isEmpty, let store = openedStore else { return [] }
+    func applyInStore(_ store: EntryStore, _ choices: [Choice], evictionOrder: StoreEvictionOrder?) -> [Removal] {
+        guard !choices.isEmpty else { return [] }
         var removed: [StoreEntry] = []
         func isEviction(_ choice: Choice) -> Bool {
             if case .evicted = choice.removal { true } else { false }
@@ -305,8 +288,7 @@ extension DiskTier {
 
     /// After a plan that removed rows: the freed pages go back to the file system and the log
     /// is checkpointed, so what the folder occupies goes down, not only the entries' total.
-    func reclaimStoreSpace() {
-        guard let store = openedStore else { return }
+    func reclaimStoreSpace(_ store: EntryStore) {
         store.adjustLog(tightVolume: isVolumeTight)
         _ = try? store.reclaimSpace()
         let occupied = try? store.occupiedBytes()
@@ -317,7 +299,11 @@ extension DiskTier {
     /// what the folder occupies: whether that is over `limit` (a sweep is then due). False for a
     /// folder without a store, whose sweeps count files.
     func settle(over limit: Int) -> Bool {
-        guard let store = openedStore else { return false }
+        openedIndex.settle(over: limit)
+    }
+
+    /// ``settle(over:)`` with a store.
+    func settle(_ store: EntryStore, over limit: Int) -> Bool {
         _ = try? store.checkpoint()
         guard let occupied = try? store.occupiedBytes() else { return false }
         // A sweep now, even if the last one found too little to evict (things may have changed).
@@ -351,8 +337,8 @@ extension DiskTier {
     /// Removes the entries whose removal found the volume full, each under its key's lock (a
     /// write of the key since then stays), once the log is folded into the store; those that
     /// still find no room wait for the next reclaim.
-    private func retryRemovalsAwaitingRoom() {
-        guard let store = openedStore, !storeState.withLock({ $0.removalsAwaitingRoom.isEmpty }) else { return }
+    func retryRemovalsAwaitingRoom(in store: EntryStore) {
+        guard !storeState.withLock({ $0.removalsAwaitingRoom.isEmpty }) else { return }
         _ = try? store.checkpoint()
         let keys = storeState.withLock { Array($0.removalsAwaitingRoom.keys) }
         for key in keys {
@@ -387,8 +373,7 @@ extension DiskTier {
         inBackground { [self] in
             storeState.withLock { $0.reclaimScheduled = false }
             _ = withBackgroundActivity("Cashier store reclaim") {
-                retryRemovalsAwaitingRoom()
-                reclaimStoreSpace()
+                openedIndex.reclaimSpace(retryingRemovals: true)
             }
         }
     }

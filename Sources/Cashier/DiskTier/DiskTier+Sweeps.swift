@@ -16,16 +16,9 @@ extension DiskTier {
     /// Schedules `sweep` off the caller's thread if the folder may be over `limits.size`.
     package func sweepIfNeeded(limits: Limits, sweep: @escaping Sweep) {
         guard let limit = limits.size else { return }
-        if openedStore != nil {
-            // With a store: by the estimate of what the folder occupies (DiskTier+Store.swift).
-            let due = storeState.withLock { state in
-                let floor = state.fruitlessSweepAt.map { max(limit, $0 + limit / 10) } ?? limit
-                return state.occupiedEstimate.map { $0 > floor } ?? true
-            }
-            guard due else { return }
-        }
+        guard openedIndex.mayExceed(limit) else { return }
         let shouldSchedule = state.withLock { state -> Bool in
-            guard !state.sweepScheduled, usesStore || !state.loaded || state.totalSize > limit else { return false }
+            guard !state.sweepScheduled else { return false }
             state.sweepScheduled = true
             return true
         }
@@ -78,18 +71,6 @@ extension DiskTier {
     /// the plan under the key barrier.
     package func planSweep(limits: Limits) -> RemovalPlan {
         state.withLock { $0.sweepScheduled = false }
-        if let store = entryStore() { return planStoreSweep(store, limits: limits) }
-        // Another process may have written: the folder, not this process's index, is the truth.
-        rescan()
-        let (files, total) = state.withLock { ($0.files, $0.totalSize) }
-        guard let limit = limits.size, total > limit else { return RemovalPlan() }
-        let candidates = files.map { name, record in
-            Candidate(
-                fileName: name, key: nil, size: record.size, lastUse: record.lastUse, sequence: record.sequence,
-                modifiedAt: record.modifiedAt, isLocked: record.isLocked)
-        }
-        return RemovalPlan(
-            choices: chooseVictims(
-                from: candidates, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil))
+        return currentIndex().planSweep(limits: limits)
     }
 }
