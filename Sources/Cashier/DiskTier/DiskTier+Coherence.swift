@@ -38,26 +38,6 @@ extension DiskTier {
         openedIndex.versionWithoutWaiting()
     }
 
-    /// ``storeVersionWithoutWaiting()`` of the open `store`.
-    func storeVersionWithoutWaiting(_ store: EntryStore) -> StoreVersion? {
-        var info = stat()
-        guard lstat(store.path, &info) == 0 else { return .unknown }
-        let device = UInt64(truncatingIfNeeded: info.st_dev)
-        let inode = UInt64(truncatingIfNeeded: info.st_ino)
-        guard FileIdentity(device: device, inode: inode) == store.writerIdentity else {
-            // Another process set the store aside, or it was deleted and made anew: what the
-            // tier holds may be gone. The writer reopens off this thread.
-            inBackground { [self] in checkStoreFile() }
-            return .version(device: device, inode: inode, dataVersion: Int64.min)
-        }
-        do throws(StoreError) {
-            guard let dataVersion = try store.dataVersionIfFree() else { return nil }
-            return .version(device: device, inode: inode, dataVersion: dataVersion)
-        } catch {
-            return .unknown
-        }
-    }
-
     /// Runs `work` on the sweep queue, off the caller's thread; ``waitForSweeps()`` waits for it.
     func inBackground(_ work: @escaping @Sendable () -> Void) {
         pendingSweeps.enter()

@@ -73,7 +73,7 @@ extension DiskTier {
         var removal: Removal
         /// The file's size: what removing it frees, as far as the plan counts.
         var size: Int
-        /// The entry's row as the plan saw it: removed only if still so (see ``applyInStore(_:evictionOrder:)``).
+        /// The entry's row as the plan saw it: removed only if still so (see ``StoreIndex/removeRows(_:evictionOrder:)``).
         var stored: StoreEntry? = nil
     }
 
@@ -99,6 +99,10 @@ extension DiskTier {
         return removals
     }
 
+    /// Removals up to which a sweep of rows unlinks each key's file name without listing the
+    /// folder (``StoreIndex/removeRows(_:evictionOrder:)``).
+    static let unlinksWithoutListing = 64
+
     /// Rebuilds the index after `plan` was applied, when the plan asks for it (garbage
     /// collection, which also removed files it does not report). Call after the barrier.
     package func finish(_ plan: RemovalPlan) {
@@ -115,6 +119,16 @@ extension DiskTier {
         damaged: [(fileName: String, error: EntryFormatError, size: Int)]
     ) {
         currentIndex().scanHeaders()
+    }
+
+    /// The keys of every entry whose header `include` accepts, rows and files, keeping no
+    /// header: what ``Cache/keys`` lists. One pass over the index; a row's record is read only
+    /// when its shape does not decide: `include` accepts every record written under
+    /// `acceptedAppVersion`, so a row whose shape says that version is listed unread.
+    package func keys(acceptingEveryRecordOf acceptedAppVersion: String?, where include: (EntryHeader) -> Bool)
+        -> [String]
+    {
+        currentIndex().keys(acceptingEveryRecordOf: acceptedAppVersion, where: include)
     }
 
     /// Plans the removal of every entry whose header `shouldRemove` accepts. Call holding the
@@ -145,5 +159,12 @@ extension DiskTier {
     /// once applied (``finish(_:)``).
     package func planGarbageCollection(now: Double, limits: Limits, reclaim: Reclaim) -> RemovalPlan {
         currentIndex().planGarbageCollection(now: now, limits: limits, reclaim: reclaim)
+    }
+
+    /// Folds the store's log into it and cuts it back (without waiting for readers), and measures
+    /// what the folder occupies: whether that is over `limit` (a sweep is then due). False for a
+    /// folder without a store, whose sweeps count files.
+    func settle(over limit: Int) -> Bool {
+        openedIndex.settle(over: limit)
     }
 }

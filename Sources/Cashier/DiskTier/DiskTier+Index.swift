@@ -1,6 +1,8 @@
 import CashierPlatform
 import Foundation
 
+/// This process's index of the folder's entry files (`IndexState`): what ``FileIndex`` counts,
+/// orders and sweeps by; a folder with a store keeps its index in the store (``StoreIndex``).
 extension DiskTier {
     // MARK: The index
 
@@ -11,27 +13,6 @@ extension DiskTier {
                 IndexRecord(
                     size: size, lastUse: now, isLocked: isLocked, stamp: now, modifiedAt: Date().timeIntervalSince1970))
         }
-    }
-
-    /// Records a read at `now` (the cache's clock), for least-recently-used order: exactly
-    /// in this process's index, and in the file's access time when that is a granularity
-    /// or more off (see ``recencyGranularity``). Returns the access time the file keeps now.
-    ///
-    /// `foundSlidingLifespanOver`: the read found a ``Lifespan/sinceLastUse(_:)`` lifespan over
-    /// and `now` is its last use. Where reading moves access times (no `O_NOATIME`, a mount
-    /// without `noatime`), the read itself may have moved the file's, and it must not count as
-    /// a use in the next launch: the access time is set to `now` whatever `info` says.
-    ///
-    /// With the store, the use goes to `key`'s row instead, on the same terms (see
-    /// ``persistStoreUses(_:_:exactly:)``).
-    @discardableResult
-    package func noteRead(
-        _ fileName: String, key: String, info: FileInfo, isLocked: Bool, at now: Double,
-        foundSlidingLifespanOver: Bool = false, sliding: Bool = false
-    ) -> Double {
-        openedIndex.noteRead(
-            fileName, key: key, info: info, isLocked: isLocked, at: now,
-            foundSlidingLifespanOver: foundSlidingLifespanOver, sliding: sliding)
     }
 
     /// The last use of `fileName` this process's index holds (writes, reads, uses), if any.

@@ -5,16 +5,17 @@ import Foundation
 
 /// One cache folder: entry files, their index, and the housekeeping on them.
 ///
-/// This file holds the store and its reads and writes of one entry; its other jobs have
-/// files of their own: names (`DiskTier+Names.swift`), the index (`+Index`), recency
+/// This file holds the reads and writes of one entry; its other jobs have files of their
+/// own: names (`DiskTier+Names.swift`), the in-process index of files (`+Index`), recency
 /// (`+Recency`), housekeeping plans and their application (`+Housekeeping`), size sweeps
-/// (`+Sweeps`).
+/// (`+Sweeps`), the store's opening and state (`+Store`).
 ///
-/// With SQLite (every supported system), small entries are rows of the folder's store and
-/// large ones are files indexed by a row of their own (DiskTier+Store.swift); the store is
-/// the index `count`, `keys`, `totalSize` and eviction read. Without it, every entry is a
-/// file and the index is loaded by one folder scan the first time it is needed, never on the
-/// read path. Decisions that must be made by one process at a time (eviction, garbage
+/// Every operation goes through the folder's ``EntryIndex`` (EntryIndex.swift), one of two:
+/// with SQLite (every supported system), ``StoreIndex``: small entries are rows of the
+/// folder's store and large ones are files indexed by a row of their own; the store is the
+/// index `count`, `keys`, `totalSize` and eviction read. Without it, ``FileIndex``: every
+/// entry is a file and the index is loaded by one folder scan the first time it is needed,
+/// never on the read path. Decisions that must be made by one process at a time (eviction, garbage
 /// collection) hold an advisory `flock` on the folder's `.lock` file; plain reads take no lock.
 package final class DiskTier: Sendable {
     package let folder: String
@@ -90,6 +91,27 @@ package final class DiskTier: Sendable {
         case .success(let index): index.read(key: key, fileName: Self.fileName(for: key))
         case .failure(let error): .failed(error)
         }
+    }
+
+    /// Records a read at `now` (the cache's clock), for least-recently-used order: exactly
+    /// in this process's index, and in the file's access time when that is a granularity
+    /// or more off (see ``recencyGranularity``). Returns the access time the file keeps now.
+    ///
+    /// `foundSlidingLifespanOver`: the read found a ``Lifespan/sinceLastUse(_:)`` lifespan over
+    /// and `now` is its last use. Where reading moves access times (no `O_NOATIME`, a mount
+    /// without `noatime`), the read itself may have moved the file's, and it must not count as
+    /// a use in the next launch: the access time is set to `now` whatever `info` says.
+    ///
+    /// With the store, the use goes to `key`'s row instead, on the same terms (see
+    /// ``persistStoreUses(_:_:exactly:)``).
+    @discardableResult
+    package func noteRead(
+        _ fileName: String, key: String, info: FileInfo, isLocked: Bool, at now: Double,
+        foundSlidingLifespanOver: Bool = false, sliding: Bool = false
+    ) -> Double {
+        openedIndex.noteRead(
+            fileName, key: key, info: info, isLocked: isLocked, at: now,
+            foundSlidingLifespanOver: foundSlidingLifespanOver, sliding: sliding)
     }
 
     /// Reads just the header of an entry file (checksum not verified).

@@ -9,7 +9,7 @@ import Foundation
 /// built in this process by a folder scan, recency in the files' access times).
 ///
 /// The disk tier's operations call the index and never ask which one it is. Which one the
-/// folder has is decided in one place, the accessors below: ``DiskTier/openedIndex`` (the store
+/// folder has is decided in one place, beside the store's opening (DiskTier+Store.swift): ``DiskTier/openedIndex`` (the store
 /// only if already open), ``DiskTier/currentIndex()`` (opening a store the folder has),
 /// ``DiskTier/indexForReading()`` (or why a store the folder has cannot be used now) and
 /// ``DiskTier/indexForWriting(_:judgesAnew:until:)`` (creating the store). The files serve a
@@ -83,59 +83,4 @@ protocol EntryIndex: Sendable {
 
     /// The version of what the memory tier's values were read from (see `DiskTier+Coherence.swift`).
     func versionWithoutWaiting() -> StoreVersion?
-}
-
-extension DiskTier {
-    /// The index the folder has now, without opening a store: the store's if open, else the files'.
-    var openedIndex: any EntryIndex {
-        if let store = openedStore { return StoreIndex(disk: self, store: store) }
-        return FileIndex(disk: self)
-    }
-
-    /// The index the folder has, opening its store if it has one.
-    func currentIndex() -> any EntryIndex {
-        if let store = entryStore() { return StoreIndex(disk: self, store: store) }
-        return FileIndex(disk: self)
-    }
-
-    /// The index for a read or a removal: the store's, opened if the folder has one, or why a
-    /// store the folder has cannot be used now (never the files it indexes instead: one may be
-    /// a removed or shadowed entry's), or the files' (no store yet, SQLite missing).
-    ///
-    /// At most every ``recheckInterval`` it also checks (one `lstat`) that the store file is
-    /// still the one open: a process that only reads notices a store another process set aside
-    /// or deleted as soon as one that writes.
-    func indexForReading() -> Result<any EntryIndex, SystemError> {
-        guard let store = entryStore() else {
-            if let failure = storeOpenFailure() { return .failure(failure) }
-            return .success(FileIndex(disk: self))
-        }
-        let now = MonotonicClock.nanoseconds()
-        let due = storeState.withLock { state in
-            guard now &- state.lastReplacementCheck >= recheckInterval else { return false }
-            state.lastReplacementCheck = now
-            return true
-        }
-        if due, store.isReplaced { checkStoreFile() }
-        return .success(StoreIndex(disk: self, store: store))
-    }
-
-    /// The index for a write: the store's, created if the folder has none yet (the folder made
-    /// first), or the files' where SQLite cannot be used.
-    ///
-    /// A store that is there but cannot be opened now (another process's lock past the wait, an
-    /// I/O error) may hold an older row of the key, which reads find first: a file written
-    /// instead would be hidden by it. The write fails; nothing is lost.
-    func indexForWriting(_ options: WriteOptions, judgesAnew: Bool, until deadline: MonotonicDeadline)
-        throws(SystemError) -> any EntryIndex
-    {
-        guard usesStore else { return FileIndex(disk: self) }
-        if judgesAnew { checkStoreFile() }
-        try prepareFolder(options)
-        if let store = entryStore(creatingWith: options, until: deadline) {
-            return StoreIndex(disk: self, store: store)
-        }
-        if let failure = storeOpenFailure() { throw failure }
-        return FileIndex(disk: self)
-    }
 }

@@ -19,7 +19,7 @@ struct StoreIndex: EntryIndex {
     /// older than the store may still lack rows (an import is under way).
     func read(key: String, fileName: String) -> DiskTier.ReadResult {
         let importing = disk.storeState.withLock { $0.importPending }
-        if let found = disk.readFromStore(store, key: key, fileName: fileName) { return found }
+        if let found = readRow(key: key, fileName: fileName) { return found }
         guard importing else { return .absent }
         return disk.read(fileName)
     }
@@ -28,7 +28,7 @@ struct StoreIndex: EntryIndex {
         // Whether files may lack rows, asked before the row is: an import that gives this
         // key's file a row meanwhile still leaves the file to read.
         let importing = disk.storeState.withLock { $0.importPending }
-        switch disk.readFromStore(store, key: key, fileName: fileName, headerOnly: true) {
+        switch readRow(key: key, fileName: fileName, headerOnly: true) {
         case nil: guard importing else { return .failure(.absent) }
         case .absent?: return .failure(.absent)
         case .entry(let header, _, let info)?: return .success((header, info))
@@ -36,6 +36,84 @@ struct StoreIndex: EntryIndex {
         case .failed(let error)?: return .failure(.failed(error))
         }
         return disk.readHeader(fileName)
+    }
+
+    /// Reads `key`'s entry from the store: a row checked like a file, a large entry's file,
+    /// or `nil` when the store has no row for it (the caller then reads the file).
+    /// `rereads`: how many times the row was read again because the file of the row read
+    /// before was gone (another process replaced the entry meanwhile).
+    func readRow(
+        key: String, fileName: String, headerOnly: Bool = false, rereads: Int = 0
+    ) -> DiskTier.ReadResult? {
+        let stored: StoredRecord?
+        do throws(StoreError) {
+            stored = try store.record(for: DiskTier.storeKey(key))
+        } catch {
+            return readFailure(error, operation: "read")
+        }
+        guard let stored else { return nil }
+        guard stored.entry.location == .row else {
+            // A large entry: its header is its file's (only the header, for `headerOnly`).
+            let found: DiskTier.ReadResult
+            if headerOnly {
+                switch disk.fileSystem.readEntryHeader(disk.path(fileName)) {
+                case .success(let (header, info)): found = .entry(header, payload: Data(), info: info)
+                case .failure(.absent): found = .absent
+                case .failure(.damaged(let error, let size)):
+                    found = .damaged(
+                        error, info: DiskTier.rowInfo(StoreEntry(key: key, location: .file, size: size, lastUse: 0)))
+                case .failure(.failed(let error)): found = .failed(error)
+                }
+            } else {
+                found = disk.fileSystem.readEntry(disk.path(fileName))
+            }
+            switch found {
+            case .absent:
+                // Another process may have replaced the entry and removed the file after this
+                // read found the row: the row read again says (once, no wait).
+                // (The row read again may look the same: a large write of the same size in the same
+                // second; what tells is whether its file is there now.)
+                if rereads < Self.rereadsOfAReplacedRow {
+                    return readRow(
+                        key: key, fileName: fileName, headerOnly: headerOnly, rereads: rereads + 1)
+                }
+                // The row of a file that is gone: the entry is (the row goes if the file is still
+                // missing under the store's lock, where no write of the key is under way).
+                _ = try? store.remove(unchanged: stored.entry, ifMissing: disk.path(fileName))
+                return .absent
+            case .entry(let header, let payload, var info):
+                // Uses are kept in the row, not the file's access time.
+                info.accessedAt = max(info.accessedAt, Double(stored.entry.lastUse))
+                return .entry(header, payload: payload, info: info)
+            case let other:
+                return other
+            }
+        }
+        let info = DiskTier.rowInfo(stored.entry)
+        switch DiskTier.readEntry(fromRecord: stored.record, wantsPayload: !headerOnly) {
+        case .entry(let header, let payload): return .entry(header, payload: payload ?? Data(), info: info)
+        case .damaged(let error, let header):
+            // Its shape may be what is damaged: no connection goes on using the shapes it knows.
+            store.forgetShapes()
+            return .damaged(error, info: info, header: header)
+        case .outOfMemory: return .failed(SystemError(code: ENOMEM, operation: "read", path: store.path))
+        }
+    }
+
+    /// How many times at most a read follows a row that changed under it (each time because
+    /// another process replaced the entry between the row's reading and its file's): a read
+    /// never waits, and every reading again is another process's progress.
+    static let rereadsOfAReplacedRow = 4
+
+    /// A read's answer to a store that failed: a damaged store set aside is an empty one.
+    private func readFailure(_ error: StoreError, operation: String) -> DiskTier.ReadResult {
+        switch error {
+        case .setAside(let setAside):
+            disk.noteSetAside(setAside, of: store)
+            return .absent
+        case .unavailable, .busy, .failed:
+            return .failed(DiskTier.systemError(error, path: store.path, operation))
+        }
     }
 
     func keepsAsRow(size: Int) -> Bool { size <= disk.rowLimit }
@@ -156,22 +234,18 @@ struct StoreIndex: EntryIndex {
         entries: [(fileName: String, header: EntryHeader, info: FileInfo)],
         damaged: [(fileName: String, error: EntryFormatError, size: Int)]
     ) {
-        let scan = disk.scanStore(store)
+        let scan = scan()
         return (
             scan.entries.map { ($0.fileName, $0.header, $0.info) },
             scan.damaged.map { ($0.name, $0.error, $0.size) }
         )
     }
 
-    func keys(acceptingEveryRecordOf acceptedAppVersion: String?, where include: (EntryHeader) -> Bool) -> [String] {
-        disk.keys(in: store, acceptingEveryRecordOf: acceptedAppVersion, where: include)
-    }
-
     /// Files are the store's to remove, under its lock (a file another process renames into
     /// place meanwhile is that process's entry).
     func removeAllEntries() -> [SystemError] {
         disk.forgetPendingUses(of: nil)
-        let failures = disk.removeAllFromStore(store)
+        let failures = removeEveryRow()
         disk.storeState.withLock { $0.occupiedEstimate = nil }
         disk.state.withLock { $0.reset(loadedEmpty: failures.isEmpty) }
         return failures
@@ -181,7 +255,7 @@ struct StoreIndex: EntryIndex {
 
     /// Every entry whose header `shouldRemove` accepts, rows and files.
     func planRemovals(where shouldRemove: (EntryHeader) -> Bool) -> DiskTier.RemovalPlan {
-        let choices = disk.scanStore(store).entries.filter { shouldRemove($0.header) }.map { entry in
+        let choices = scan().entries.filter { shouldRemove($0.header) }.map { entry in
             DiskTier.Choice(
                 fileName: entry.fileName, sequence: nil, removal: .removed(key: entry.header.key),
                 size: entry.info.size, stored: entry.stored)
@@ -189,18 +263,13 @@ struct StoreIndex: EntryIndex {
         return DiskTier.RemovalPlan(choices: choices, reclaimsStore: true)
     }
 
-    func planGarbageCollection(now: Double, limits: DiskTier.Limits, reclaim: DiskTier.Reclaim) -> DiskTier.RemovalPlan
-    {
-        disk.planStoreGarbageCollection(store, now: now, limits: limits, reclaim: reclaim)
-    }
-
     /// Entries in the index's eviction order until the folder occupies at most
     /// `limits.sweepTarget` of `limits.size`. The store's own files count: what the folder
     /// occupies is measured, not the entries' sizes added up.
     func planSweep(limits: DiskTier.Limits) -> DiskTier.RemovalPlan {
         guard let limit = limits.size else { return DiskTier.RemovalPlan() }
-        let victims = disk.chooseStoreVictims(
-            store, order: limits.evictionOrder, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil,
+        let victims = chooseVictims(
+            order: limits.evictionOrder, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil,
             startingAbove: limit)
         return DiskTier.RemovalPlan(choices: victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
     }
@@ -216,20 +285,33 @@ struct StoreIndex: EntryIndex {
     /// The rows as planned in the store's transactions, then the files the plan chose without a
     /// row (damaged files).
     func apply(_ plan: DiskTier.RemovalPlan) -> [DiskTier.Removal] {
-        disk.applyInStore(store, plan.choices.filter { $0.stored != nil }, evictionOrder: plan.evictionOrder)
+        removeRows(plan.choices.filter { $0.stored != nil }, evictionOrder: plan.evictionOrder)
             + disk.removeChosenFiles(plan)
     }
 
     func reclaimSpace(retryingRemovals: Bool) {
-        if retryingRemovals { disk.retryRemovalsAwaitingRoom(in: store) }
-        disk.reclaimStoreSpace(store)
+        if retryingRemovals { retryRemovalsAwaitingRoom() }
+        reclaimStoreSpace()
     }
 
-    func settle(over limit: Int) -> Bool {
-        disk.settle(store, over: limit)
-    }
-
+    /// One `lstat` and, if no call of this process holds the store's writer, `PRAGMA
+    /// data_version` on it; nil, at once, if one does.
     func versionWithoutWaiting() -> StoreVersion? {
-        disk.storeVersionWithoutWaiting(store)
+        var info = stat()
+        guard lstat(store.path, &info) == 0 else { return .unknown }
+        let device = UInt64(truncatingIfNeeded: info.st_dev)
+        let inode = UInt64(truncatingIfNeeded: info.st_ino)
+        guard FileIdentity(device: device, inode: inode) == store.writerIdentity else {
+            // Another process set the store aside, or it was deleted and made anew: what the
+            // tier holds may be gone. The writer reopens off this thread.
+            disk.inBackground { [disk] in disk.checkStoreFile() }
+            return .version(device: device, inode: inode, dataVersion: Int64.min)
+        }
+        do throws(StoreError) {
+            guard let dataVersion = try store.dataVersionIfFree() else { return nil }
+            return .version(device: device, inode: inode, dataVersion: dataVersion)
+        } catch {
+            return .unknown
+        }
     }
 }
