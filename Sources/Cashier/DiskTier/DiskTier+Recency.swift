@@ -108,7 +108,8 @@ extension DiskTier {
     /// from) into its row at once, if that needs no wait: the store's writer and lock free and
     /// commits not synchronized (`synchronous=FULL` syncs). So a process killed right after a
     /// memory hit still leaves the use to the next launch. Returns false, having done nothing,
-    /// otherwise: the caller hands it to the background queue.
+    /// otherwise: the caller hands it to the background queue. Without a store the use goes to
+    /// the file's access time, at once, and this returns true.
     func noteSlidingUseIfFree(_ key: String, at now: Double) -> Bool {
         openedIndex.noteSlidingUseIfFree(key, at: now)
     }

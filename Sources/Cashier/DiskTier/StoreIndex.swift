@@ -8,7 +8,7 @@ import Foundation
 /// index `count`, `keys`, `totalSize` and eviction read, and uses are kept in the rows
 /// (DiskTier+Recency.swift). Its rows and the large entries' files are changed in one store
 /// transaction (DiskTier+StoreWrites.swift); housekeeping reads the index
-/// (DiskTier+StoreHousekeeping.swift).
+/// (StoreIndex+Housekeeping.swift).
 struct StoreIndex: EntryIndex {
     let disk: DiskTier
     let store: EntryStore
