@@ -37,7 +37,7 @@ extension Cache {
         if let ticket = memory.coherenceTicket() { return ticket }
         // A store the folder has is opened here (this is disk work); its version never waits:
         // with the writer busy now there is no baseline, and what this work finds is not kept.
-        _ = disk.entryStore()
+        _ = disk.currentIndex()
         guard let version = disk.storeVersionWithoutWaiting() else { return CoherenceTicket(epoch: .max) }
         // No store yet: no baseline either; the write that makes the store takes one after it
         // (``settleCoherenceBaseline(after:)``), the first check otherwise.

@@ -13,25 +13,19 @@ extension Cache {
     /// taken by a write under way off its thread (``recordMemoryUsesLater()``) written first.
     func recordMemoryUses() {
         guard let disk else { return }
-        guard disk.openedStore != nil else {
-            usesWriting.lock()
-            defer { usesWriting.unlock() }
-            let keys = memory.takeUsedNames()
-            guard !keys.isEmpty else { return }
-            return disk.noteUses(ofKeys: keys, at: nowSeconds)
-        }
         handOverMemoryUses(to: disk)
         // With the disk reads' uses, and any a write under way has taken (it holds the flush).
-        disk.flushStoreUses()
+        disk.flushUses()
     }
 
     /// Takes the memory tier's uses into those the disk tier gathers for its rows, as used now
-    /// (a sliding entry's at its own moment): no I/O. Under ``usesWriting``, so a caller that
-    /// orders by recency next finds every use taken meanwhile gathered.
+    /// (a sliding entry's at its own moment): no I/O with a store; without one, the access times
+    /// are written now (``DiskTier/gatherUses(ofKeys:at:)``). Under ``usesWriting``, so a caller
+    /// that orders by recency next finds every use taken meanwhile gathered.
     private func handOverMemoryUses(to disk: DiskTier) {
         usesWriting.lock()
         defer { usesWriting.unlock() }
-        disk.gatherStoreUses(ofKeys: memory.takeUsedNames(), at: nowSeconds)
+        disk.gatherUses(ofKeys: memory.takeUsedNames(), at: nowSeconds)
     }
 
     /// ``recordMemoryUses()`` with the write off the caller's thread, a ``DiskTier/usesWindow``
@@ -44,7 +38,6 @@ extension Cache {
     /// access times, which no other process holds: written at once, as before.
     func recordMemoryUsesLater() {
         guard let disk else { return }
-        guard disk.openedStore != nil else { return recordMemoryUses() }
         guard memory.hasUsedNames else { return }
         // Gathered uses schedule their write themselves (`DiskTier.persistStoreUses`).
         handOverMemoryUses(to: disk)
@@ -61,8 +54,7 @@ extension Cache {
         guard memory.noteUse(name, at: now, countingHit: countingHit), let disk else { return }
         // With a store: at once if that needs no wait (a memory hit never waits for another
         // process's lock, nor this process's writes), else off the caller's thread. A file's
-        // access time: at once.
-        guard disk.openedStore != nil else { return disk.noteUses(ofKeys: [(name, now)], at: now) }
+        // access time: at once (``DiskTier/noteSlidingUseIfFree(_:at:)`` writes it).
         if disk.noteSlidingUseIfFree(name, at: now) { return }
         disk.inBackground { disk.noteUses(ofKeys: [(name, now)], at: now) }
     }

@@ -86,11 +86,9 @@ public final class Cache: Sendable {
         // folder (this process's, maybe with a disk tier of its own once this one's goes, or the
         // next launch's) orders by them; else off this thread (a deinit may run on the main
         // thread; the write may wait for another process's lock).
-        if let disk, disk.openedStore != nil {
-            disk.gatherStoreUses(ofKeys: memory.takeUsedNames(), at: nowSeconds)
-            if !disk.flushStoreUsesIfFree() { disk.inBackground { disk.flushStoreUses() } }
-        } else {
-            recordMemoryUses()
+        if let disk {
+            disk.gatherUses(ofKeys: memory.takeUsedNames(), at: nowSeconds)
+            if !disk.flushUsesIfFree() { disk.inBackground { disk.flushUses() } }
         }
         garbageCollection?.stop()
         folderState.hub.unsubscribe(subscription)

@@ -35,27 +35,7 @@ extension DiskTier {
     /// gives up its turn. Opening a store the folder has, or reopening one replaced, is I/O: it
     /// is done off the caller's thread, and the version says the store changed meanwhile.
     func storeVersionWithoutWaiting() -> StoreVersion? {
-        guard usesStore else { return StoreVersion.none }
-        guard let store = openedStore else {
-            if case .closed = storeState.withLock({ $0.phase }) { inBackground { [self] in _ = entryStore() } }
-            return StoreVersion.none
-        }
-        var info = stat()
-        guard lstat(store.path, &info) == 0 else { return .unknown }
-        let device = UInt64(truncatingIfNeeded: info.st_dev)
-        let inode = UInt64(truncatingIfNeeded: info.st_ino)
-        guard FileIdentity(device: device, inode: inode) == store.writerIdentity else {
-            // Another process set the store aside, or it was deleted and made anew: what the
-            // tier holds may be gone. The writer reopens off this thread.
-            inBackground { [self] in checkStoreFile() }
-            return .version(device: device, inode: inode, dataVersion: Int64.min)
-        }
-        do throws(StoreError) {
-            guard let dataVersion = try store.dataVersionIfFree() else { return nil }
-            return .version(device: device, inode: inode, dataVersion: dataVersion)
-        } catch {
-            return .unknown
-        }
+        openedIndex.versionWithoutWaiting()
     }
 
     /// Runs `work` on the sweep queue, off the caller's thread; ``waitForSweeps()`` waits for it.

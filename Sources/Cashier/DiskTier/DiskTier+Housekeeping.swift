@@ -76,7 +76,7 @@ extension DiskTier {
         var removal: Removal
         /// The file's size: what removing it frees, as far as the plan counts.
         var size: Int
-        /// The entry's row as the plan saw it: removed only if still so (see ``applyInStore(_:evictionOrder:)``).
+        /// The entry's row as the plan saw it: removed only if still so (see ``StoreIndex/removeRows(_:evictionOrder:)``).
         var stored: StoreEntry? = nil
     }
 
@@ -88,7 +88,13 @@ extension DiskTier {
     /// memory record going must be one step no write of that key can enter (memory and disk
     /// agree). Everything that only decides (headers, free space) was done when the plan was made.
     package func apply(_ plan: RemovalPlan) -> [Removal] {
-        var removals = applyInStore(plan.choices.filter { $0.stored != nil }, evictionOrder: plan.evictionOrder)
+        openedIndex.apply(plan)
+    }
+
+    /// Removes each file `plan` chose without a row that this process has not written, read or
+    /// used since it was chosen; what it removed.
+    func removeChosenFiles(_ plan: RemovalPlan) -> [Removal] {
+        var removals: [Removal] = []
         for choice in plan.choices where choice.stored == nil && sequence(of: choice.fileName) == choice.sequence {
             guard (try? remove(choice.fileName)) != nil else { continue }
             removals.append(choice.removal)
@@ -96,11 +102,15 @@ extension DiskTier {
         return removals
     }
 
+    /// Removals up to which a sweep of rows unlinks each key's file name without listing the
+    /// folder (``StoreIndex/removeRows(_:evictionOrder:)``).
+    static let unlinksWithoutListing = 64
+
     /// Rebuilds the index after `plan` was applied, when the plan asks for it (garbage
     /// collection, which also removed files it does not report). Call after the barrier.
     package func finish(_ plan: RemovalPlan) {
         if plan.reclaimsStore {
-            if !plan.isEmpty { reclaimStoreSpace() }
+            if !plan.isEmpty { openedIndex.reclaimSpace(retryingRemovals: false) }
             return
         }
         if plan.rescansAfterwards { rescan() }
@@ -111,37 +121,23 @@ extension DiskTier {
         entries: [(fileName: String, header: EntryHeader, info: FileInfo)],
         damaged: [(fileName: String, error: EntryFormatError, size: Int)]
     ) {
-        if let store = entryStore() {
-            let scan = scanStore(store)
-            return (
-                scan.entries.map { ($0.fileName, $0.header, $0.info) },
-                scan.damaged.map { ($0.name, $0.error, $0.size) }
-            )
-        }
-        guard let names = try? fileSystem.contentsOfDirectory(folder) else { return ([], []) }
-        var entries: [(String, EntryHeader, FileInfo)] = []
-        var damaged: [(String, EntryFormatError, Int)] = []
-        for name in names where Self.isEntryFileName(name) {
-            switch readHeader(name) {
-            case .success(let (header, info)): entries.append((name, header, info))
-            case .failure(.damaged(let error, let size)): damaged.append((name, error, size))
-            case .failure: break
-            }
-        }
-        return (entries, damaged)
+        currentIndex().scanHeaders()
+    }
+
+    /// The keys of every entry whose header `include` accepts, rows and files, keeping no
+    /// header: what ``Cache/keys`` lists. One pass over the index; a row's record is read only
+    /// when its shape does not decide: `include` accepts every record written under
+    /// `acceptedAppVersion`, so a row whose shape says that version is listed unread.
+    package func keys(acceptingEveryRecordOf acceptedAppVersion: String?, where include: (EntryHeader) -> Bool)
+        -> [String]
+    {
+        currentIndex().keys(acceptingEveryRecordOf: acceptedAppVersion, where: include)
     }
 
     /// Plans the removal of every entry whose header `shouldRemove` accepts. Call holding the
     /// folder lock (``withFolderLock(_:)``) and no key lock: it reads every header.
     package func planRemovals(where shouldRemove: (EntryHeader) -> Bool) -> RemovalPlan {
-        if let store = entryStore() { return planStoreRemovals(store, where: shouldRemove) }
-        let known = state.withLock { $0.files }
-        let choices = scanHeaders().entries.filter { shouldRemove($0.header) }.map { entry in
-            Choice(
-                fileName: entry.fileName, sequence: known[entry.fileName]?.sequence,
-                removal: .removed(key: entry.header.key), size: entry.info.size)
-        }
-        return RemovalPlan(choices: choices)
+        currentIndex().planRemovals(where: shouldRemove)
     }
 
     /// Removes every entry file; temporary files of writers still running are left to them.
@@ -153,25 +149,7 @@ extension DiskTier {
     /// record going.
     @discardableResult
     package func removeAllEntries() -> [SystemError] {
-        var failures: [SystemError] = []
-        if let store = entryStore() {
-            // Files are the store's to remove, under its lock (a file another process renames
-            // into place meanwhile is that process's entry).
-            forgetPendingUses(of: nil)
-            failures = removeAllFromStore(store)
-            storeState.withLock { $0.occupiedEstimate = nil }
-            state.withLock { $0.reset(loadedEmpty: failures.isEmpty) }
-            return failures
-        }
-        for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where Self.isEntryFileName(name) {
-            do throws(SystemError) {
-                try fileSystem.removeFile(path(name))
-            } catch {
-                failures.append(error)
-            }
-        }
-        state.withLock { $0.reset(loadedEmpty: failures.isEmpty) }
-        return failures
+        currentIndex().removeAllEntries()
     }
 
     /// Plans garbage collection: damaged files out, expired entries and entries no read can
@@ -183,118 +161,13 @@ extension DiskTier {
     /// every header and asks the volume for its free space once. The plan rebuilds the index
     /// once applied (``finish(_:)``).
     package func planGarbageCollection(now: Double, limits: Limits, reclaim: Reclaim) -> RemovalPlan {
-        if let store = entryStore() {
-            return planStoreGarbageCollection(store, now: now, limits: limits, reclaim: reclaim)
-        }
-        let names = (try? fileSystem.contentsOfDirectory(folder)) ?? []
-        var chosen: [Choice] = []
-        var live: [Candidate] = []
-        let known = state.withLock { $0.files }
-        for name in names {
-            if name.hasPrefix(Self.temporaryPrefix) {
-                removeIfAbandoned(temporary: name)
-                continue
-            }
-            guard Self.isEntryFileName(name) else { continue }
-            let sequence = known[name]?.sequence
-            switch readHeader(name) {
-            case .success(let (header, info)):
-                // An orphan (KeyIdentity.swift): no read finds it, and its key may be live elsewhere.
-                guard Self.isHome(name, of: header.key) else {
-                    _ = try? fileSystem.removeFile(path(name))
-                    continue
-                }
-                let lastUse = Self.lastUse(info: info, indexed: known[name]?.lastUse)
-                if reclaim.expired, header.isExpired(at: now, lastUsedAt: lastUse) {
-                    chosen.append(
-                        Choice(
-                            fileName: name, sequence: sequence, removal: .discarded(key: header.key, reason: .expired),
-                            size: info.size))
-                    continue
-                }
-                if case .some(let appVersion) = reclaim.otherAppVersionsThan, header.schemaVersion == nil,
-                    header.appVersion != appVersion
-                {
-                    let reason = DiscardReason.appVersionMismatch(stored: header.appVersion, current: appVersion)
-                    chosen.append(
-                        Choice(
-                            fileName: name, sequence: sequence, removal: .discarded(key: header.key, reason: reason),
-                            size: info.size))
-                    continue
-                }
-                live.append(
-                    Candidate(
-                        fileName: name, key: header.key, size: info.size, lastUse: lastUse, sequence: sequence,
-                        modifiedAt: info.modifiedAt, isLocked: header.isLocked))
-            case .failure(.damaged(_, let size)):
-                chosen.append(
-                    Choice(
-                        fileName: name, sequence: sequence, removal: .discarded(key: name, reason: .corrupt),
-                        size: size))
-            case .failure:
-                continue
-            }
-        }
-        let freed = chosen.reduce(0) { $0 + $1.size }
-        let victims = chooseVictims(
-            from: live, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace, freedFirst: freed)
-        return RemovalPlan(choices: chosen + victims, rescansAfterwards: true)
+        currentIndex().planGarbageCollection(now: now, limits: limits, reclaim: reclaim)
     }
 
-    /// An entry eviction may choose: what the index or its header says of it.
-    struct Candidate {
-        var fileName: String
-        var key: String?
-        var size: Int
-        /// The last use by the caches' clock, then two tie-breakers: the order this process
-        /// noted uses in (0 for files it has not touched), and the real time of the write.
-        var lastUse: Double
-        var sequence: UInt64?
-        var modifiedAt: Double
-        var isLocked: Bool?
-
-        var order: (Double, UInt64, Double) { (lastUse, sequence ?? 0, modifiedAt) }
-    }
-
-    /// Chooses least recently used unlocked entries (a locked one is never chosen) until the total is at most
-    /// `limit` and the volume would have `minimumFreeSpace` free, counting `freedFirst` bytes
-    /// that the plan removes before them. Call with no key lock held: the volume is asked for
-    /// its free space once, here, and each choice counts as freeing its size; the header of a
-    /// candidate whose key or lock the index does not know is read here, for the candidates
-    /// reached only. A chosen file this process touches before the plan is applied is spared
-    /// (``apply(_:)``); the next sweep or collection makes up for it.
-    func chooseVictims(
-        from candidates: [Candidate], downTo limit: Int?, minimumFreeSpace: Int?, freedFirst: Int = 0
-    ) -> [Choice] {
-        var total = candidates.reduce(0) { $0 + $1.size }
-        var free = minimumFreeSpace == nil ? nil : fileSystem.availableCapacity(folder).map { $0 + freedFirst }
-        func satisfied() -> Bool {
-            if let limit, total > limit { return false }
-            if let minimumFreeSpace, let free, free < minimumFreeSpace { return false }
-            return true
-        }
-        guard !satisfied() else { return [] }
-        var victims: [Choice] = []
-        func choose(_ candidate: Candidate, key: String) {
-            total -= candidate.size
-            free? += candidate.size
-            victims.append(
-                Choice(
-                    fileName: candidate.fileName, sequence: candidate.sequence,
-                    removal: .evicted(key: key, bytes: candidate.size), size: candidate.size))
-        }
-        for var candidate in candidates.sorted(by: { $0.order < $1.order }) {
-            if satisfied() { return victims }
-            if candidate.key == nil || candidate.isLocked == nil {
-                guard case .success(let (header, _)) = readHeader(candidate.fileName) else { continue }
-                candidate.key = header.key
-                candidate.isLocked = header.isLocked
-            }
-            // Locked entries are never evicted (DESIGN's fourth wave, as in a folder with a
-            // store): a folder of locked entries may stay over its limit.
-            if candidate.isLocked == true { continue }
-            choose(candidate, key: candidate.key!)
-        }
-        return victims
+    /// Folds the store's log into it and cuts it back (without waiting for readers), and measures
+    /// what the folder occupies: whether that is over `limit` (a sweep is then due). False for a
+    /// folder without a store, whose sweeps count files.
+    func settle(over limit: Int) -> Bool {
+        openedIndex.settle(over: limit)
     }
 }

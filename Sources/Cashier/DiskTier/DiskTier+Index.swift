@@ -1,6 +1,8 @@
 import CashierPlatform
 import Foundation
 
+/// This process's index of the folder's entry files (`IndexState`): what ``FileIndex`` counts,
+/// orders and sweeps by; a folder with a store keeps its index in the store (``StoreIndex``).
 extension DiskTier {
     // MARK: The index
 
@@ -11,51 +13,6 @@ extension DiskTier {
                 IndexRecord(
                     size: size, lastUse: now, isLocked: isLocked, stamp: now, modifiedAt: Date().timeIntervalSince1970))
         }
-    }
-
-    /// Records a read at `now` (the cache's clock), for least-recently-used order: exactly
-    /// in this process's index, and in the file's access time when that is a granularity
-    /// or more off (see ``recencyGranularity``). Returns the access time the file keeps now.
-    ///
-    /// `foundSlidingLifespanOver`: the read found a ``Lifespan/sinceLastUse(_:)`` lifespan over
-    /// and `now` is its last use. Where reading moves access times (no `O_NOATIME`, a mount
-    /// without `noatime`), the read itself may have moved the file's, and it must not count as
-    /// a use in the next launch: the access time is set to `now` whatever `info` says.
-    ///
-    /// With the store, the use goes to `key`'s row instead, on the same terms (see
-    /// ``persistStoreUses(_:_:exactly:)``).
-    @discardableResult
-    package func noteRead(
-        _ fileName: String, key: String, info: FileInfo, isLocked: Bool, at now: Double,
-        foundSlidingLifespanOver: Bool = false, sliding: Bool = false
-    ) -> Double {
-        if let store = openedStore {
-            // A sliding lifespan runs from its last use: that one is written exactly.
-            if sliding {
-                if now > info.accessedAt { persistStoreUses(store, [(key, now)], exactly: true) }
-                return now
-            }
-            // An entry's first use since its write is written whatever the granularity: at a
-            // server's pace most entries are read again (or never) within a minute of their write.
-            if info.unusedSinceWritten {
-                persistStoreUses(store, [(key, now)], firstSinceWritten: true)
-                return now
-            }
-            guard abs(now - info.accessedAt) >= storeState.withLock({ $0.useGranularity }) else {
-                noteStoredUse(key, at: info.accessedAt)
-                return info.accessedAt
-            }
-            persistStoreUses(store, [(key, now)])
-            return now
-        }
-        state.withLock {
-            $0.note(
-                fileName,
-                IndexRecord(
-                    size: info.size, lastUse: now, isLocked: isLocked, stamp: info.accessedAt,
-                    modifiedAt: info.modifiedAt))
-        }
-        return persistUse(fileName, at: now, stamp: foundSlidingLifespanOver ? nil : info.accessedAt)
     }
 
     /// The last use of `fileName` this process's index holds (writes, reads, uses), if any.
@@ -90,11 +47,7 @@ extension DiskTier {
     /// With a store, the bytes are what the folder occupies (the store, its `-wal` and `-shm`,
     /// the large entries' files): what ``Cache/Configuration-swift.struct/diskSizeLimit`` bounds.
     package func totals() -> (count: Int, size: Int) {
-        if let store = entryStore(), let count = try? store.count(), let size = try? store.occupiedBytes() {
-            return (count, size)
-        }
-        loadIndexIfNeeded()
-        return state.withLock { ($0.files.count, $0.totalSize) }
+        currentIndex().totals()
     }
 
     func loadIndexIfNeeded() {

@@ -48,24 +48,24 @@ extension DiskTier {
     /// it comes with its own moment (a ``Lifespan/sinceLastUse(_:)`` entry's last use, which
     /// its lifespan runs from), which only ever moves an access time later.
     package func noteUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) {
-        if gatherStoreUses(ofKeys: keys, at: now) { return flushStoreUses() }
-        for (key, usedAt) in keys {
-            let fileName = Self.fileName(for: key)
-            let (known, stamp) = recordUse(fileName, at: usedAt ?? now)
-            persistUse(fileName, at: usedAt ?? now, stamp: known ? stamp : nil, onlyLater: usedAt != nil)
-        }
+        openedIndex.noteUses(ofKeys: keys, at: now)
     }
 
-    /// With the store, gathers the uses of `keys` for their rows, as ``noteUses(ofKeys:at:)``
-    /// records them, without writing them (``flushStoreUses()`` does); false without a store.
-    @discardableResult
-    func gatherStoreUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) -> Bool {
-        guard let store = openedStore else { return false }
-        // A use with its own moment is a sliding lifespan's: its row keeps it exactly, as
-        // garbage collection judges the lifespan by it; the others coarsely.
-        persistStoreUses(store, keys.filter { $0.usedAt == nil }.map { ($0.name, now) })
-        persistStoreUses(store, keys.compactMap { use in use.usedAt.map { (use.name, $0) } }, exactly: true)
-        return true
+    /// Takes in the uses of `keys` as ``noteUses(ofKeys:at:)`` records them: with the store,
+    /// gathered for their rows and written off the caller's thread (``flushUses()`` writes them
+    /// now); without one, written at once (access times are no other process's to wait for).
+    func gatherUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) {
+        openedIndex.gatherUses(ofKeys: keys, at: now)
+    }
+
+    /// Writes the uses gathered so far (``gatherUses(ofKeys:at:)``).
+    func flushUses() {
+        openedIndex.flushUses()
+    }
+
+    /// ``flushUses()`` if that needs no wait; returns whether no use is left gathered.
+    func flushUsesIfFree() -> Bool {
+        openedIndex.flushUsesIfFree()
     }
 
     /// The last use of an entry whose file reads `info`, for a ``Lifespan/sinceLastUse(_:)``
@@ -78,11 +78,7 @@ extension DiskTier {
 
     /// The latest exact use of `key` gathered for its row and not yet written, if any.
     func pendingExactUse(of key: String) -> Double? {
-        guard openedStore != nil else { return nil }
-        let storeKey = Self.storeKey(key)
-        return storeState.withLock { state in
-            state.pendingExactUses.lazy.filter { $0.key == storeKey }.map { Double($0.time) }.max()
-        }
+        openedIndex.pendingExactUse(of: key)
     }
 
     /// Forgets the uses gathered for `key`'s row (`nil`: every row's): its entry is removed, and
@@ -112,10 +108,10 @@ extension DiskTier {
     /// from) into its row at once, if that needs no wait: the store's writer and lock free and
     /// commits not synchronized (`synchronous=FULL` syncs). So a process killed right after a
     /// memory hit still leaves the use to the next launch. Returns false, having done nothing,
-    /// otherwise: the caller hands it to the background queue.
+    /// otherwise: the caller hands it to the background queue. Without a store the use goes to
+    /// the file's access time, at once, and this returns true.
     func noteSlidingUseIfFree(_ key: String, at now: Double) -> Bool {
-        guard let store = openedStore, !storeState.withLock({ $0.synchronized }) else { return false }
-        return store.recordUsesIfFree([(Self.storeKey(key), Int64(now.rounded(.down)))], granularity: 0)
+        openedIndex.noteSlidingUseIfFree(key, at: now)
     }
 
     /// Gathers uses for their rows (last use and frequency), written off the caller's thread

@@ -21,8 +21,9 @@ import Foundation
 /// only by the write or removal that owns it.
 ///
 /// The store is opened the first time the folder is written, or read once it has a store;
-/// never by a read of a folder without one. When SQLite cannot be loaded the folder is used as
-/// in 0.1.0, every entry a file; a store that cannot be used is set aside by the store itself
+/// never by a read of a folder without one. While it is open the disk tier goes through
+/// ``StoreIndex`` (its reads, writes and housekeeping); when SQLite cannot be loaded, or the
+/// folder has no store yet, through ``FileIndex``, every entry a file as in 0.1.0. A store that cannot be used is set aside by the store itself
 /// (`StoreSetAside`) and reported, and the cache goes on with a fresh one.
 extension DiskTier {
     /// The store's file name in the folder (its `-wal` and `-shm` beside it).
@@ -102,22 +103,31 @@ extension DiskTier {
         return openStore(creatingWith: options, until: deadline)
     }
 
-    /// What a read or a removal goes by: the store, opened if the folder has one; or why a
-    /// store the folder has cannot be used now (never the files it indexes instead: one may be a
-    /// removed or shadowed entry's); or none (no store yet, SQLite missing: every entry a file).
-    enum StoreForReading {
-        case store(EntryStore)
-        case failed(SystemError)
-        case none
+    // MARK: Which index the folder has (EntryIndex.swift)
+
+    /// The index the folder has now, without opening a store: the store's if open, else the files'.
+    var openedIndex: any EntryIndex {
+        if let store = openedStore { return StoreIndex(disk: self, store: store) }
+        return FileIndex(disk: self)
     }
 
-    /// The store for a read (see ``StoreForReading``). At most every ``recheckInterval`` it also
-    /// checks (one `lstat`) that the store file is still the one open: a process that only
-    /// reads notices a store another process set aside or deleted as soon as one that writes.
-    func storeForReading() -> StoreForReading {
+    /// The index the folder has, opening its store if it has one.
+    func currentIndex() -> any EntryIndex {
+        if let store = entryStore() { return StoreIndex(disk: self, store: store) }
+        return FileIndex(disk: self)
+    }
+
+    /// The index for a read or a removal: the store's, opened if the folder has one, or why a
+    /// store the folder has cannot be used now (never the files it indexes instead: one may be
+    /// a removed or shadowed entry's), or the files' (no store yet, SQLite missing).
+    ///
+    /// At most every ``recheckInterval`` it also checks (one `lstat`) that the store file is
+    /// still the one open: a process that only reads notices a store another process set aside
+    /// or deleted as soon as one that writes.
+    func indexForReading() -> Result<any EntryIndex, SystemError> {
         guard let store = entryStore() else {
-            if let failure = storeOpenFailure() { return .failed(failure) }
-            return .none
+            if let failure = storeOpenFailure() { return .failure(failure) }
+            return .success(FileIndex(disk: self))
         }
         let now = MonotonicClock.nanoseconds()
         let due = storeState.withLock { state in
@@ -126,7 +136,26 @@ extension DiskTier {
             return true
         }
         if due, store.isReplaced { checkStoreFile() }
-        return .store(store)
+        return .success(StoreIndex(disk: self, store: store))
+    }
+
+    /// The index for a write: the store's, created if the folder has none yet (the folder made
+    /// first), or the files' where SQLite cannot be used.
+    ///
+    /// A store that is there but cannot be opened now (another process's lock past the wait, an
+    /// I/O error) may hold an older row of the key, which reads find first: a file written
+    /// instead would be hidden by it. The write fails; nothing is lost.
+    func indexForWriting(_ options: WriteOptions, judgesAnew: Bool, until deadline: MonotonicDeadline)
+        throws(SystemError) -> any EntryIndex
+    {
+        guard usesStore else { return FileIndex(disk: self) }
+        if judgesAnew { checkStoreFile() }
+        try prepareFolder(options)
+        if let store = entryStore(creatingWith: options, until: deadline) {
+            return StoreIndex(disk: self, store: store)
+        }
+        if let failure = storeOpenFailure() { throw failure }
+        return FileIndex(disk: self)
     }
 
     /// The store when it is open, without opening it.
@@ -333,74 +362,6 @@ extension DiskTier {
 
     // MARK: Rows
 
-    /// Reads `key`'s entry from the store: a row checked like a file, a large entry's file,
-    /// or `nil` when the store has no row for it (the caller then reads the file).
-    /// `rereads`: how many times the row was read again because the file of the row read
-    /// before was gone (another process replaced the entry meanwhile).
-    func readFromStore(
-        _ store: EntryStore, key: String, fileName: String, headerOnly: Bool = false, rereads: Int = 0
-    ) -> ReadResult? {
-        let stored: StoredRecord?
-        do throws(StoreError) {
-            stored = try store.record(for: Self.storeKey(key))
-        } catch {
-            return storeFailure(error, of: store, operation: "read")
-        }
-        guard let stored else { return nil }
-        guard stored.entry.location == .row else {
-            // A large entry: its header is its file's (only the header, for `headerOnly`).
-            let found: ReadResult
-            if headerOnly {
-                switch fileSystem.readEntryHeader(path(fileName)) {
-                case .success(let (header, info)): found = .entry(header, payload: Data(), info: info)
-                case .failure(.absent): found = .absent
-                case .failure(.damaged(let error, let size)):
-                    found = .damaged(
-                        error, info: Self.rowInfo(StoreEntry(key: key, location: .file, size: size, lastUse: 0)))
-                case .failure(.failed(let error)): found = .failed(error)
-                }
-            } else {
-                found = fileSystem.readEntry(path(fileName))
-            }
-            switch found {
-            case .absent:
-                // Another process may have replaced the entry and removed the file after this
-                // read found the row: the row read again says (once, no wait).
-                // (The row read again may look the same: a large write of the same size in the same
-                // second; what tells is whether its file is there now.)
-                if rereads < Self.rereadsOfAReplacedRow {
-                    return readFromStore(
-                        store, key: key, fileName: fileName, headerOnly: headerOnly, rereads: rereads + 1)
-                }
-                // The row of a file that is gone: the entry is (the row goes if the file is still
-                // missing under the store's lock, where no write of the key is under way).
-                _ = try? store.remove(unchanged: stored.entry, ifMissing: path(fileName))
-                return .absent
-            case .entry(let header, let payload, var info):
-                // Uses are kept in the row, not the file's access time.
-                info.accessedAt = max(info.accessedAt, Double(stored.entry.lastUse))
-                info.unusedSinceWritten = stored.entry.frequency == 0
-                return .entry(header, payload: payload, info: info)
-            case let other:
-                return other
-            }
-        }
-        let info = Self.rowInfo(stored.entry)
-        switch Self.readEntry(fromRecord: stored.record, wantsPayload: !headerOnly) {
-        case .entry(let header, let payload): return .entry(header, payload: payload ?? Data(), info: info)
-        case .damaged(let error, let header):
-            // Its shape may be what is damaged: no connection goes on using the shapes it knows.
-            store.forgetShapes()
-            return .damaged(error, info: info, header: header)
-        case .outOfMemory: return .failed(SystemError(code: ENOMEM, operation: "read", path: store.path))
-        }
-    }
-
-    /// How many times at most a read follows a row that changed under it (each time because
-    /// another process replaced the entry between the row's reading and its file's): a read
-    /// never waits, and every reading again is another process's progress.
-    static let rereadsOfAReplacedRow = 4
-
     /// Reads a row's record as `EntryReader` reads a file: the same checks, from bytes in memory.
     static func readEntry(fromRecord record: [UInt8], wantsPayload: Bool) -> EntryReader.Outcome {
         EntryReader.read(size: record.count, wantsPayload: wantsPayload) { buffer, offset in
@@ -426,17 +387,6 @@ extension DiskTier {
     /// This process's effective user, read once: a row's owner (``rowInfo(_:)``), which every
     /// read of a row asks for (`geteuid` is a system call on Linux).
     static let processUser = geteuid()
-
-    /// A read's answer to a store that failed: a damaged store set aside is an empty one.
-    private func storeFailure(_ error: StoreError, of store: EntryStore, operation: String) -> ReadResult {
-        switch error {
-        case .setAside(let setAside):
-            noteSetAside(setAside, of: store)
-            return .absent
-        case .unavailable, .busy, .failed:
-            return .failed(Self.systemError(error, path: store.path, operation))
-        }
-    }
 
     /// The system error a store failure is reported as: SQLite's result code as the nearest `errno`.
     /// A file operation the store made itself (a large entry's rename or unlink) keeps its `errno`.

@@ -1,4 +1,5 @@
 import CashierEntryFormat
+import CashierPlatform
 import CashierSQLite
 import CashierStore
 import Foundation
@@ -131,6 +132,24 @@ extension DiskTier {
                 scheduleReclaim()
             }
             throw failure
+        }
+    }
+
+    /// Gives the store's free pages back and truncates its log, on the sweep queue (what
+    /// ``waitForSweeps()`` waits for): after removals, so what they freed goes back to the
+    /// volume (on a full one, that is what lets writes resume). One scheduled at a time.
+    func scheduleReclaim() {
+        guard
+            storeState.withLock({ state in
+                defer { state.reclaimScheduled = true }
+                return !state.reclaimScheduled
+            })
+        else { return }
+        inBackground { [self] in
+            storeState.withLock { $0.reclaimScheduled = false }
+            _ = withBackgroundActivity("Cashier store reclaim") {
+                openedIndex.reclaimSpace(retryingRemovals: true)
+            }
         }
     }
 }

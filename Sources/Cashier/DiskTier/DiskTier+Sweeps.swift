@@ -6,7 +6,7 @@ import Foundation
 /// the folder's own.
 ///
 /// The queue runs the sweep the cache hands it (``sweepIfNeeded(limits:sweep:)``): the cache
-/// plans it here (``planSweep(limits:)``), applies it under the key barrier and reports it;
+/// plans it here (``planSweep(limits:at:)``), applies it under the key barrier and reports it;
 /// the disk layer only schedules, retries and waits.
 extension DiskTier {
     /// A sweep's outcome: what it removed, or `nil` when another process held the folder lock
@@ -16,16 +16,9 @@ extension DiskTier {
     /// Schedules `sweep` off the caller's thread if the folder may be over `limits.size`.
     package func sweepIfNeeded(limits: Limits, sweep: @escaping Sweep) {
         guard let limit = limits.size else { return }
-        if openedStore != nil {
-            // With a store: by the estimate of what the folder occupies (DiskTier+Store.swift).
-            let due = storeState.withLock { state in
-                let floor = state.fruitlessSweepAt.map { max(limit, $0 + limit / 10) } ?? limit
-                return state.occupiedEstimate.map { $0 > floor } ?? true
-            }
-            guard due else { return }
-        }
+        guard openedIndex.mayExceed(limit) else { return }
         let shouldSchedule = state.withLock { state -> Bool in
-            guard !state.sweepScheduled, usesStore || !state.loaded || state.totalSize > limit else { return false }
+            guard !state.sweepScheduled else { return false }
             state.sweepScheduled = true
             return true
         }
@@ -79,18 +72,6 @@ extension DiskTier {
     /// `now`: the cache's clock, which the uses of rows are counted by.
     package func planSweep(limits: Limits, at now: Double) -> RemovalPlan {
         state.withLock { $0.sweepScheduled = false }
-        if let store = entryStore() { return planStoreSweep(store, limits: limits, at: now) }
-        // Another process may have written: the folder, not this process's index, is the truth.
-        rescan()
-        let (files, total) = state.withLock { ($0.files, $0.totalSize) }
-        guard let limit = limits.size, total > limit else { return RemovalPlan() }
-        let candidates = files.map { name, record in
-            Candidate(
-                fileName: name, key: nil, size: record.size, lastUse: record.lastUse, sequence: record.sequence,
-                modifiedAt: record.modifiedAt, isLocked: record.isLocked)
-        }
-        return RemovalPlan(
-            choices: chooseVictims(
-                from: candidates, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil))
+        return currentIndex().planSweep(limits: limits, at: now)
     }
 }

@@ -5,16 +5,17 @@ import Foundation
 
 /// One cache folder: entry files, their index, and the housekeeping on them.
 ///
-/// This file holds the store and its reads and writes of one entry; its other jobs have
-/// files of their own: names (`DiskTier+Names.swift`), the index (`+Index`), recency
+/// This file holds the reads and writes of one entry; its other jobs have files of their
+/// own: names (`DiskTier+Names.swift`), the in-process index of files (`+Index`), recency
 /// (`+Recency`), housekeeping plans and their application (`+Housekeeping`), size sweeps
-/// (`+Sweeps`).
+/// (`+Sweeps`), the store's opening and state (`+Store`).
 ///
-/// With SQLite (every supported system), small entries are rows of the folder's store and
-/// large ones are files indexed by a row of their own (DiskTier+Store.swift); the store is
-/// the index `count`, `keys`, `totalSize` and eviction read. Without it, every entry is a
-/// file and the index is loaded by one folder scan the first time it is needed, never on the
-/// read path. Decisions that must be made by one process at a time (eviction, garbage
+/// Every operation goes through the folder's ``EntryIndex`` (EntryIndex.swift), one of two:
+/// with SQLite (every supported system), ``StoreIndex``: small entries are rows of the
+/// folder's store and large ones are files indexed by a row of their own; the store is the
+/// index `count`, `keys`, `totalSize` and eviction read. Without it, ``FileIndex``: every
+/// entry is a file and the index is loaded by one folder scan the first time it is needed,
+/// never on the read path. Decisions that must be made by one process at a time (eviction, garbage
 /// collection) hold an advisory `flock` on the folder's `.lock` file; plain reads take no lock.
 package final class DiskTier: Sendable {
     package let folder: String
@@ -86,16 +87,31 @@ package final class DiskTier: Sendable {
     /// store that is there but cannot be opened now is a failed read, never the files it indexes
     /// (one may be a removed or shadowed entry's).
     package func read(key: String) -> ReadResult {
-        let fileName = Self.fileName(for: key)
-        switch storeForReading() {
-        case .store(let store):
-            let importing = storeState.withLock { $0.importPending }
-            if let found = readFromStore(store, key: key, fileName: fileName) { return found }
-            guard importing else { return .absent }
-        case .failed(let error): return .failed(error)
-        case .none: break
+        switch indexForReading() {
+        case .success(let index): index.read(key: key, fileName: Self.fileName(for: key))
+        case .failure(let error): .failed(error)
         }
-        return read(fileName)
+    }
+
+    /// Records a read at `now` (the cache's clock), for least-recently-used order: exactly
+    /// in this process's index, and in the file's access time when that is a granularity
+    /// or more off (see ``recencyGranularity``). Returns the access time the file keeps now.
+    ///
+    /// `foundSlidingLifespanOver`: the read found a ``Lifespan/sinceLastUse(_:)`` lifespan over
+    /// and `now` is its last use. Where reading moves access times (no `O_NOATIME`, a mount
+    /// without `noatime`), the read itself may have moved the file's, and it must not count as
+    /// a use in the next launch: the access time is set to `now` whatever `info` says.
+    ///
+    /// With the store, the use goes to `key`'s row instead, on the same terms (see
+    /// ``persistStoreUses(_:_:exactly:)``).
+    @discardableResult
+    package func noteRead(
+        _ fileName: String, key: String, info: FileInfo, isLocked: Bool, at now: Double,
+        foundSlidingLifespanOver: Bool = false, sliding: Bool = false
+    ) -> Double {
+        openedIndex.noteRead(
+            fileName, key: key, info: info, isLocked: isLocked, at: now,
+            foundSlidingLifespanOver: foundSlidingLifespanOver, sliding: sliding)
     }
 
     /// Reads just the header of an entry file (checksum not verified).
@@ -105,23 +121,10 @@ package final class DiskTier: Sendable {
 
     /// Reads just the header of `key`'s entry, row or file (checksum not verified).
     package func readHeader(key: String) -> Result<(EntryHeader, FileInfo), HeaderFailure> {
-        let fileName = Self.fileName(for: key)
-        switch storeForReading() {
-        case .store(let store):
-            // Whether files may lack rows, asked before the row is: an import that gives this
-            // key's file a row meanwhile still leaves the file to read.
-            let importing = storeState.withLock { $0.importPending }
-            switch readFromStore(store, key: key, fileName: fileName, headerOnly: true) {
-            case nil: guard importing else { return .failure(.absent) }
-            case .absent?: return .failure(.absent)
-            case .entry(let header, _, let info)?: return .success((header, info))
-            case .damaged(let error, let info, _)?: return .failure(.damaged(error, size: info.size))
-            case .failed(let error)?: return .failure(.failed(error))
-            }
-        case .failed(let error): return .failure(.failed(error))
-        case .none: break
+        switch indexForReading() {
+        case .success(let index): index.readHeader(key: key, fileName: Self.fileName(for: key))
+        case .failure(let error): .failure(.failed(error))
         }
-        return readHeader(fileName)
     }
 
     package enum HeaderFailure: Error, Sendable {
@@ -159,7 +162,7 @@ package final class DiskTier: Sendable {
 
     /// Whether `key`'s stored entry is locked, from its header (checksum unverified); false
     /// when there is none, or the one stored under its name has another key.
-    private func storedLock(of key: String) -> Bool {
+    func storedLock(of key: String) -> Bool {
         guard case .success(let (header, _)) = readHeader(key: key), header.key == key else { return false }
         return header.isLocked
     }
@@ -173,49 +176,24 @@ package final class DiskTier: Sendable {
     package func write(_ fileName: String, header: EntryHeader, payload: Data, options: WriteOptions)
         throws(SystemError) -> (size: Int, isLocked: Bool)
     {
-        var header = header
         let size = header.length + payload.count
         // One lstat, at every file write and at most every recheck interval for rows: a folder
         // whose owner or mode changed, or that was replaced, is judged anew.
-        let judgesAnew = judgesAnew(rowWrite: size <= rowLimit)
+        let judgesAnew = judgesAnew(rowWrite: openedIndex.keepsAsRow(size: size))
         if let refusal = refusal(for: options.sharing, fresh: judgesAnew) { throw refusal }
         // Never an entry no read accepts (``EntryHeader/checkWritable()``; `set` says why first).
         guard (try? header.checkWritable()) != nil else {
             throw SystemError(code: EFBIG, operation: "write", path: path(fileName))
         }
-        var store: EntryStore?
         // One wait for other processes' locks, shared by every store call of this write.
         let deadline = MonotonicDeadline(milliseconds: options.busyTimeoutMilliseconds)
-        if usesStore {
-            if judgesAnew { checkStoreFile() }
-            try prepareFolder(options)
-            store = entryStore(creatingWith: options, until: deadline)
-            // A store that is there but cannot be opened now (another process's lock past the
-            // wait, an I/O error) may hold an older row of this key, which reads find first:
-            // a file written instead would be hidden by it. The write fails; nothing is lost.
-            if store == nil, let failure = storeOpenFailure() { throw failure }
-        }
-        // A row keeps a stored lock in its own statement; a file, or a row while files older
-        // than the store may lack rows (an import is pending), reads the stored header first.
-        let row = store != nil && size <= rowLimit
-        let importing =
-            store != nil
-            && storeState.withLock { state in
-                // A write of a key whose removal awaits room is the newer word on it.
-                if !state.removalsAwaitingRoom.isEmpty { state.removalsAwaitingRoom[header.key] = nil }
-                return state.importPending
-            }
-        let lockInRow = row && options.keepsStoredLock && !importing
-        if options.keepsStoredLock, !lockInRow, !header.isLocked { header.isLocked = storedLock(of: header.key) }
-        if let store, row {
-            return (
-                size,
-                try writeRow(
-                    store, fileName: fileName, header: header, payload: payload, options: options,
-                    keepingLock: lockInRow,
-                    removingFile: importing, until: deadline)
-            )
-        }
+        let index = try indexForWriting(options, judgesAnew: judgesAnew, until: deadline)
+        return try index.write(fileName, header: header, payload: payload, options: options, until: deadline)
+    }
+
+    /// Writes the entry into a new temporary file in the folder (made first if missing), with
+    /// the write's time as its access time; returns the file's path.
+    func writeTemporaryFile(header: EntryHeader, payload: Data, options: WriteOptions) throws(SystemError) -> String {
         let temporary = path(Self.temporaryPrefix + "\(getpid())-\(state.withLock { $0.nextTemporary() })")
         do {
             try writeTemporary(temporary, header: header, payload: payload, options: options)
@@ -225,29 +203,7 @@ package final class DiskTier: Sendable {
             try writeTemporary(temporary, header: header, payload: payload, options: options)
         }
         stampWrite(temporary, at: options.usedAt)
-        if let store {
-            // The file is renamed into place and its row written in one store transaction.
-            do {
-                try writeFile(
-                    store, temporary: temporary, header: header, fileName: fileName, size: size, options: options,
-                    until: deadline)
-            } catch {
-                try? fileSystem.removeFile(temporary)
-                throw error
-            }
-            return (size, header.isLocked)
-        }
-        do {
-            try fileSystem.rename(temporary, to: path(fileName))
-        } catch {
-            try? fileSystem.removeFile(temporary)
-            throw error
-        }
-        noteWritten(fileName, size: size, isLocked: header.isLocked, at: options.usedAt ?? Date().timeIntervalSince1970)
-        // The new entry is in place (and in the index); a failing folder sync only
-        // leaves its durability unknown, which the caller is told by the error.
-        if options.synchronize { try fileSystem.synchronizeDirectory(folder) }
-        return (size, header.isLocked)
+        return temporary
     }
 
     private func writeTemporary(_ temporary: String, header: EntryHeader, payload: Data, options: WriteOptions)
@@ -272,7 +228,7 @@ package final class DiskTier: Sendable {
     }
 
     /// Makes the folder unless this process knows it is there.
-    private func prepareFolder(_ options: WriteOptions) throws(SystemError) {
+    func prepareFolder(_ options: WriteOptions) throws(SystemError) {
         guard !state.withLock({ $0.folderReady }) else { return }
         try createFolder(options)
         // Another user may have made it first, between the check and the mkdir.
@@ -334,12 +290,11 @@ package final class DiskTier: Sendable {
     package func remove(key: String, busyTimeoutMilliseconds: Int32 = EntryStore.Options().busyTimeoutMilliseconds)
         throws(SystemError)
     {
-        switch storeForReading() {
-        case .store(let store):
-            forgetPendingUses(of: key)
-            try removeFromStore(store, key: key, until: MonotonicDeadline(milliseconds: busyTimeoutMilliseconds))
-        case .failed(let error): throw error
-        case .none: try remove(Self.fileName(for: key))
+        switch indexForReading() {
+        case .success(let index):
+            try index.remove(
+                key: key, fileName: Self.fileName(for: key), busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        case .failure(let error): throw error
         }
     }
 

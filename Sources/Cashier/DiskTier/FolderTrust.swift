@@ -159,7 +159,7 @@ extension DiskTier {
     /// (`cashier-ratios --only sqlite-overwrite`: 1.27x with them at every write, 1.14x without).
     /// A folder or store replaced under a running cache is seen by the first write after that.
     func judgesAnew(rowWrite: Bool) -> Bool {
-        guard rowWrite, recheckInterval > 0, openedStore != nil else { return true }
+        guard rowWrite, recheckInterval > 0 else { return true }
         let now = Platform.coarseMonotonicNanoseconds()
         return folderCheck.withLock { check in
             if let judgedAt = check.judgedAt, now &- judgedAt < recheckInterval { return false }

@@ -4,12 +4,12 @@ import CashierSQLite
 import CashierStore
 import Foundation
 
-/// Housekeeping when the folder has a store: plans read the index (eviction order, sizes)
+/// Housekeeping of a folder with a store (``StoreIndex``): plans read the index (eviction order, sizes)
 /// and the records (headers, checksums) from the store and list the folder only for large
 /// entries' files; applying a plan removes rows in one transaction and unlinks large entries'
 /// files, under the key barrier as for files (DiskTier+Housekeeping.swift); finishing gives
 /// the freed pages back to the file system, off the barrier.
-extension DiskTier {
+extension StoreIndex {
     /// An entry a pass over the folder found: its header, what stands for its `stat`, and its
     /// row when it has one (a large entry's file found without one has none).
     struct ScannedEntry {
@@ -23,7 +23,7 @@ extension DiskTier {
     /// and the damaged ones by key or file name.
     /// `stale`: entry files no read finds (one whose key's row holds the record, an orphan named
     /// from another spelling): garbage collection removes them.
-    func scanStore(_ store: EntryStore, verifyingRows: Bool = false) -> (
+    func scan(verifyingRows: Bool = false) -> (
         entries: [ScannedEntry], damaged: [(name: String, error: EntryFormatError, size: Int, stored: StoreEntry?)],
         rows: [String: StoreEntry], stale: [String]
     ) {
@@ -35,14 +35,15 @@ extension DiskTier {
             try store.forEachRecord { stored in
                 rows[stored.entry.key] = stored.entry
                 guard stored.entry.location == .row else { return }
-                let info = Self.rowInfo(stored.entry)
+                let info = DiskTier.rowInfo(stored.entry)
                 switch Self.readRecord(stored.record, verifying: verifyingRows) {
                 // `==` on strings is canonical equivalence: the same test as `storeKey` (NFC)
                 // spelling equal, without normalizing every key.
                 case .success(let header) where header.key == stored.entry.key:
                     entries.append(
                         ScannedEntry(
-                            fileName: Self.fileName(for: header.key), header: header, info: info, stored: stored.entry))
+                            fileName: DiskTier.fileName(for: header.key), header: header, info: info,
+                            stored: stored.entry))
                 case .success:
                     damaged.append((stored.entry.key, .badField("key"), info.size, stored.entry))
                 case .failure(let error):
@@ -50,17 +51,17 @@ extension DiskTier {
                 }
             }
         } catch {
-            if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
+            if case .setAside(let setAside) = error { disk.noteSetAside(setAside, of: store) }
         }
-        let names = (try? fileSystem.contentsOfDirectory(folder)) ?? []
-        let importing = storeState.withLock { $0.importPending }
-        for name in names where Self.isEntryFileName(name) {
-            switch readHeader(name) {
+        let names = (try? disk.fileSystem.contentsOfDirectory(disk.folder)) ?? []
+        let importing = disk.storeState.withLock { $0.importPending }
+        for name in names where DiskTier.isEntryFileName(name) {
+            switch disk.readHeader(name) {
             case .success(let (header, info)):
-                let row = rows[Self.storeKey(header.key)]
+                let row = rows[DiskTier.storeKey(header.key)]
                 // A file whose key has a row holding its record is an older write, never read;
                 // one without a row is read only while an import is under way.
-                if row?.location == .row || !Self.isHome(name, of: header.key) || (row == nil && !importing) {
+                if row?.location == .row || !DiskTier.isHome(name, of: header.key) || (row == nil && !importing) {
                     stale.append(name)
                     continue
                 }
@@ -78,13 +79,8 @@ extension DiskTier {
     /// header: what ``Cache/keys`` lists. One pass over the index; a row's record is read only
     /// when its shape does not decide: `include` accepts every record written under
     /// `acceptedAppVersion`, so a row whose shape says that version is listed unread.
-    package func keys(acceptingEveryRecordOf acceptedAppVersion: String?, where include: (EntryHeader) -> Bool)
-        -> [String]
-    {
-        guard let store = entryStore() else {
-            return scanHeaders().entries.filter { include($0.header) }.map(\.header.key)
-        }
-        let importing = storeState.withLock { $0.importPending }
+    func keys(acceptingEveryRecordOf acceptedAppVersion: String?, where include: (EntryHeader) -> Bool) -> [String] {
+        let importing = disk.storeState.withLock { $0.importPending }
         var keys: [String] = []
         var rowKeys = Set<String>()
         var fileKeys = Set<String>()
@@ -110,15 +106,15 @@ extension DiskTier {
                 try store.forEachRecord { if wanted.contains($0.entry.key) { list($0) } }
             }
         } catch {
-            if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
+            if case .setAside(let setAside) = error { disk.noteSetAside(setAside, of: store) }
         }
         guard !fileKeys.isEmpty || importing else { return keys }
-        for name in entryFileNames() ?? [] {
-            guard case .success(let (header, _)) = readHeader(name), Self.isHome(name, of: header.key),
+        for name in disk.entryFileNames() ?? [] {
+            guard case .success(let (header, _)) = disk.readHeader(name), DiskTier.isHome(name, of: header.key),
                 include(header)
             else { continue }
             // A large entry's file is listed; a file without a row only while an import is under way.
-            let key = Self.storeKey(header.key)
+            let key = DiskTier.storeKey(header.key)
             guard fileKeys.contains(key) || (importing && !rowKeys.contains(key)) else { continue }
             keys.append(header.key)
         }
@@ -127,40 +123,32 @@ extension DiskTier {
 
     /// A row's record read as a file would be: the header, and with `verifying` the checksum.
     static func readRecord(_ record: [UInt8], verifying: Bool) -> Result<EntryHeader, EntryFormatError> {
-        switch readEntry(fromRecord: record, wantsPayload: verifying) {
+        switch DiskTier.readEntry(fromRecord: record, wantsPayload: verifying) {
         case .entry(let header, _): return .success(header)
         case .damaged(let error, _): return .failure(error)
         case .outOfMemory: return .failure(.lengthMismatch(expected: record.count, actual: 0))
         }
     }
 
-    /// Plans the removal of every entry whose header `shouldRemove` accepts, rows and files.
-    func planStoreRemovals(_ store: EntryStore, where shouldRemove: (EntryHeader) -> Bool) -> RemovalPlan {
-        let choices = scanStore(store).entries.filter { shouldRemove($0.header) }.map { entry in
-            Choice(
-                fileName: entry.fileName, sequence: nil, removal: .removed(key: entry.header.key),
-                size: entry.info.size, stored: entry.stored)
-        }
-        return RemovalPlan(choices: choices, reclaimsStore: true)
-    }
-
     /// Plans garbage collection with a store: damaged rows and files, expired entries and
     /// entries no read can return, then eviction in the index's order down to the limits.
     /// On the way, stale files (shadowed by a row, orphans, abandoned temporaries) go, rows of
     /// large entries whose file is gone go, and large entries' files without a row get one.
-    func planStoreGarbageCollection(_ store: EntryStore, now: Double, limits: Limits, reclaim: Reclaim) -> RemovalPlan {
-        for name in (try? fileSystem.contentsOfDirectory(folder)) ?? [] where name.hasPrefix(Self.temporaryPrefix) {
-            removeIfAbandoned(temporary: name)
+    func planGarbageCollection(now: Double, limits: DiskTier.Limits, reclaim: DiskTier.Reclaim) -> DiskTier.RemovalPlan
+    {
+        for name in (try? disk.fileSystem.contentsOfDirectory(disk.folder)) ?? []
+        where name.hasPrefix(DiskTier.temporaryPrefix) {
+            disk.removeIfAbandoned(temporary: name)
         }
         // Files a row shadows and orphans go, and (while an import is under way) files older than
         // the store get rows, under the store's lock (``reconcileFiles(with:indexing:removingStrays:)``).
-        reconcileFiles(with: store, indexing: storeState.withLock { $0.importPending }, removingStrays: true)
-        let scan = scanStore(store, verifyingRows: true)
-        var chosen: [Choice] = []
+        disk.reconcileFiles(with: store, indexing: disk.storeState.withLock { $0.importPending }, removingStrays: true)
+        let scan = scan(verifyingRows: true)
+        var chosen: [DiskTier.Choice] = []
         var seenFiles = Set<String>()
         for entry in scan.entries {
             let header = entry.header
-            if entry.stored?.location != .row { seenFiles.insert(Self.storeKey(header.key)) }
+            if entry.stored?.location != .row { seenFiles.insert(DiskTier.storeKey(header.key)) }
             let lastUse = max(entry.info.accessedAt, entry.stored.map { Double($0.lastUse) } ?? -.infinity)
             var reason: DiscardReason?
             if reclaim.expired, header.isExpired(at: now, lastUsedAt: lastUse) {
@@ -172,39 +160,27 @@ extension DiskTier {
             }
             if let reason {
                 chosen.append(
-                    Choice(
+                    DiskTier.Choice(
                         fileName: entry.fileName, sequence: nil, removal: .discarded(key: header.key, reason: reason),
                         size: entry.info.size, stored: entry.stored))
             }
         }
         for (name, _, size, stored) in scan.damaged {
             chosen.append(
-                Choice(
-                    fileName: stored == nil ? name : Self.fileName(for: name), sequence: nil,
+                DiskTier.Choice(
+                    fileName: stored == nil ? name : DiskTier.fileName(for: name), sequence: nil,
                     removal: .discarded(key: name, reason: .corrupt), size: size, stored: stored))
         }
         // Damaged files are named by file name, not key: their rows (if any) stay until a read
         // or a later pass finds the file gone.
         for row in scan.rows.values where row.location == .file && !seenFiles.contains(row.key) {
-            _ = try? store.remove(unchanged: row, ifMissing: path(Self.fileName(for: row.key)))
+            _ = try? store.remove(unchanged: row, ifMissing: disk.path(DiskTier.fileName(for: row.key)))
         }
         let freed = chosen.reduce(0) { $0 + $1.size }
-        let victims = chooseStoreVictims(
-            store, order: limits.evictionOrder, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace,
+        let victims = chooseVictims(
+            order: limits.evictionOrder, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace,
             freedFirst: freed, excluding: Set(chosen.compactMap { $0.stored?.key }))
-        return RemovalPlan(choices: chosen + victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
-    }
-
-    /// Plans a sweep with a store: entries in the index's eviction order until the folder
-    /// occupies at most `limits.sweepTarget` of `limits.size`. The store's own files count:
-    /// what the folder occupies is measured, not the entries' sizes added up.
-    func planStoreSweep(_ store: EntryStore, limits: Limits, at now: Double) -> RemovalPlan {
-        guard let limit = limits.size else { return RemovalPlan() }
-        let victims = chooseStoreVictims(
-            store, order: limits.evictionOrder, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil,
-            startingAbove: limit)
-        adaptUseGranularity(toVictims: victims.compactMap(\.stored), at: now)
-        return RemovalPlan(choices: victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
+        return DiskTier.RemovalPlan(choices: chosen + victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
     }
 
     /// Chooses unlocked entries in the index's eviction order `order` (a locked entry is never
@@ -215,10 +191,10 @@ extension DiskTier {
     /// share), but only once whole pages are free and given back: a pass that falls short is
     /// made up by the next sweep, which the measured total schedules.
     /// `startingAbove`: choose nothing unless the folder occupies more than this.
-    func chooseStoreVictims(
-        _ store: EntryStore, order: StoreEvictionOrder, downTo limit: Int?, minimumFreeSpace: Int?, freedFirst: Int = 0,
+    func chooseVictims(
+        order: StoreEvictionOrder, downTo limit: Int?, minimumFreeSpace: Int?, freedFirst: Int = 0,
         excluding: Set<String> = [], startingAbove: Int? = nil
-    ) -> [Choice] {
+    ) -> [DiskTier.Choice] {
         // The log first goes into the store and is cut back: what is left is what entries
         // occupy, not writes waiting for the next automatic checkpoint.
         // A log the checkpoint could not cut back (a writer or reader of another process was
@@ -226,32 +202,32 @@ extension DiskTier {
         // everything. It goes at the next checkpoint, and `waitForBackgroundWork` settles it.
         _ = try? store.checkpoint()
         guard let occupied = try? store.occupiedBytes(includingLog: false) else { return [] }
-        storeState.withLock { $0.occupiedEstimate = occupied }
+        disk.storeState.withLock { $0.occupiedEstimate = occupied }
         if let startingAbove, occupied <= startingAbove {
-            storeState.withLock { $0.fruitlessSweepAt = nil }
+            disk.storeState.withLock { $0.fruitlessSweepAt = nil }
             return []
         }
         var needed = 0
         if let limit { needed = occupied - limit - freedFirst }
-        if let minimumFreeSpace, let free = fileSystem.availableCapacity(folder) {
+        if let minimumFreeSpace, let free = disk.fileSystem.availableCapacity(disk.folder) {
             needed = max(needed, minimumFreeSpace - free - freedFirst)
         }
         guard needed > 0 else { return [] }
-        var victims: [Choice] = []
+        var victims: [DiskTier.Choice] = []
         var freed = 0
         // One pass in the order, read as far as it chooses (the rest of the index is not read).
         _ = try? store.forEachEvictionCandidate(order: order) { entry in
             guard !excluding.contains(entry.key) else { return true }
             freed += entry.size
             victims.append(
-                Choice(
-                    fileName: Self.fileName(for: entry.key), sequence: nil,
+                DiskTier.Choice(
+                    fileName: DiskTier.fileName(for: entry.key), sequence: nil,
                     removal: .evicted(key: entry.key, bytes: entry.size), size: entry.size, stored: entry))
             return freed < needed
         }
         // Locked entries are never evicted (they are not candidates): a folder of locked entries
         // may stay over its limit, and is not swept again until it grows (see `fruitlessSweepAt`).
-        storeState.withLock { $0.fruitlessSweepAt = freed < needed ? occupied : nil }
+        disk.storeState.withLock { $0.fruitlessSweepAt = freed < needed ? occupied : nil }
         return victims
     }
 
@@ -259,10 +235,10 @@ extension DiskTier {
     /// the large entries among them; returns the removals done.
     /// Each large entry's file goes inside the transaction, before its row (EntryStore's
     /// `remove(unchanged:evictedIn:filePath:)`): no process reads a removed entry's file again.
-    func applyInStore(_ choices: [Choice], evictionOrder: StoreEvictionOrder?) -> [Removal] {
-        guard !choices.isEmpty, let store = openedStore else { return [] }
+    func removeRows(_ choices: [DiskTier.Choice], evictionOrder: StoreEvictionOrder?) -> [DiskTier.Removal] {
+        guard !choices.isEmpty else { return [] }
         var removed: [StoreEntry] = []
-        func isEviction(_ choice: Choice) -> Bool {
+        func isEviction(_ choice: DiskTier.Choice) -> Bool {
             if case .evicted = choice.removal { true } else { false }
         }
         // A key's file goes with its row (a large entry's, or one a write cut between its two
@@ -273,30 +249,30 @@ extension DiskTier {
         // removals unlink as before: a folder of many files (one an older release filled) is not
         // listed under the store's lock for one entry.
         var present: Set<String>?
-        var listed = choices.count <= Self.unlinksWithoutListing
+        var listed = choices.count <= DiskTier.unlinksWithoutListing
         let filePath: (String) -> String? = { [self] key in
             if !listed {
                 listed = true
-                present = entryFileNames().map(Set.init)
+                present = disk.entryFileNames().map(Set.init)
             }
-            let name = Self.fileName(for: key)
+            let name = DiskTier.fileName(for: key)
             guard present?.contains(name) ?? true else { return nil }
-            return path(name)
+            return disk.path(name)
         }
         do throws(StoreError) {
             removed += try store.remove(
                 unchanged: choices.filter { !isEviction($0) }.compactMap(\.stored), filePath: filePath)
-            listed = choices.count <= Self.unlinksWithoutListing // else listed again in the next transaction
+            listed = choices.count <= DiskTier.unlinksWithoutListing // else listed again in the next transaction
             removed += try store.remove(
                 unchanged: choices.filter(isEviction).compactMap(\.stored), evictedIn: evictionOrder,
                 filePath: filePath)
         } catch {
-            if case .setAside(let setAside) = error { noteSetAside(setAside, of: store) }
+            if case .setAside(let setAside) = error { disk.noteSetAside(setAside, of: store) }
             return []
         }
         // The oldest survivors move to the end of the table, so the pages the sweep left partly
         // empty go back whole; not on a tight volume, where the moves' pages may not fit.
-        if evictionOrder != nil, !isVolumeTight { try? store.compact(afterRemoving: removed.count) }
+        if evictionOrder != nil, !disk.isVolumeTight { try? store.compact(afterRemoving: removed.count) }
         let removedKeys = Set(removed.map(\.key))
         return choices.compactMap { choice in
             guard let stored = choice.stored, removedKeys.contains(stored.key) else { return nil }
@@ -304,28 +280,22 @@ extension DiskTier {
         }
     }
 
-    /// Removals up to which a sweep unlinks each key's file name without listing the folder.
-    static let unlinksWithoutListing = 64
-
     /// After a plan that removed rows: the freed pages go back to the file system and the log
     /// is checkpointed, so what the folder occupies goes down, not only the entries' total.
     func reclaimStoreSpace() {
-        guard let store = openedStore else { return }
-        store.adjustLog(tightVolume: isVolumeTight)
+        store.adjustLog(tightVolume: disk.isVolumeTight)
         _ = try? store.reclaimSpace()
         let occupied = try? store.occupiedBytes()
-        storeState.withLock { $0.occupiedEstimate = occupied }
+        disk.storeState.withLock { $0.occupiedEstimate = occupied }
     }
 
     /// Folds the store's log into it and cuts it back (without waiting for readers), and measures
-    /// what the folder occupies: whether that is over `limit` (a sweep is then due). False for a
-    /// folder without a store, whose sweeps count files.
+    /// what the folder occupies: whether that is over `limit` (a sweep is then due).
     func settle(over limit: Int) -> Bool {
-        guard let store = openedStore else { return false }
         _ = try? store.checkpoint()
         guard let occupied = try? store.occupiedBytes() else { return false }
         // A sweep now, even if the last one found too little to evict (things may have changed).
-        storeState.withLock {
+        disk.storeState.withLock {
             $0.occupiedEstimate = occupied
             $0.fruitlessSweepAt = nil
         }
@@ -336,63 +306,44 @@ extension DiskTier {
     /// Every entry file goes inside the transaction, before the rows: the large entries', and
     /// any other the folder holds (older than the store, an orphan, one a killed write left
     /// behind a row); then the store gives its pages back off the caller's thread.
-    func removeAllFromStore(_ store: EntryStore) -> [SystemError] {
+    func removeEveryRow() -> [SystemError] {
         do throws(StoreError) {
             try store.removeAll(
-                filePath: { [self] key in path(Self.fileName(for: key)) },
-                otherFiles: { [self] in (entryFileNames() ?? []).map(path) })
+                filePath: { [self] key in disk.path(DiskTier.fileName(for: key)) },
+                otherFiles: { [self] in (disk.entryFileNames() ?? []).map(disk.path) })
         } catch {
             if case .setAside(let setAside) = error {
-                noteSetAside(setAside, of: store)
+                disk.noteSetAside(setAside, of: store)
                 return []
             }
-            return [Self.systemError(error, path: store.path, "remove all")]
+            return [DiskTier.systemError(error, path: store.path, "remove all")]
         }
-        scheduleReclaim()
+        disk.scheduleReclaim()
         return []
     }
 
     /// Removes the entries whose removal found the volume full, each under its key's lock (a
     /// write of the key since then stays), once the log is folded into the store; those that
     /// still find no room wait for the next reclaim.
-    private func retryRemovalsAwaitingRoom() {
-        guard let store = openedStore, !storeState.withLock({ $0.removalsAwaitingRoom.isEmpty }) else { return }
+    func retryRemovalsAwaitingRoom() {
+        guard !disk.storeState.withLock({ $0.removalsAwaitingRoom.isEmpty }) else { return }
         _ = try? store.checkpoint()
-        let keys = storeState.withLock { Array($0.removalsAwaitingRoom.keys) }
+        let keys = disk.storeState.withLock { Array($0.removalsAwaitingRoom.keys) }
         for key in keys {
-            keyLocks.withLock(key) {
+            disk.keyLocks.withLock(key) {
                 // Taken under the key's lock: a write of the key since took it off the list.
-                guard let row = storeState.withLock({ $0.removalsAwaitingRoom.removeValue(forKey: key) }) else {
+                guard let row = disk.storeState.withLock({ $0.removalsAwaitingRoom.removeValue(forKey: key) }) else {
                     return
                 }
-                let file = path(Self.fileName(for: key))
+                let file = disk.path(DiskTier.fileName(for: key))
                 do throws(StoreError) {
                     // Only the row as it was: another process's later write of the key stays.
                     try store.remove(unchanged: [row], filePath: { _ in file })
                 } catch {
                     if case .failed(let failure) = error, failure.primaryCode == SQLiteCode.full {
-                        storeState.withLock { $0.removalsAwaitingRoom[key] = row }
+                        disk.storeState.withLock { $0.removalsAwaitingRoom[key] = row }
                     }
                 }
-            }
-        }
-    }
-
-    /// Gives the store's free pages back and truncates its log, on the sweep queue (what
-    /// ``waitForSweeps()`` waits for): after removals, so what they freed goes back to the
-    /// volume (on a full one, that is what lets writes resume). One scheduled at a time.
-    func scheduleReclaim() {
-        guard
-            storeState.withLock({ state in
-                defer { state.reclaimScheduled = true }
-                return !state.reclaimScheduled
-            })
-        else { return }
-        inBackground { [self] in
-            storeState.withLock { $0.reclaimScheduled = false }
-            _ = withBackgroundActivity("Cashier store reclaim") {
-                retryRemovalsAwaitingRoom()
-                reclaimStoreSpace()
             }
         }
     }
