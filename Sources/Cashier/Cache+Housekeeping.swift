@@ -136,7 +136,7 @@ extension Cache {
         disk.sweepIfNeeded(limits: limits) { [weak self] in
             // The uses gathered so far go first (this instance's memory hits, every read's from
             // disk, waiting for their window): the victims are ordered by them.
-            if let self { self.recordMemoryUses() } else { disk.flushStoreUses() }
+            if let self { self.recordMemoryUses() } else { disk.flushUses() }
             let removals = disk.withFolderLock(waiting: false) {
                 folderState.commit(
                     disk.planSweep(limits: limits, at: clock().timeIntervalSince1970), on: disk, dropping: memory,

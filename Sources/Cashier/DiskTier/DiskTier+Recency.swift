@@ -115,7 +115,7 @@ extension DiskTier {
     }
 
     /// Gathers uses for their rows (last use and frequency), written off the caller's thread
-    /// by ``flushStoreUses()``, many in one transaction, on the same terms as access times:
+    /// by ``flushUses()``, many in one transaction, on the same terms as access times:
     /// only a use a granularity or more after the row's last use changes it. Uses this
     /// process sent less than a granularity ago are not sent again, so a stream of reads
     /// costs no store call. Best effort, like an access time: a kill loses at most the uses of
@@ -191,7 +191,7 @@ extension DiskTier {
         afterUsesWindow { [weak self] in
             guard let self else { return }
             storeState.withLock { $0.usesFlushScheduled = false }
-            flushStoreUses()
+            flushUses()
         }
     }
 
@@ -199,51 +199,5 @@ extension DiskTier {
     /// waits for: for uses, which gather meanwhile and which a wait writes itself.
     func afterUsesWindow(_ work: @escaping @Sendable () -> Void) {
         sweepQueue.asyncAfter(deadline: .now() + Self.usesWindow, execute: work)
-    }
-
-    /// ``flushStoreUses()`` now if that needs no wait (the store's writer and lock free, commits
-    /// not synchronized: see ``noteSlidingUseIfFree(_:at:)``). What could not be written stays
-    /// gathered. Returns whether none is left.
-    func flushStoreUsesIfFree() -> Bool {
-        guard let store = openedStore, !storeState.withLock({ $0.synchronized }), usesFlushing.try() else {
-            return false
-        }
-        defer { usesFlushing.unlock() }
-        var (coarse, exact) = storeState.withLock { state in
-            defer {
-                state.pendingUses.removeAll()
-                state.pendingExactUses.removeAll()
-            }
-            return (state.pendingUses, state.pendingExactUses)
-        }
-        if !coarse.isEmpty, store.recordUsesIfFree(coarse, granularity: useGranularity) {
-            coarse = []
-        }
-        if !exact.isEmpty, store.recordUsesIfFree(exact, granularity: 0) { exact = [] }
-        guard !coarse.isEmpty || !exact.isEmpty else { return true }
-        storeState.withLock { state in
-            state.pendingUses.insert(contentsOf: coarse, at: 0)
-            state.pendingExactUses.insert(contentsOf: exact, at: 0)
-        }
-        return false
-    }
-
-    /// Writes the uses gathered so far into their rows, in one transaction (two with exact ones).
-    ///
-    /// One at a time (``usesFlushing``): a caller that orders by recency next (a sweep, garbage
-    /// collection) finds the uses a flush under way took written first.
-    func flushStoreUses() {
-        guard let store = openedStore else { return }
-        usesFlushing.lock()
-        defer { usesFlushing.unlock() }
-        let (coarse, exact) = storeState.withLock { state in
-            defer {
-                state.pendingUses.removeAll()
-                state.pendingExactUses.removeAll()
-            }
-            return (state.pendingUses, state.pendingExactUses)
-        }
-        if !coarse.isEmpty { try? store.recordUses(coarse, granularity: useGranularity) }
-        if !exact.isEmpty { try? store.recordUses(exact, granularity: 0) }
     }
 }

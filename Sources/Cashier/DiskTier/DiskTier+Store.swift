@@ -59,7 +59,7 @@ extension DiskTier {
         /// The last use this process wrote into each row it used lately (a bounded memo:
         /// forgotten wholesale past 4,096 keys), so a granularity's repeated uses cost nothing.
         var persistedUses: [String: Double] = [:]
-        /// Uses of rows waiting for their write off the caller's thread (``flushStoreUses()``):
+        /// Uses of rows waiting for their write off the caller's thread (``flushUses()``):
         /// coarse ones, written if a granularity after the row's last use, and exact ones (a
         /// ``Lifespan/sinceLastUse(_:)`` entry's last use, which its expiry runs from).
         var pendingUses: [(key: String, time: Int64)] = []

@@ -56,7 +56,7 @@ extension DiskTier {
     /// including one retried because another process held the folder lock: that wait
     /// lasts as long as the other process keeps the lock.
     package func waitForSweeps() {
-        flushStoreUses()
+        flushUses()
         pendingSweeps.wait()
     }
 

@@ -33,7 +33,7 @@ package final class DiskTier: Sendable {
     let scanLock = NSLock()
     /// The folder's store of small entries and index of all (DiskTier+Store.swift), once opened.
     let storeState = Locked(StoreState())
-    /// Held while gathered uses are taken and written (``flushStoreUses()``).
+    /// Held while gathered uses are taken and written (``flushUses()``).
     let usesFlushing = NSLock()
     /// Serializes opening the store in this process.
     let storeOpenLock = NSLock()

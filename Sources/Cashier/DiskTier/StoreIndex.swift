@@ -195,10 +195,10 @@ struct StoreIndex: EntryIndex {
 
     func noteUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) {
         gatherUses(ofKeys: keys, at: now)
-        disk.flushStoreUses()
+        flushUses()
     }
 
-    /// Gathers the uses for their rows without writing them (``DiskTier/flushStoreUses()`` does).
+    /// Gathers the uses for their rows without writing them (``flushUses()`` does).
     func gatherUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) {
         // A use with its own moment is a sliding lifespan's: its row keeps it exactly, as
         // garbage collection judges the lifespan by it; the others coarsely.
@@ -206,9 +206,48 @@ struct StoreIndex: EntryIndex {
         disk.persistStoreUses(store, keys.compactMap { use in use.usedAt.map { (use.name, $0) } }, exactly: true)
     }
 
-    func flushUses() { disk.flushStoreUses() }
+    /// ``flushUses()`` now if that needs no wait (the store's writer and lock free, commits
+    /// not synchronized: see ``noteSlidingUseIfFree(_:at:)``). What could not be written stays
+    /// gathered. Returns whether none is left.
+    func flushUsesIfFree() -> Bool {
+        guard !disk.storeState.withLock({ $0.synchronized }), disk.usesFlushing.try() else { return false }
+        defer { disk.usesFlushing.unlock() }
+        var (coarse, exact) = disk.storeState.withLock { state in
+            defer {
+                state.pendingUses.removeAll()
+                state.pendingExactUses.removeAll()
+            }
+            return (state.pendingUses, state.pendingExactUses)
+        }
+        if !coarse.isEmpty, store.recordUsesIfFree(coarse, granularity: disk.useGranularity) {
+            coarse = []
+        }
+        if !exact.isEmpty, store.recordUsesIfFree(exact, granularity: 0) { exact = [] }
+        guard !coarse.isEmpty || !exact.isEmpty else { return true }
+        disk.storeState.withLock { state in
+            state.pendingUses.insert(contentsOf: coarse, at: 0)
+            state.pendingExactUses.insert(contentsOf: exact, at: 0)
+        }
+        return false
+    }
 
-    func flushUsesIfFree() -> Bool { disk.flushStoreUsesIfFree() }
+    /// Writes the uses gathered so far into their rows, in one transaction (two with exact ones).
+    ///
+    /// One at a time (``DiskTier/usesFlushing``): a caller that orders by recency next (a sweep,
+    /// garbage collection) finds the uses a flush under way took written first.
+    func flushUses() {
+        disk.usesFlushing.lock()
+        defer { disk.usesFlushing.unlock() }
+        let (coarse, exact) = disk.storeState.withLock { state in
+            defer {
+                state.pendingUses.removeAll()
+                state.pendingExactUses.removeAll()
+            }
+            return (state.pendingUses, state.pendingExactUses)
+        }
+        if !coarse.isEmpty { try? store.recordUses(coarse, granularity: disk.useGranularity) }
+        if !exact.isEmpty { try? store.recordUses(exact, granularity: 0) }
+    }
 
     /// Writes the use into its row at once if that needs no wait: the store's writer and lock
     /// free and commits not synchronized (`synchronous=FULL` syncs). So a process killed right
