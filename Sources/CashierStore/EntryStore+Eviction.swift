@@ -3,7 +3,8 @@ import CashierSQLite
 /// The order in which a sweep evicts: what a size limit costs the entries read again.
 package enum StoreEvictionOrder: Sendable, CaseIterable {
     /// Least recently used first (`last_use`); among equal last uses (they are coarse) the
-    /// smaller, then the older row. ``EntryStore/evictionCandidates(limit:)``'s order.
+    /// smaller, then the row placed first (`id`: written first, unless a sweep moved it since,
+    /// ``EntryStore/compact(afterRemoving:)``).
     case leastRecentlyUsed
     /// S3-FIFO's queues (Yang et al., SOSP '23) kept in the index, so every process shares
     /// them and they survive a relaunch. An entry is *new* while it has never been used since
@@ -15,7 +16,7 @@ package enum StoreEvictionOrder: Sendable, CaseIterable {
     /// 2. reused entries, least recently used first;
     /// 3. the newest new entries.
     ///
-    /// Ties are broken by size, then the older row, as in ``leastRecentlyUsed``. A key evicted
+    /// Ties are broken by size, then the row placed first, as in ``leastRecentlyUsed``. A key evicted
     /// new is remembered in the ghost (at most half as many keys as entries, oldest out first):
     /// written again, it comes back reused, so a working set that moves gets in after one
     /// eviction, while a one-time scan never gets past the newest share. A ghost key that
@@ -113,9 +114,19 @@ extension EntryStore {
     /// whose key leaves becomes reused (frequency 1), as it would have been had it come back
     /// while its key was remembered.
     func rememberEvicted(_ evicted: [StoreEntry], _ connection: StoreConnection) throws(SQLiteError) {
-        var (ghosts, next) = try connection.run(.ghostCensus) { census throws(SQLiteError) in
-            try census.step() ? (census.int64(at: 0), census.int64(at: 1) + 1) : (0, 1)
+        var (ghosts, newest) = try connection.run(.ghostCensus) { census throws(SQLiteError) in
+            try census.step() ? (census.int64(at: 0), census.int64(at: 1)) : (0, 0)
         }
+        // Ids count up from 1; a ghost whose ids reach the top (a damaged or foreign file) is
+        // forgotten whole rather than numbered past it (the ghost only sharpens the order).
+        if newest < 0 || newest > Int64.max - Int64(evicted.count) - 1 {
+            try connection.run(.forget) { forget throws(SQLiteError) in
+                try forget.bind(Int64.max, at: 1)
+                _ = try forget.step()
+            }
+            (ghosts, newest) = (0, 0)
+        }
+        var next = newest + 1
         for entry in evicted.filter({ $0.frequency == 0 }).sorted(by: { $0.key < $1.key }) {
             try connection.run(.remember) { remember throws(SQLiteError) in
                 try remember.bind(entry.key, at: 1)
@@ -156,7 +167,7 @@ enum EvictionSQL {
         + "ORDER BY last_use DESC, size DESC, id DESC"
 
     /// The frequency-aware order's queues, each walked in `entry_by_use`'s order (least
-    /// recently used, the smaller, the older row first); the edge is bound as `?1, ?2, ?3`.
+    /// recently used, the smaller, the row placed first); the edge is bound as `?1, ?2, ?3`.
     enum Queue {
         /// New entries at or before the edge.
         case old

@@ -86,7 +86,8 @@ extension EntryStore {
     /// than their bytes). Moving the oldest survivors out empties the oldest pages whole, which
     /// the sweep's reclaim gives back. At most one move a removal: a sweep of 30 rows of 1 KiB
     /// at a server's pace (`CashierReplay disk-cache --object-bytes 1024`) then held 262 rows of a
-    /// limit of 300 where it held 241.
+    /// limit of 300 where it held 241. The price: among entries last used in the same second and
+    /// of one size, a moved row goes after rows written after it (the order's last tie-break).
     package func compact(afterRemoving count: Int) throws(StoreError) {
         let count = min(count, Self.movesPerSweep)
         guard count > 0 else { return }
@@ -99,7 +100,11 @@ extension EntryStore {
         let (rows, lowest, highest) = try connection.run(.idSpan) { span throws(SQLiteError) in
             try span.step() ? (span.int64(at: 0), span.int64(at: 1), span.int64(at: 2)) : (0, 0, 0)
         }
-        guard rows > 0, Double(highest - lowest + 1) > Double(rows) * 1.1 else { return }
+        // Ids are SQLite's rowids, in 1...Int64.max for the rows it numbers; a store whose ids
+        // are not (a damaged or foreign file) is not compacted: no arithmetic on them overflows.
+        guard rows > 0, lowest > 0, highest < Int64.max - Self.movesPerSweepID,
+            Double(highest - lowest + 1) > Double(rows) * 1.1
+        else { return }
         let ids = try connection.run(.lowestIDs) { lowest throws(SQLiteError) in
             try lowest.bind(Int64(count), at: 1)
             var ids: [Int64] = []
@@ -120,6 +125,7 @@ extension EntryStore {
     /// The most rows a sweep moves (``compact(moving:_:)``): a large eviction (half the store, say)
     /// is not made twice as long; the sweeps after it go on where it stopped.
     static let movesPerSweep = 256
+    private static let movesPerSweepID = Int64(movesPerSweep)
 
     /// Removes `entry`'s row if it is still as it was (see ``remove(unchanged:evictedIn:filePath:)``)
     /// and no file is at `file`, checked under the store's write lock, where no write of the key
@@ -161,7 +167,9 @@ extension EntryStore {
 
     /// Records uses (`last_use` forward, `frequency` + 1), but only of entries whose last use is
     /// `granularity` seconds or more before `time`, and of entries never used since written
-    /// (`frequency = 0`) by a use at or after their write: a use within the granularity changes
+    /// (`frequency = 0`) by a use in a later second than their write (a use of the same second may
+    /// be of a value another process removed, which that process then wrote anew: the new entry
+    /// was not used; the next use counts): a use within the granularity changes
     /// no page, so an entry read all day costs one write a granularity, while the first use of
     /// an entry, which moves it out of the frequency-aware order's new entries, is never lost
     /// to it (at a server's pace most entries are read again, or never, within a minute).

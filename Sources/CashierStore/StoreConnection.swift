@@ -234,7 +234,7 @@ enum StoreStatement: Int, CaseIterable {
         case .delete: "DELETE FROM entry WHERE id = ?"
         case .recordUse:
             "UPDATE entry SET last_use = ?1, frequency = min(frequency + 1, \(EntryStore.maximumFrequency)) "
-                + "WHERE key = ?2 AND (last_use <= ?1 - ?3 OR (frequency = 0 AND last_use <= ?1))"
+                + "WHERE key = ?2 AND (last_use <= ?1 - ?3 OR (frequency = 0 AND last_use < ?1))"
         case .shapeByID: "SELECT names, header FROM shape WHERE id = ?"
         case .shapeByNames: "SELECT id, header FROM shape WHERE names = ? ORDER BY id LIMIT 1"
         case .shapeCount: "SELECT count(*) FROM shape"

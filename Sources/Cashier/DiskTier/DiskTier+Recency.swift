@@ -85,15 +85,17 @@ extension DiskTier {
     /// a use written later would count for the entry written next under its key. Call holding
     /// the key's lock (the barrier of every key for `nil`).
     func forgetPendingUses(of key: String?) {
-        let storeKey = key.map(Self.storeKey)
         storeState.withLock { state in
-            guard let storeKey else {
+            guard let key else {
                 state.pendingUses.removeAll()
                 state.pendingExactUses.removeAll()
+                state.pendingFirstUses.removeAll()
                 return
             }
+            let storeKey = Self.storeKey(key)
             state.pendingUses.removeAll { $0.key == storeKey }
             state.pendingExactUses.removeAll { $0.key == storeKey }
+            state.pendingFirstUses.remove(key)
         }
     }
 
@@ -124,7 +126,7 @@ extension DiskTier {
     /// `exactly`: every use is written (a sliding lifespan's last use, which expiry runs from).
     /// `firstSinceWritten`: the reads found the rows never used since written; each use is sent
     /// unless one is already gathered for its row (the store writes the first use of a row
-    /// whatever the granularity: ``EntryStore/recordUses(_:granularity:)``).
+    /// whatever the granularity: `EntryStore.recordUses(_:granularity:)`).
     func persistStoreUses(
         _ store: EntryStore, _ uses: [(key: String, at: Double)], exactly: Bool = false,
         firstSinceWritten: Bool = false
@@ -138,8 +140,7 @@ extension DiskTier {
                 if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
                 for use in uses {
                     if firstSinceWritten {
-                        let storeKey = Self.storeKey(use.key)
-                        if state.pendingUses.contains(where: { $0.key == storeKey }) { continue }
+                        if !state.pendingFirstUses.insert(use.key).inserted { continue }
                     } else if let last = state.persistedUses[use.key], use.at - last < granularity, use.at >= last {
                         continue
                     }
@@ -165,9 +166,11 @@ extension DiskTier {
     /// write, within a second and ``recencyGranularity``. The eviction order can only tell apart
     /// uses further apart than the granularity: with entries evicted a minute or less after their
     /// last use (a server's pace: thousands of requests a minute), a use a minute would leave it
-    /// blind. A sweep that evicts none such leaves it as it is.
+    /// blind. A sweep that evicts none such leaves it as it is, and so does one whose youngest
+    /// such victim was last used at or after `now` (a clock set back, or another process's ahead).
     func adaptUseGranularity(toVictims victims: [StoreEntry], at now: Double) {
-        guard let youngest = victims.lazy.filter({ $0.frequency > 0 }).map(\.lastUse).max() else { return }
+        guard let youngest = victims.lazy.filter({ $0.frequency > 0 }).map(\.lastUse).max(), now > Double(youngest)
+        else { return }
         let granularity = min(Self.recencyGranularity, max(1, (now - Double(youngest)) / 8))
         storeState.withLock { $0.useGranularity = granularity.rounded(.down) }
     }

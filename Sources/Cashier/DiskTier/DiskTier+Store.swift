@@ -68,6 +68,9 @@ extension DiskTier {
         /// entries within minutes of their last use (``adaptUseGranularity(toVictims:at:)``).
         var useGranularity = DiskTier.recencyGranularity
         var pendingExactUses: [(key: String, time: Int64)] = []
+        /// The keys whose first use since their write is among ``pendingUses``: a first use is
+        /// gathered once a window, however many reads find the row unused.
+        var pendingFirstUses: Set<String> = []
         /// Whether a write of the pending uses is scheduled (`scheduleUsesFlush()`).
         var usesFlushScheduled = false
         /// Whether files older than the store may lack rows still (an import is under way): a

@@ -169,7 +169,7 @@ struct StoreIndex: EntryIndex {
     // MARK: Recency
 
     /// The use goes to `key`'s row, on the same terms as a file's access time (see
-    /// ``DiskTier/persistStoreUses(_:_:exactly:)``).
+    /// ``DiskTier/persistStoreUses(_:_:exactly:firstSinceWritten:)``).
     func noteRead(
         _ fileName: String, key: String, info: FileInfo, isLocked: Bool, at now: Double,
         foundSlidingLifespanOver: Bool, sliding: Bool
@@ -216,6 +216,7 @@ struct StoreIndex: EntryIndex {
             defer {
                 state.pendingUses.removeAll()
                 state.pendingExactUses.removeAll()
+                state.pendingFirstUses.removeAll()
             }
             return (state.pendingUses, state.pendingExactUses)
         }
@@ -242,6 +243,7 @@ struct StoreIndex: EntryIndex {
             defer {
                 state.pendingUses.removeAll()
                 state.pendingExactUses.removeAll()
+                state.pendingFirstUses.removeAll()
             }
             return (state.pendingUses, state.pendingExactUses)
         }
