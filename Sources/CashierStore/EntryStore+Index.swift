@@ -100,11 +100,20 @@ extension EntryStore {
     /// bounds, and what `totalSize` reports.
     /// `includingLog: false` leaves the `-wal` out: what the entries themselves take, which a
     /// sweep chooses its victims by (the log is folded into the store and cut back, not evicted).
-    package func occupiedBytes(includingLog: Bool = true) throws(StoreError) -> Int {
-        let files = try withReader { connection throws(SQLiteError) in
-            Int(clamping: try connection.integer(.fileBytes) ?? 0)
+    /// `includingFreePages: false` leaves the store's free pages out too: room the next writes
+    /// reuse and the next reclaim gives back, not entries (a sweep that counted them, after a
+    /// reclaim another write kept from running, evicted entries for room already free).
+    package func occupiedBytes(includingLog: Bool = true, includingFreePages: Bool = true) throws(StoreError) -> Int {
+        let (files, free) = try withReader { connection throws(SQLiteError) in
+            (
+                Int(clamping: try connection.integer(.fileBytes) ?? 0),
+                includingFreePages
+                    ? 0
+                    : Int(clamping: try connection.integer(.freePages) ?? 0)
+                        * Int(try connection.integer(.pageSize) ?? 0)
+            )
         }
-        return files + storeFileBytes() - (includingLog ? 0 : fileSize(path + "-wal"))
+        return files + storeFileBytes() - (includingLog ? 0 : fileSize(path + "-wal")) - free
     }
 
     /// Bytes the store's own files hold: the store, its `-wal` and its `-shm`.

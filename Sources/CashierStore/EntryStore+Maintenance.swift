@@ -167,23 +167,38 @@ extension EntryStore {
 
     /// Records uses (`last_use` forward, `frequency` + 1), but only of entries whose last use is
     /// `granularity` seconds or more before `time`, and of entries never used since written
-    /// (`frequency = 0`) by a use in a later second than their write (a use of the same second may
-    /// be of a value another process removed, which that process then wrote anew: the new entry
-    /// was not used; the next use counts): a use within the granularity changes
+    /// (`frequency = 0`) by a use in a later second than their write: a use within the granularity changes
     /// no page, so an entry read all day costs one write a granularity, while the first use of
     /// an entry, which moves it out of the frequency-aware order's new entries, is never lost
     /// to it (at a server's pace most entries are read again, or never, within a minute).
-    /// Each use has its own time.
-    package func recordUses(_ uses: [(key: String, time: Int64)], granularity: Int64) throws(StoreError) {
-        guard !uses.isEmpty else { return }
-        try withWriter { connection throws(SQLiteError) in try touch(uses, granularity: granularity, connection) }
+    /// Each use has its own time. (A use of the write's own second is left out: it may be of a
+    /// value another process removed, then wrote anew; the new entry was not used.)
+    ///
+    /// `firstUses`: uses of rows a read found never used since written, each written to that row
+    /// only (same `last_use`, still `frequency = 0`), whatever the granularity and the second.
+    package func recordUses(
+        _ uses: [(key: String, time: Int64)], granularity: Int64, firstUses: [StoreFirstUse] = []
+    ) throws(StoreError) {
+        guard !uses.isEmpty || !firstUses.isEmpty else { return }
+        try withWriter { connection throws(SQLiteError) in
+            try touch(uses, granularity: granularity, firstUses: firstUses, connection)
+        }
     }
 
     /// Writes `uses` in one transaction on `connection` (see ``recordUses(_:granularity:)``).
-    private func touch(_ uses: [(key: String, time: Int64)], granularity: Int64, _ connection: StoreConnection)
-        throws(SQLiteError)
-    {
+    private func touch(
+        _ uses: [(key: String, time: Int64)], granularity: Int64, firstUses: [StoreFirstUse] = [],
+        _ connection: StoreConnection
+    ) throws(SQLiteError) {
         try transaction(connection) { () throws(SQLiteError) in
+            for use in firstUses {
+                try connection.run(.recordFirstUse) { touch throws(SQLiteError) in
+                    try touch.bind(use.time, at: 1)
+                    try touch.bind(use.key, at: 2)
+                    try touch.bind(use.written, at: 3)
+                    _ = try touch.step()
+                }
+            }
             for use in uses {
                 try connection.run(.recordUse) { touch throws(SQLiteError) in
                     try touch.bind(use.time, at: 1)
@@ -198,9 +213,11 @@ extension EntryStore {
     /// ``recordUses(_:granularity:)`` now if the writer and the store's lock are free (no call
     /// of this process holds the writer, no other process the lock); false, having done nothing,
     /// at once otherwise: for a use a memory hit records, which never waits.
-    package func recordUsesIfFree(_ uses: [(key: String, time: Int64)], granularity: Int64) -> Bool {
+    package func recordUsesIfFree(
+        _ uses: [(key: String, time: Int64)], granularity: Int64, firstUses: [StoreFirstUse] = []
+    ) -> Bool {
         let done: Void? = try? withWriterIfFree { connection throws(SQLiteError) in
-            try touch(uses, granularity: granularity, connection)
+            try touch(uses, granularity: granularity, firstUses: firstUses, connection)
         }
         return done != nil
     }

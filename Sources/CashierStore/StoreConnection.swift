@@ -210,12 +210,12 @@ final class StoreConnection {
 /// through `SQLiteConnection.run(_:_:)`).
 enum StoreStatement: Int, CaseIterable {
     // Reads and writes of one entry.
-    case upsert, upsertOverRows, upsertOverUnlockedRows, record, entry, delete, recordUse
+    case upsert, upsertOverRows, upsertOverUnlockedRows, record, entry, delete, recordUse, recordFirstUse
     case shapeByID, shapeByNames, shapeCount, addShape, lastInsertedID
     // Transactions and the coherence check.
     case begin, beginRead, commit, rollback, dataVersion
     // The index: counts, listings, passes over every record.
-    case count, totalSize, fileBytes, keys, keysAndShapes, largeEntryKeys, entries, largeEntries, allRecords
+    case count, totalSize, fileBytes, freePages, pageSize, keys, keysAndShapes, largeEntryKeys, entries, largeEntries, allRecords
     // Removals, imports, upkeep.
     case removeUnchanged, insertIfAbsent, deleteAll, checkpoint
     // Eviction: least recently used first, and frequency-aware (``EvictionSQL``).
@@ -235,6 +235,8 @@ enum StoreStatement: Int, CaseIterable {
         case .recordUse:
             "UPDATE entry SET last_use = ?1, frequency = min(frequency + 1, \(EntryStore.maximumFrequency)) "
                 + "WHERE key = ?2 AND (last_use <= ?1 - ?3 OR (frequency = 0 AND last_use < ?1))"
+        case .recordFirstUse:
+            "UPDATE entry SET last_use = max(last_use, ?1), frequency = 1 WHERE key = ?2 AND frequency = 0 AND last_use = ?3"
         case .shapeByID: "SELECT names, header FROM shape WHERE id = ?"
         case .shapeByNames: "SELECT id, header FROM shape WHERE names = ? ORDER BY id LIMIT 1"
         case .shapeCount: "SELECT count(*) FROM shape"
@@ -251,6 +253,8 @@ enum StoreStatement: Int, CaseIterable {
         case .count: "SELECT count(*) FROM entry"
         case .totalSize: "SELECT total(size) FROM entry"
         case .fileBytes: "SELECT total(size) FROM entry WHERE location = 1"
+        case .freePages: "PRAGMA freelist_count"
+        case .pageSize: "PRAGMA page_size"
         case .keys: "SELECT key FROM entry ORDER BY key"
         case .keysAndShapes: "SELECT key, location, substr(record, 1, 3) FROM entry"
         case .largeEntryKeys: "SELECT key FROM entry WHERE location = 1"

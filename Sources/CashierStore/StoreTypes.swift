@@ -38,6 +38,22 @@ package struct StoreEntry: Sendable, Equatable {
     }
 }
 
+/// The first use of a row a read found never used since written (`frequency = 0`): recorded on
+/// that row only, the one whose `last_use` is still `written` (``EntryStore/recordUses(_:granularity:firstUses:)``).
+package struct StoreFirstUse: Sendable, Equatable {
+    package var key: String
+    /// The use's second.
+    package var time: Int64
+    /// The row's `last_use` as the read found it: its write's second.
+    package var written: Int64
+
+    package init(key: String, time: Int64, written: Int64) {
+        self.key = key
+        self.time = time
+        self.written = written
+    }
+}
+
 /// One entry and its record: the bytes a file of the same entry would hold (empty for a file entry).
 package struct StoredRecord: Sendable, Equatable {
     package var entry: StoreEntry

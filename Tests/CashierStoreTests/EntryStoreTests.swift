@@ -139,6 +139,23 @@ import Testing
         #expect(try store.entry(for: "new")?.frequency == 2)
     }
 
+    /// A first use a read gathered goes to the row the read found (never used, written in the
+    /// second it saw), even in the write's own second; not to a row written since in its place.
+    @Test func aFirstUseCountsForTheRowItsReadFoundOnly() throws {
+        try store.upsert(entry("same", size: 1, lastUse: 100), record: [1])
+        try store.upsert(entry("rewritten", size: 1, lastUse: 103), record: [1])
+        try store.recordUses(
+            [], granularity: 60,
+            firstUses: [
+                StoreFirstUse(key: "same", time: 100, written: 100),
+                StoreFirstUse(key: "rewritten", time: 103, written: 100), // the read saw the row written at 100
+            ])
+        #expect(try store.entry(for: "same")?.frequency == 1)
+        #expect(try store.entry(for: "rewritten")?.frequency == 0)
+        try store.recordUses([], granularity: 60, firstUses: [StoreFirstUse(key: "same", time: 101, written: 100)])
+        #expect(try store.entry(for: "same")?.frequency == 1) // a first use once
+    }
+
     @Test func dataVersionChangesForAnotherConnectionsWriteOnly() throws {
         let other = try EntryStore(folder: folder.path)
         let start = try store.dataVersion()

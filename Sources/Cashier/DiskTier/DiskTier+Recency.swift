@@ -95,7 +95,7 @@ extension DiskTier {
             let storeKey = Self.storeKey(key)
             state.pendingUses.removeAll { $0.key == storeKey }
             state.pendingExactUses.removeAll { $0.key == storeKey }
-            state.pendingFirstUses.remove(key)
+            state.pendingFirstUses[storeKey] = nil
         }
     }
 
@@ -124,13 +124,7 @@ extension DiskTier {
     /// the last ``usesWindow``.
     ///
     /// `exactly`: every use is written (a sliding lifespan's last use, which expiry runs from).
-    /// `firstSinceWritten`: the reads found the rows never used since written; each use is sent
-    /// unless one is already gathered for its row (the store writes the first use of a row
-    /// whatever the granularity: `EntryStore.recordUses(_:granularity:)`).
-    func persistStoreUses(
-        _ store: EntryStore, _ uses: [(key: String, at: Double)], exactly: Bool = false,
-        firstSinceWritten: Bool = false
-    ) {
+    func persistStoreUses(_ store: EntryStore, _ uses: [(key: String, at: Double)], exactly: Bool = false) {
         guard !uses.isEmpty else { return }
         let schedules = storeState.withLock { state -> Bool in
             let granularity = state.useGranularity
@@ -139,9 +133,7 @@ extension DiskTier {
             } else {
                 if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
                 for use in uses {
-                    if firstSinceWritten {
-                        if !state.pendingFirstUses.insert(use.key).inserted { continue }
-                    } else if let last = state.persistedUses[use.key], use.at - last < granularity, use.at >= last {
+                    if let last = state.persistedUses[use.key], use.at - last < granularity, use.at >= last {
                         continue
                     }
                     state.persistedUses[use.key] = use.at
@@ -151,6 +143,24 @@ extension DiskTier {
             guard !state.usesFlushScheduled, !state.pendingUses.isEmpty || !state.pendingExactUses.isEmpty else {
                 return false
             }
+            state.usesFlushScheduled = true
+            return true
+        }
+        if schedules { scheduleUsesFlush() }
+    }
+
+    /// Gathers the first use, at `now`, of `key`'s row, which a read found never used since its
+    /// write at `written` (its `last_use`): written with the other uses, whatever the granularity,
+    /// to that row only (`EntryStore.recordUses(_:granularity:firstUses:)`). At server pace most
+    /// entries are read again, or never, within a minute of their write. One a row a window.
+    func persistFirstUse(of key: String, at now: Double, writtenAt written: Int64) {
+        let storeKey = Self.storeKey(key)
+        let schedules = storeState.withLock { state -> Bool in
+            guard state.pendingFirstUses[storeKey] == nil else { return false }
+            state.pendingFirstUses[storeKey] = (Int64(now.rounded(.down)), written)
+            if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
+            state.persistedUses[key] = now
+            guard !state.usesFlushScheduled else { return false }
             state.usesFlushScheduled = true
             return true
         }

@@ -68,9 +68,9 @@ extension DiskTier {
         /// entries within minutes of their last use (``adaptUseGranularity(toVictims:at:)``).
         var useGranularity = DiskTier.recencyGranularity
         var pendingExactUses: [(key: String, time: Int64)] = []
-        /// The keys whose first use since their write is among ``pendingUses``: a first use is
-        /// gathered once a window, however many reads find the row unused.
-        var pendingFirstUses: Set<String> = []
+        /// First uses of rows never used since written, by store key: the use's second and the
+        /// row's write (``persistFirstUse(of:at:writtenAt:)``), one a row a window.
+        var pendingFirstUses: [String: (time: Int64, written: Int64)] = [:]
         /// Whether a write of the pending uses is scheduled (`scheduleUsesFlush()`).
         var usesFlushScheduled = false
         /// Whether files older than the store may lack rows still (an import is under way): a
@@ -384,7 +384,8 @@ extension DiskTier {
     static func rowInfo(_ entry: StoreEntry) -> FileInfo {
         FileInfo(
             size: entry.size, accessedAt: Double(entry.lastUse), modifiedAt: Double(entry.lastUse),
-            isRegularFile: true, isDirectory: false, owner: processUser, unusedSinceWritten: entry.frequency == 0)
+            isRegularFile: true, isDirectory: false, owner: processUser,
+            unusedSinceWrite: entry.frequency == 0 ? entry.lastUse : nil)
     }
 
     /// This process's effective user, read once: a row's owner (``rowInfo(_:)``), which every

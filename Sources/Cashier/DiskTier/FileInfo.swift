@@ -13,10 +13,12 @@ package struct FileInfo: Sendable, Hashable {
     /// The file's owner (`st_uid`): a cache that shares with no one reads only its user's files.
     /// No default: a `FileInfo` built without it would pass as root's, trusted.
     package var owner: uid_t
-    /// An entry of the store never used since it was written (its row's `frequency` is 0): its
-    /// first use is recorded whatever the granularity, as the eviction order tells an entry used
-    /// again from one written and never read (S3-FIFO's small queue). False for a file.
-    package var unusedSinceWritten = false
+    /// For an entry of the store never used since it was written (its row's `frequency` is 0), the
+    /// row's `last_use`, its write's second: its first use is recorded whatever the granularity,
+    /// on that row only (not one another process wrote since), as the eviction order tells an
+    /// entry used again from one written and never read (S3-FIFO's small queue). Nil otherwise,
+    /// and for a file.
+    package var unusedSinceWrite: Int64?
 }
 
 extension FileInfo {

@@ -201,7 +201,7 @@ extension StoreIndex {
         // at it: it never waits) is not what entries take: counted, it had a sweep evict nearly
         // everything. It goes at the next checkpoint, and `waitForBackgroundWork` settles it.
         _ = try? store.checkpoint()
-        guard let occupied = try? store.occupiedBytes(includingLog: false) else { return [] }
+        guard let occupied = try? store.occupiedBytes(includingLog: false, includingFreePages: false) else { return [] }
         disk.storeState.withLock { $0.occupiedEstimate = occupied }
         if let startingAbove, occupied <= startingAbove {
             disk.storeState.withLock { $0.fruitlessSweepAt = nil }

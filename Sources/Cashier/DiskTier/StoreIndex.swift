@@ -84,7 +84,7 @@ struct StoreIndex: EntryIndex {
             case .entry(let header, let payload, var info):
                 // Uses are kept in the row, not the file's access time.
                 info.accessedAt = max(info.accessedAt, Double(stored.entry.lastUse))
-                info.unusedSinceWritten = stored.entry.frequency == 0
+                info.unusedSinceWrite = stored.entry.frequency == 0 ? stored.entry.lastUse : nil
                 return .entry(header, payload: payload, info: info)
             case let other:
                 return other
@@ -181,8 +181,8 @@ struct StoreIndex: EntryIndex {
         }
         // An entry's first use since its write is written whatever the granularity: at a
         // server's pace most entries are read again (or never) within a minute of their write.
-        if info.unusedSinceWritten {
-            disk.persistStoreUses(store, [(key, now)], firstSinceWritten: true)
+        if let written = info.unusedSinceWrite {
+            disk.persistFirstUse(of: key, at: now, writtenAt: written)
             return now
         }
         guard abs(now - info.accessedAt) >= disk.storeState.withLock({ $0.useGranularity }) else {
@@ -212,22 +212,25 @@ struct StoreIndex: EntryIndex {
     func flushUsesIfFree() -> Bool {
         guard !disk.storeState.withLock({ $0.synchronized }), disk.usesFlushing.try() else { return false }
         defer { disk.usesFlushing.unlock() }
-        var (coarse, exact) = disk.storeState.withLock { state in
+        var (coarse, exact, first) = disk.storeState.withLock { state in
             defer {
                 state.pendingUses.removeAll()
                 state.pendingExactUses.removeAll()
                 state.pendingFirstUses.removeAll()
             }
-            return (state.pendingUses, state.pendingExactUses)
+            return (state.pendingUses, state.pendingExactUses, state.pendingFirstUses)
         }
-        if !coarse.isEmpty, store.recordUsesIfFree(coarse, granularity: disk.useGranularity) {
-            coarse = []
+        if !coarse.isEmpty || !first.isEmpty,
+            store.recordUsesIfFree(coarse, granularity: disk.useGranularity, firstUses: Self.firstUses(first))
+        {
+            (coarse, first) = ([], [:])
         }
         if !exact.isEmpty, store.recordUsesIfFree(exact, granularity: 0) { exact = [] }
-        guard !coarse.isEmpty || !exact.isEmpty else { return true }
+        guard !coarse.isEmpty || !exact.isEmpty || !first.isEmpty else { return true }
         disk.storeState.withLock { state in
             state.pendingUses.insert(contentsOf: coarse, at: 0)
             state.pendingExactUses.insert(contentsOf: exact, at: 0)
+            state.pendingFirstUses.merge(first) { gathered, _ in gathered }
         }
         return false
     }
@@ -239,16 +242,23 @@ struct StoreIndex: EntryIndex {
     func flushUses() {
         disk.usesFlushing.lock()
         defer { disk.usesFlushing.unlock() }
-        let (coarse, exact) = disk.storeState.withLock { state in
+        let (coarse, exact, first) = disk.storeState.withLock { state in
             defer {
                 state.pendingUses.removeAll()
                 state.pendingExactUses.removeAll()
                 state.pendingFirstUses.removeAll()
             }
-            return (state.pendingUses, state.pendingExactUses)
+            return (state.pendingUses, state.pendingExactUses, state.pendingFirstUses)
         }
-        if !coarse.isEmpty { try? store.recordUses(coarse, granularity: disk.useGranularity) }
+        if !coarse.isEmpty || !first.isEmpty {
+            try? store.recordUses(coarse, granularity: disk.useGranularity, firstUses: Self.firstUses(first))
+        }
         if !exact.isEmpty { try? store.recordUses(exact, granularity: 0) }
+    }
+
+    /// The gathered first uses as the store takes them.
+    private static func firstUses(_ gathered: [String: (time: Int64, written: Int64)]) -> [StoreFirstUse] {
+        gathered.map { StoreFirstUse(key: $0.key, time: $0.value.time, written: $0.value.written) }
     }
 
     /// Writes the use into its row at once if that needs no wait: the store's writer and lock
