@@ -215,7 +215,8 @@ enum StoreStatement: Int, CaseIterable {
     // Transactions and the coherence check.
     case begin, beginRead, commit, rollback, dataVersion
     // The index: counts, listings, passes over every record.
-    case count, totalSize, fileBytes, freePages, pageSize, keys, keysAndShapes, largeEntryKeys, entries, largeEntries, allRecords
+    case count, totalSize, fileBytes, freePages, pageSize
+    case keys, keysAndShapes, largeEntryKeys, entries, largeEntries, allRecords
     // Removals, imports, upkeep.
     case removeUnchanged, insertIfAbsent, deleteAll, checkpoint
     // Eviction: least recently used first, and frequency-aware (``EvictionSQL``).
