@@ -37,7 +37,12 @@ struct PostgresSharedTierOrderTests {
             try await writer.store(record("m"), in: SharedSlot(name: "marker", version: "schema-1"))
             var changes: [SharedChange] = []
             for _ in 0..<3 { changes.append(await firstChange(of: heard) ?? .all) }
-            #expect(changes == [.key("k"), .key("k"), .key("marker")])
+            #expect(
+                changes == [
+                    .stored(Self.slot, record("new", writtenAt: at(2))),
+                    .stored(Self.slot, record("same", writtenAt: at(2))),
+                    .stored(SharedSlot(name: "marker", version: "schema-1"), record("m")),
+                ])
         }
     }
 
