@@ -19,10 +19,7 @@ extension SharedTierTests {
         static let key = CacheKey<Int>("n", schemaVersion: 1)
         static let slot = SharedSlot(name: "n", version: "schema-1")
 
-        init() {
-            backing.announcesRecords = true
-            clockB.advance(by: 1) // B's changes are the newer ones
-        }
+        init() { backing.announcesRecords = true }
 
         func server(_ server: Int) -> Cache {
             var configuration = makeConfiguration(
@@ -42,6 +39,7 @@ extension SharedTierTests {
             let (a, b) = (server(1), server(2))
             try b.set(1, for: Self.key)
             b.waitForBackgroundWork()
+            clockA.advance(by: 1) // A's write is the newer
             try a.set(2, for: Self.key)
             a.waitForBackgroundWork()
             await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
@@ -69,9 +67,11 @@ extension SharedTierTests {
             try a.set(1, for: Self.key)
             a.waitForBackgroundWork()
             let older = try #require(backing.record(in: Self.slot))
+            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 1)
             // B removes the key after A's record was announced to it: the record is older.
             backing.send(.stored(Self.slot, older), to: 2)
             await eventually("B hearing of A's record") { b.value(for: Self.key) == nil }
+            clockB.advance(by: 1)
             b.removeValue(for: Self.key)
             b.waitForBackgroundWork()
             #expect(backing.record(in: Self.slot) == nil)
@@ -85,6 +85,7 @@ extension SharedTierTests {
             let older = try #require(backing.record(in: Self.slot))
             // B's newer write waits at the gate while A's older record is announced to B.
             backing.closeGate(for: [2])
+            clockB.advance(by: 1)
             try b.set(3, for: Self.key)
             await eventually("B's store at the gate") { backing.storesAtGate == 1 }
             backing.send(.stored(Self.slot, older), to: 2)
