@@ -83,12 +83,21 @@ public final class PostgresSharedTier: SharedTier, Service {
 
     /// A tier with a connection pool of its own, made from `configuration` and run by ``run()``.
     ///
+    /// The pool keeps at least two connections open (`minimumConnections`, within
+    /// `maximumConnections`): the listener holds one for good, and the other is ready for
+    /// calls. An instance whose reads all come from notifications may not call PostgreSQL for
+    /// minutes; its next write would otherwise wait for a new connection, and, on a loaded
+    /// machine, time out before it was sent.
+    ///
     /// - Precondition: ``Options-swift.struct/tableName`` and ``Options-swift.struct/channel``
     ///   are valid names (letters, digits and `_`, at most 48 characters).
     public convenience init(
         configuration: PostgresClient.Configuration, options: Options = Options(),
         logger: Logger = PostgresSharedTier.defaultLogger
     ) {
+        var configuration = configuration
+        configuration.options.minimumConnections = min(
+            max(configuration.options.minimumConnections, 2), configuration.options.maximumConnections)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.init(client: client, ownsClient: true, options: options, logger: logger)
     }
@@ -219,9 +228,10 @@ public final class PostgresSharedTier: SharedTier, Service {
 
     // MARK: - Running
 
-    /// Listens for other instances' changes, sweeps the table every
-    /// ``Options-swift.struct/sweepInterval`` and, for a tier that made its own pool, runs it;
-    /// until the task is cancelled or the service group shuts down gracefully. Call it once.
+    /// Creates the table when missing (``prepare()``), listens for other instances' changes,
+    /// sweeps the table every ``Options-swift.struct/sweepInterval`` and, for a tier that made
+    /// its own pool, runs it; until the task is cancelled or the service group shuts down
+    /// gracefully. Call it once.
     ///
     /// When it returns, the streams of ``changes()`` finish.
     public func run() async throws {
@@ -237,6 +247,13 @@ public final class PostgresSharedTier: SharedTier, Service {
             }
             await cancelWhenGracefulShutdown {
                 await withTaskGroup(of: Void.self) { work in
+                    // The table now rather than at the first call: an instance whose reads all
+                    // come from notifications makes its first call with a write, whose bound
+                    // (Cashier's, 0.25 s by default) creating the table and its indexes, waiting
+                    // for the other instances' writes, could exceed; the write then waited to be
+                    // sent again until the next one got through. A failure here is tried again
+                    // by the first call.
+                    work.addTask { try? await self.prepare() }
                     work.addTask { await self.listen() }
                     work.addTask { await self.sweepWhenAsked() }
                     work.addTask { await self.askForSweeps() }
