@@ -83,21 +83,12 @@ public final class PostgresSharedTier: SharedTier, Service {
 
     /// A tier with a connection pool of its own, made from `configuration` and run by ``run()``.
     ///
-    /// The pool keeps at least two connections open (`minimumConnections`, within
-    /// `maximumConnections`): the listener holds one for good, and the other is ready for
-    /// calls. An instance whose reads all come from notifications may not call PostgreSQL for
-    /// minutes; its next write would otherwise wait for a new connection, and, on a loaded
-    /// machine, time out before it was sent.
-    ///
     /// - Precondition: ``Options-swift.struct/tableName`` and ``Options-swift.struct/channel``
     ///   are valid names (letters, digits and `_`, at most 48 characters).
     public convenience init(
         configuration: PostgresClient.Configuration, options: Options = Options(),
         logger: Logger = PostgresSharedTier.defaultLogger
     ) {
-        var configuration = configuration
-        configuration.options.minimumConnections = min(
-            max(configuration.options.minimumConnections, 2), configuration.options.maximumConnections)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.init(client: client, ownsClient: true, options: options, logger: logger)
     }
