@@ -44,9 +44,9 @@ import ServiceLifecycle
 /// returns, the open streams finish (a cache then drops its local entries once, and the stream
 /// it asks for next stays open, silent, without dropping them again).
 ///
-/// **Running it**: ``run()`` (this type is a swift-service-lifecycle `Service`) listens, sweeps
-/// and, for a tier made with ``init(configuration:options:logger:)``, runs the connection pool
-/// it owns. A tier made with ``init(client:options:logger:)`` uses a `PostgresClient` the
+/// **Running it**: ``run()`` (this type is a swift-service-lifecycle `Service`) creates the
+/// table when missing, listens, sweeps and, for a tier made with
+/// ``init(configuration:options:logger:)``, runs the connection pool it owns. A tier made with ``init(client:options:logger:)`` uses a `PostgresClient` the
 /// application runs. Without ``run()`` reads and writes work (on a running client), but no
 /// change is heard and nothing is swept.
 ///
@@ -255,8 +255,8 @@ public final class PostgresSharedTier: SharedTier, Service {
         }
     }
 
-    /// Creates the table and its indexes when missing. Calls do so on first use; call this to
-    /// find a missing privilege at start-up rather than at the first read.
+    /// Creates the table and its indexes when missing. ``run()`` does so as it starts, and
+    /// calls on first use; call this to find a missing privilege before either.
     public func prepare() async throws {
         try await perform("the creation of table \(options.tableName)") {}
     }
