@@ -5,7 +5,9 @@
 # PostgreSQL refuses to run as root: as root (CI), the cluster runs as the user `cashierci`,
 # created when missing; as another user, as that user. The server listens on a free loopback
 # port only, its data and socket in a temporary folder; fsync is off (nothing here must survive
-# a crash of the machine).
+# a crash of the machine). 300 connections: the integration tests run in parallel, each tier
+# holding its listener's connection and, as it starts, one that creates its table; at the
+# default 100 some were refused ("too many clients") and their pools waited a minute.
 
 postgres_start() {
     local initdb
@@ -52,7 +54,7 @@ postgres_start() {
 postgres_restart() {
     "${postgres_as_owner[@]}" "$postgres_bin/pg_ctl" -D "$postgres_cluster/data" -l "$postgres_cluster/server.log" \
         -w -t 60 -o "-p $postgres_port -k $postgres_cluster -c listen_addresses=127.0.0.1 -c fsync=off \
-        -c synchronous_commit=off" start >/dev/null
+        -c synchronous_commit=off -c max_connections=300" start >/dev/null
 }
 
 # Stops the server as a crash would: no checkpoint, every connection cut.

@@ -5,7 +5,8 @@ them requests, checks every answer, and prints the figures. Standard library onl
   fleet.py rolling  --binary B --postgres URL [--work DIR]   the rolling deploy (CI runs it)
   fleet.py origin   --binary B --postgres URL                 (a) origin fetches, 3 instances vs 1
   fleet.py propagation --binary B --postgres URL              (b) write on one, seen by the others
-  fleet.py throughput --binary B --postgres URL [--seconds N]  (c) wrk, with the shared tier vs without
+  fleet.py throughput --binary B --postgres URL [--seconds N] [--rounds R]
+                                                              (c) wrk, with the shared tier vs without, interleaved
   fleet.py outage   --binary B --postgres URL --stop CMD --start CMD [--seconds N]
                                                               (d) PostgreSQL killed and restarted
 
@@ -359,6 +360,7 @@ def main():
     parser.add_argument("--stop")
     parser.add_argument("--start")
     parser.add_argument("--seconds", type=float, default=12)
+    parser.add_argument("--rounds", type=int, default=4, help="throughput: interleaved rounds (of seconds/rounds each)")
     parser.add_argument("--strict", action="store_true", help="rolling: wrong values fail the run too")
     args = parser.parse_args()
     import fleet_load  # the load figures, run.sh's; kept apart from what CI runs

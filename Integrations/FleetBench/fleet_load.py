@@ -106,21 +106,93 @@ def wrk(ports, seconds, connections=24):
     return rate, errors, p99.group(1) if p99 else "?"
 
 
+def load_average():
+    with open("/proc/loadavg") as file:
+        return float(file.read().split()[0])
+
+
+def cpu_seconds(pids):
+    """User and system CPU time of the processes `pids` (those still there), in seconds."""
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as file:
+                fields = file.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def postgres_pids(url):
+    """The processes of the PostgreSQL server listening on `url`'s port on this machine: its
+    postmaster (found by `-p PORT` on its command line) and its children; empty when not found."""
+    port = re.search(r":(\d+)/", url)
+    processes = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as file:
+                command = file.read().split(b"\0")
+            with open(f"/proc/{entry}/stat") as file:
+                parent = int(file.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        processes[int(entry)] = (command, parent)
+    masters = {pid for pid, (command, _) in processes.items()
+               if port and os.path.basename(command[0]) == b"postgres" and b"-p" in command
+               and command[command.index(b"-p") + 1:command.index(b"-p") + 2] == [port.group(1).encode()]}
+    return masters | {pid for pid, (_, parent) in processes.items() if parent in masters}
+
+
 def throughput(args):
-    """(c) wrk's mix on three instances with the shared tier, then on three without it."""
-    rates = {}
-    for label, shared in (("shared", True), ("local", False)):
-        work = tempfile.mkdtemp(prefix="fleet-throughput-")
-        servers = fleet(args, work, 3, shared)
+    """(c) wrk's mix on three instances with the shared tier and on three without it, both
+    fleets up at once and measured in turn: `--rounds` short rounds, alternating which goes
+    first, so a change of the machine's load falls on both sides. The figure is the median of
+    the rounds' ratios; each round also prints the load average, the servers' CPU per request,
+    PostgreSQL's CPU per request and the calls to the shared tier per request."""
+    works, fleets = {}, {}
+    for label, shared in (("with", True), ("without", False)):
+        works[label] = tempfile.mkdtemp(prefix="fleet-throughput-")
+        fleets[label] = fleet(args, works[label], 3, shared)
+    seconds = max(1, int(args.seconds / args.rounds))
+    database = postgres_pids(args.postgres)
+    for servers in fleets.values():
         wrk([server.port for server in servers], 3)  # warm-up
-        rate, errors, p99 = wrk([server.port for server in servers], int(args.seconds))
-        rates[label] = rate
+    ratios = []
+    for round in range(args.rounds):
+        rates = {}
+        for label in (("with", "without") if round % 2 == 0 else ("without", "with")):
+            servers = fleets[label]
+            pids = [server.process.pid for server in servers]
+            before = (cpu_seconds(pids), cpu_seconds(postgres_pids(args.postgres) or database), tier_calls(servers))
+            load = load_average()
+            rate, errors, p99 = wrk([server.port for server in servers], seconds)
+            after = (cpu_seconds(pids), cpu_seconds(postgres_pids(args.postgres) or database), tier_calls(servers))
+            requests = max(rate * seconds, 1)
+            rates[label] = rate
+            print(f"  round {round + 1}, {label} the shared tier: {rate:.0f} requests/s, p99 {p99}, {errors} errors; "
+                  f"servers {1e6 * (after[0] - before[0]) / requests:.0f} µs CPU/request, PostgreSQL "
+                  f"{1e6 * (after[1] - before[1]) / requests:.0f} µs/request, "
+                  f"{(after[2] - before[2]) / requests:.2f} tier calls/request; load {load:.1f}")
+        ratios.append(rates["with"] / rates["without"])
+    for servers in fleets.values():
         stop(servers)
+    for work in works.values():
         shutil.rmtree(work, ignore_errors=True)
-        print(f"  three instances, {'with' if shared else 'without'} the shared tier: {rate:.0f} requests/s, "
-              f"p99 {p99}, {errors} errors")
-    print(f"(c) throughput with the shared tier / without: {rates['shared'] / rates['local']:.2f}x (goal >= 0.8x)")
+    print(f"(c) throughput with the shared tier / without, median of {len(ratios)} interleaved rounds of {seconds} s: "
+          f"{statistics.median(ratios):.2f}x (rounds {', '.join(f'{ratio:.2f}' for ratio in ratios)}; goal >= 0.8x)")
     return 0
+
+
+def tier_calls(servers):
+    """Reads and stores the instances asked of the shared tier so far (``CountingTier``)."""
+    total = 0
+    for server in servers:
+        stats = server.stats()
+        total += stats["sharedReads"] + sum(stats["sharedStores"].values())
+    return total
 
 
 def outage(args):

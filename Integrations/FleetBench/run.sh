@@ -29,7 +29,7 @@ harness=(python3 Integrations/FleetBench/fleet.py --binary "$binary" --postgres 
 echo "== FleetBench: $(nproc) cores, $configuration build, everything on this machine"
 "${harness[@]}" origin --requests 20000
 "${harness[@]}" propagation --ids 200
-"${harness[@]}" throughput --seconds 15
+"${harness[@]}" throughput --seconds 30 --rounds 6
 "${harness[@]}" outage --seconds 15 --ids 100 \
     --stop 'postgres_as_owner=($owner_prefix); postgres_kill' \
     --start 'postgres_as_owner=($owner_prefix); postgres_restart'

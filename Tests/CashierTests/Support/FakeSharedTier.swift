@@ -48,6 +48,8 @@ final class SharedBacking: Sendable {
         var failingNames: Set<String> = []
         var orderedCalls: [String: Int] = [:]
         var mode = Mode.working
+        /// Whether an ordered store that landed tells the others its record (``SharedChange/stored(_:_:)``).
+        var announcesRecords = false
         /// Open streams by server, each by its id.
         var streams: [Int: [Int: AsyncStream<SharedChange>.Continuation]] = [:]
         var nextID = 0
@@ -70,6 +72,13 @@ final class SharedBacking: Sendable {
     var mode: Mode {
         get { state.withLock { $0.mode } }
         set { state.withLock { $0.mode = newValue } }
+    }
+
+    /// Whether an ordered store that landed tells the others the record it stored
+    /// (``SharedChange/stored(_:_:)``, as PostgreSQL's notifications do) rather than the key's name.
+    var announcesRecords: Bool {
+        get { state.withLock { $0.announcesRecords } }
+        set { state.withLock { $0.announcesRecords = newValue } }
     }
 
     func stores(in slot: SharedSlot) -> Int { state.withLock { $0.stores[slot] ?? 0 } }
@@ -226,7 +235,7 @@ final class SharedBacking: Sendable {
     fileprivate func storeInOrder(
         _ record: SharedRecord, in slot: SharedSlot, removingOthers: Bool, by server: Int
     ) -> SharedStoreOutcome {
-        let (outcome, changed) = state.withLock { state -> (SharedStoreOutcome, Bool) in
+        let (outcome, changed, announces) = state.withLock { state -> (SharedStoreOutcome, Bool, Bool) in
             var changed = false
             if removingOthers {
                 changed = removeInOrder(named: slot.name, before: record.writtenAt, except: slot, &state)
@@ -236,13 +245,13 @@ final class SharedBacking: Sendable {
                 && (state.tombstones[slot.name].map { $0 <= record.writtenAt } ?? true)
             guard isNewer else {
                 state.superseded += 1
-                return (.superseded, changed)
+                return (.superseded, changed, false)
             }
             state.records[slot] = record
             state.stores[slot, default: 0] += 1
-            return (.stored, true)
+            return (.stored, true, state.announcesRecords)
         }
-        if changed { broadcast(.key(slot.name), from: server) }
+        if changed { broadcast(announces ? .stored(slot, record) : .key(slot.name), from: server) }
         return outcome
     }
 

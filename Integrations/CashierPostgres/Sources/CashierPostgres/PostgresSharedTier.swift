@@ -44,9 +44,9 @@ import ServiceLifecycle
 /// returns, the open streams finish (a cache then drops its local entries once, and the stream
 /// it asks for next stays open, silent, without dropping them again).
 ///
-/// **Running it**: ``run()`` (this type is a swift-service-lifecycle `Service`) listens, sweeps
-/// and, for a tier made with ``init(configuration:options:logger:)``, runs the connection pool
-/// it owns. A tier made with ``init(client:options:logger:)`` uses a `PostgresClient` the
+/// **Running it**: ``run()`` (this type is a swift-service-lifecycle `Service`) creates the
+/// table when missing, listens, sweeps and, for a tier made with
+/// ``init(configuration:options:logger:)``, runs the connection pool it owns. A tier made with ``init(client:options:logger:)`` uses a `PostgresClient` the
 /// application runs. Without ``run()`` reads and writes work (on a running client), but no
 /// change is heard and nothing is swept.
 ///
@@ -143,20 +143,26 @@ public final class PostgresSharedTier: SharedTier, Service {
     public func store(
         _ record: SharedRecord, in slot: SharedSlot, removingOtherVersions: Bool
     ) async throws -> SharedStoreOutcome {
-        let notice = notification(for: .key(slot.name))
+        // The record travels in the notification when it fits: the others' next reads need no call.
+        let notice = notification(for: .stored(slot, record))
+        let keyNotice = notification(for: .key(slot.name))
         let lifetime = options.tombstoneLifetime.seconds
         let what = removingOtherVersions ? "a write of \(slot) replacing its other versions" : "a write of \(slot)"
-        let stored = try await performWrite(what) { [table, client] in
+        let stored = try await performWrite(what) { [self, table, client] in
             let query =
                 removingOtherVersions
                 ? try table.orderedUpsertRemovingOthers(
-                    record, in: slot, tombstoneLifetime: lifetime, notifying: notice)
+                    record, in: slot, tombstoneLifetime: lifetime, notifying: notice, orElse: keyNotice)
                 : try table.orderedUpsert(record, in: slot, notifying: notice)
-            var stored = false
-            for try await row in try await client.query(query) {
-                stored = try row.makeRandomAccess()[0].decode(Int.self) > 0
+            return try await sendingOwnChange(keyNotice) {
+                // A row when it notified; its column, whether the record was stored.
+                var (stored, notified) = (false, false)
+                for try await row in try await client.query(query) {
+                    notified = true
+                    stored = try row.makeRandomAccess()[0].decode(Int.self) > 0
+                }
+                return (stored, notified)
             }
-            return stored
         }
         guard stored else { return .superseded }
         requestSweepIfOverSize(adding: record.bytes.count)
@@ -166,8 +172,10 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// Deletes every row of the key, whenever written, and its tombstone.
     public func removeRecords(named name: String) async throws {
         let notice = notification(for: .key(name))
-        try await performWrite("a removal of \(name.debugDescription)") { [table, client] in
-            try await client.execute(table.delete(named: name, notifying: notice))
+        try await performWrite("a removal of \(name.debugDescription)") { [self, table, client] in
+            try await sendingOwnChange(notice) {
+                ((), try await client.rowCount(table.delete(named: name, notifying: notice)) > 0)
+            }
         }
     }
 
@@ -176,16 +184,21 @@ public final class PostgresSharedTier: SharedTier, Service {
     public func removeRecords(named name: String, writtenBefore date: Date) async throws {
         let notice = notification(for: .key(name))
         let lifetime = options.tombstoneLifetime.seconds
-        try await performWrite("a removal of \(name.debugDescription)") { [table, client] in
-            try await client.execute(
-                table.orderedDelete(named: name, before: date, tombstoneLifetime: lifetime, notifying: notice))
+        try await performWrite("a removal of \(name.debugDescription)") { [self, table, client] in
+            try await sendingOwnChange(notice) {
+                let query = table.orderedDelete(
+                    named: name, before: date, tombstoneLifetime: lifetime, notifying: notice)
+                return ((), try await client.rowCount(query) > 0)
+            }
         }
     }
 
     public func removeAllRecords() async throws {
         let notice = notification(for: .all)
-        try await performWrite("a removal of every record") { [table, client] in
-            try await client.execute(table.deleteAll(notifying: notice))
+        try await performWrite("a removal of every record") { [self, table, client] in
+            try await sendingOwnChange(notice) {
+                ((), try await client.rowCount(table.deleteAll(notifying: notice)) > 0)
+            }
         }
     }
 
@@ -206,9 +219,10 @@ public final class PostgresSharedTier: SharedTier, Service {
 
     // MARK: - Running
 
-    /// Listens for other instances' changes, sweeps the table every
-    /// ``Options-swift.struct/sweepInterval`` and, for a tier that made its own pool, runs it;
-    /// until the task is cancelled or the service group shuts down gracefully. Call it once.
+    /// Creates the table when missing (``prepare()``), listens for other instances' changes,
+    /// sweeps the table every ``Options-swift.struct/sweepInterval`` and, for a tier that made
+    /// its own pool, runs it; until the task is cancelled or the service group shuts down
+    /// gracefully. Call it once.
     ///
     /// When it returns, the streams of ``changes()`` finish.
     public func run() async throws {
@@ -224,6 +238,13 @@ public final class PostgresSharedTier: SharedTier, Service {
             }
             await cancelWhenGracefulShutdown {
                 await withTaskGroup(of: Void.self) { work in
+                    // The table now rather than at the first call: an instance whose reads all
+                    // come from notifications makes its first call with a write, whose bound
+                    // (Cashier's, 0.25 s by default) creating the table and its indexes, waiting
+                    // for the other instances' writes, could exceed; the write then waited to be
+                    // sent again until the next one got through. A failure here is tried again
+                    // by the first call.
+                    work.addTask { try? await self.prepare() }
                     work.addTask { await self.listen() }
                     work.addTask { await self.sweepWhenAsked() }
                     work.addTask { await self.askForSweeps() }
@@ -234,8 +255,8 @@ public final class PostgresSharedTier: SharedTier, Service {
         }
     }
 
-    /// Creates the table and its indexes when missing. Calls do so on first use; call this to
-    /// find a missing privilege at start-up rather than at the first read.
+    /// Creates the table and its indexes when missing. ``run()`` does so as it starts, and
+    /// calls on first use; call this to find a missing privilege before either.
     public func prepare() async throws {
         try await perform("the creation of table \(options.tableName)") {}
     }
@@ -278,12 +299,7 @@ public final class PostgresSharedTier: SharedTier, Service {
     private func perform<T: Sendable>(
         _ operation: String, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        let now = ContinuousClock.now
-        let isReachable = state.withLockedValue { state in
-            guard let until = state.unreachableUntil, now < until else { return true }
-            return false
-        }
-        guard isReachable else { throw PostgresSharedTierError.unreachable }
+        try throwIfUnreachable()
         do {
             return try await withDeadline(options.operationTimeout, operation: operation) {
                 try await self.createTableIfNeeded()
@@ -308,8 +324,13 @@ public final class PostgresSharedTier: SharedTier, Service {
     private func performWrite<T: Sendable>(
         _ operation: String, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        // The table first, within the bound, before the write's own task may run the statement.
-        try await perform(operation) {}
+        // The table first, within the bound, before the write's own task may run the statement;
+        // once it exists, a check that costs no task and no timer.
+        if state.withLockedValue({ $0.isTableReady }) {
+            try throwIfUnreachable()
+        } else {
+            try await perform(operation) {}
+        }
         let write = state.withLockedValue { state -> Task<T, any Error> in
             let previous = state.lastWrite
             let write = Task { () async throws -> T in
@@ -330,6 +351,17 @@ public final class PostgresSharedTier: SharedTier, Service {
             write.cancel()
             throw error
         }
+    }
+
+    /// Throws ``PostgresSharedTierError/unreachable`` while PostgreSQL counts as unreachable
+    /// (``Options-swift.struct/retryDelay`` after it could not be reached).
+    private func throwIfUnreachable() throws {
+        let now = ContinuousClock.now
+        let isReachable = state.withLockedValue { state in
+            guard let until = state.unreachableUntil, now < until else { return true }
+            return false
+        }
+        guard isReachable else { throw PostgresSharedTierError.unreachable }
     }
 
     private func createTableIfNeeded() async throws {
@@ -423,9 +455,42 @@ public final class PostgresSharedTier: SharedTier, Service {
         }
     }
 
-    private func receive(_ payload: String) {
-        guard let notice = Notice(payload: payload), notice.instance != instanceID.uuidString else { return }
-        broadcast(notice.change)
+    /// Passes another instance's change on to the streams; counts this instance's own as heard.
+    ///
+    /// Another instance's store is passed on with its record only when no change of the key
+    /// made here is unheard (``State/unheardOwnChanges``): notifications come in commit order,
+    /// so until this instance hears its own change of the key, a store it hears of may be
+    /// older than that change, and the record would serve a value the change replaced or
+    /// removed. It goes on as the key's name then, and the next read asks the table.
+    func receive(_ payload: String) {
+        guard let notice = Notice(payload: payload) else { return }
+        let isOwn = notice.instance == instanceID.uuidString
+        let change = state.withLockedValue { state -> SharedChange? in
+            if isOwn {
+                state.hearOwnChange(of: notice.change.name)
+                return nil
+            }
+            guard case .stored(let slot, _) = notice.change, state.hasUnheardOwnChange(of: slot.name) else {
+                return notice.change
+            }
+            return .key(slot.name)
+        }
+        if let change { broadcast(change) }
+    }
+
+    /// Runs `send`, which sends a change notifying `notice` (or another notice of the same key)
+    /// and answers whether it did, as one of this instance's own changes: unheard from just
+    /// before it is sent until its notification comes back, or until it answers that it
+    /// notified no one. One that throws stays unheard until a notification of its key comes
+    /// back: whether it committed is unknown.
+    func sendingOwnChange<T>(
+        _ notice: String, _ send: () async throws -> (T, notified: Bool)
+    ) async throws -> T {
+        let name = Notice(payload: notice)?.change.name
+        state.withLockedValue { $0.beginOwnChange(of: name) }
+        let (answer, notified) = try await send()
+        if !notified { state.withLockedValue { $0.hearOwnChange(of: name) } }
+        return answer
     }
 
     private func broadcast(_ change: SharedChange) {
@@ -462,6 +527,24 @@ extension PostgresClient {
     fileprivate func execute(_ query: PostgresQuery) async throws {
         for try await _ in try await self.query(query) {}
     }
+
+    /// Runs `query`, reads its rows to the end and answers how many there were.
+    fileprivate func rowCount(_ query: PostgresQuery) async throws -> Int {
+        var count = 0
+        for try await _ in try await self.query(query) { count += 1 }
+        return count
+    }
+}
+
+extension SharedChange {
+    /// The key's name; `nil` for every key.
+    fileprivate var name: String? {
+        switch self {
+        case .key(let name): name
+        case .stored(let slot, _): slot.name
+        case .all: nil
+        }
+    }
 }
 
 extension PostgresSharedTier {
@@ -480,5 +563,30 @@ extension PostgresSharedTier {
         var isListening = false
         /// Ends when the last write or removal started has ended (``performWrite(_:_:)``).
         var lastWrite: Task<Void, Never>?
+        /// This instance's changes of each key sent and whose notification has not come back
+        /// yet (``receive(_:)``); `unheardOwnRemovalsOfAll`, of every key. Bounded by the keys
+        /// with a change in flight, and those whose change threw after it may have committed.
+        var unheardOwnChanges: [String: Int] = [:]
+        var unheardOwnRemovalsOfAll = 0
+
+        mutating func beginOwnChange(of name: String?) {
+            if let name { unheardOwnChanges[name, default: 0] += 1 } else { unheardOwnRemovalsOfAll += 1 }
+        }
+
+        mutating func hearOwnChange(of name: String?) {
+            guard let name else {
+                unheardOwnRemovalsOfAll = max(0, unheardOwnRemovalsOfAll - 1)
+                return
+            }
+            if let count = unheardOwnChanges[name], count > 1 {
+                unheardOwnChanges[name] = count - 1
+            } else {
+                unheardOwnChanges[name] = nil
+            }
+        }
+
+        func hasUnheardOwnChange(of name: String) -> Bool {
+            unheardOwnRemovalsOfAll > 0 || unheardOwnChanges[name] != nil
+        }
     }
 }

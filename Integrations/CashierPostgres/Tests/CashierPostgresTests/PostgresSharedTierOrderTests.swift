@@ -37,7 +37,12 @@ struct PostgresSharedTierOrderTests {
             try await writer.store(record("m"), in: SharedSlot(name: "marker", version: "schema-1"))
             var changes: [SharedChange] = []
             for _ in 0..<3 { changes.append(await firstChange(of: heard) ?? .all) }
-            #expect(changes == [.key("k"), .key("k"), .key("marker")])
+            #expect(
+                changes == [
+                    .stored(Self.slot, record("new", writtenAt: at(2))),
+                    .stored(Self.slot, record("same", writtenAt: at(2))),
+                    .stored(SharedSlot(name: "marker", version: "schema-1"), record("m")),
+                ])
         }
     }
 
@@ -118,11 +123,13 @@ struct PostgresSharedTierOrderTests {
         }
     }
 
-    /// A table made by the previous version (no `written_at`) gains the column at the first
-    /// call; its rows count as written before anything this version writes.
+    /// A table made by the previous version (no `written_at`) gains the column when a tier of
+    /// this version starts (or at its first call); its rows count as written before anything
+    /// this version writes.
     @Test func aTableOfThePreviousVersionGainsTheWriteTime() async throws {
         let options = TestDatabase.options()
-        try await TestDatabase.withTiers(1, options: options) { tiers, client in
+        // The old table first, then a tier of this version, which prepares it as it starts.
+        try await TestDatabase.withTiers(0, options: options) { _, client in
             let table = "\"\(options.tableName)\""
             try await client.query(
                 """
@@ -134,13 +141,16 @@ struct PostgresSharedTierOrderTests {
             try await client.query(
                 "INSERT INTO \(unescaped: table) (name, version, bytes, size) VALUES ('k', 'schema-1', 'old'::bytea, 3)"
             )
-            let tier = tiers[0]
-            try await tier.prepare()
-            #expect(try await tier.record(in: Self.slot)?.bytes == Data("old".utf8))
-            let outcome = try await tier.store(
-                record("new", writtenAt: Date(timeIntervalSince1970: 0)), in: Self.slot, removingOtherVersions: false)
-            #expect(outcome == .stored)
-            #expect(try await tier.record(in: Self.slot)?.bytes == Data("new".utf8))
+            try await TestDatabase.withTiers(1, options: options) { tiers, _ in
+                let tier = tiers[0]
+                try await tier.prepare()
+                #expect(try await tier.record(in: Self.slot)?.bytes == Data("old".utf8))
+                let outcome = try await tier.store(
+                    record("new", writtenAt: Date(timeIntervalSince1970: 0)), in: Self.slot,
+                    removingOtherVersions: false)
+                #expect(outcome == .stored)
+                #expect(try await tier.record(in: Self.slot)?.bytes == Data("new".utf8))
+            }
         }
     }
 }

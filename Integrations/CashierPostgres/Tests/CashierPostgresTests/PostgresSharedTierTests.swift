@@ -51,7 +51,13 @@ struct PostgresSharedTierTests {
             #expect(try await rowCount(writer, client) == 3)
             var changes: [SharedChange] = []
             for _ in 0..<3 { changes.append(await firstChange(of: heard) ?? .all) }
-            #expect(changes == [.key("profile"), .key("other"), .key("profile")])
+            // Each store carries its record; the one removing the other versions too, as it stored.
+            #expect(
+                changes == [
+                    .stored(old, record("old")),
+                    .stored(SharedSlot(name: "other", version: "schema-1"), record("other")),
+                    .stored(new, record("new")),
+                ])
         }
     }
 
@@ -125,15 +131,17 @@ struct PostgresSharedTierTests {
             try await TestDatabase.waitUntilListening(tiers)
             let heardByReader = reader.changes()
             let heardByWriter = writer.changes()
-            try await writer.store(record("v"), in: SharedSlot(name: "profile", version: "schema-1"))
-            #expect(await firstChange(of: heardByReader) == .key("profile"))
+            let profile = SharedSlot(name: "profile", version: "schema-1")
+            try await writer.store(record("v"), in: profile)
+            #expect(await firstChange(of: heardByReader) == .stored(profile, record("v")))
             try await writer.removeRecords(named: "feed")
             #expect(await firstChange(of: heardByReader) == .key("feed"))
             try await writer.removeAllRecords()
             #expect(await firstChange(of: heardByReader) == .all)
             // The writer's first change is the reader's write: its own three were skipped.
-            try await reader.store(record("w"), in: SharedSlot(name: "other", version: "schema-1"))
-            #expect(await firstChange(of: heardByWriter) == .key("other"))
+            let other = SharedSlot(name: "other", version: "schema-1")
+            try await reader.store(record("w"), in: other)
+            #expect(await firstChange(of: heardByWriter) == .stored(other, record("w")))
         }
     }
 
@@ -150,8 +158,9 @@ struct PostgresSharedTierTests {
                 """)
             #expect(await firstChange(of: heard, within: .seconds(10)) == .all)
             try await TestDatabase.waitUntilListening(tiers)
-            try await writer.store(record("v"), in: SharedSlot(name: "after", version: "schema-1"))
-            #expect(await firstChange(of: heard) == .key("after"))
+            let after = SharedSlot(name: "after", version: "schema-1")
+            try await writer.store(record("v"), in: after)
+            #expect(await firstChange(of: heard) == .stored(after, record("v")))
         }
     }
 
@@ -246,6 +255,60 @@ struct PostgresSharedTierFailureTests {
         }
         let long = Notice(instance: "id", change: .key(String(repeating: "x", count: 8000)))
         #expect(Notice(payload: long.payload)?.change == .all)
+    }
+
+    @Test(arguments: [
+        SharedSlot(name: "profile", version: "schema-1"), SharedSlot(name: "with space 3 k", version: "app-1.0 b"),
+        SharedSlot(name: "é名", version: "app"), SharedSlot(name: "", version: ""),
+    ])
+    func aStoredNoticeCarriesItsRecord(_ slot: SharedSlot) {
+        let records = [
+            SharedRecord(bytes: Data([0, 1, 2, 255]), expiresAt: nil, writtenAt: Date(timeIntervalSince1970: 1.25)),
+            SharedRecord(
+                bytes: Data(), expiresAt: Date(timeIntervalSince1970: 1_800_000_000.123456),
+                writtenAt: Date(timeIntervalSince1970: 1_764_000_000.987654)),
+        ]
+        for record in records {
+            let notice = Notice(instance: "id", change: .stored(slot, record))
+            #expect(Notice(payload: notice.payload)?.change == .stored(slot, record))
+            #expect(Notice(payload: notice.payload)?.instance == "id")
+        }
+    }
+
+    @Test func anotherInstancesStoreHeardBeforeThisOnesChangeOfTheKeyGoesOnWithoutItsRecord() async throws {
+        let tier = PostgresSharedTier(
+            configuration: PostgresClient.Configuration(
+                host: "127.0.0.1", username: "nobody", password: nil, database: nil, tls: .disable))
+        let heard = tier.changes()
+        let slot = SharedSlot(name: "k", version: "schema-1")
+        let others = Notice(instance: "other", change: .stored(slot, record("a"))).payload
+        let own = Notice(instance: tier.instanceID.uuidString, change: .key("k")).payload
+        try await tier.sendingOwnChange(own) {
+            tier.receive(others) // while this instance's change is on its way
+            return ((), true)
+        }
+        tier.receive(others) // before its notification came back: maybe older than it
+        tier.receive(own)
+        tier.receive(others) // after: newer
+        #expect(await firstChange(of: heard) == .key("k"))
+        #expect(await firstChange(of: heard) == .key("k"))
+        #expect(await firstChange(of: heard) == .stored(slot, record("a")))
+        // A change that notified no one (a refused store) is not waited for.
+        try await tier.sendingOwnChange(own) { ((), false) }
+        tier.receive(others)
+        #expect(await firstChange(of: heard) == .stored(slot, record("a")))
+    }
+
+    @Test func aStoredNoticeTooLongCarriesTheKeysNameOnly() {
+        let slot = SharedSlot(name: "big", version: "schema-1")
+        let big = SharedRecord(bytes: Data(repeating: 7, count: 6000), expiresAt: nil, writtenAt: Date())
+        #expect(Notice(payload: Notice(instance: "id", change: .stored(slot, big)).payload)?.change == .key("big"))
+        let longName = SharedSlot(name: String(repeating: "x", count: 8000), version: "schema-1")
+        let small = SharedRecord(bytes: Data([1]), expiresAt: nil, writtenAt: Date())
+        #expect(Notice(payload: Notice(instance: "id", change: .stored(longName, small)).payload)?.change == .all)
+        // A damaged payload is no change rather than a wrong one.
+        #expect(Notice(payload: "id r1.0 - 8 3 schema-1big!!!") == nil)
+        #expect(Notice(payload: "id r1.0 - 80 3 schema-1big") == nil)
     }
 }
 

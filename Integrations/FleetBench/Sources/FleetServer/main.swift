@@ -116,7 +116,10 @@ final class EventCounts: Sendable {
     func note(_ event: CacheEvent) {
         switch event {
         case .discarded(_, let reason): counts.withLock { $0.discards["\(reason)", default: 0] += 1 }
-        case .failure: counts.withLock { $0.failures += 1 }
+        case .failure(_, let error):
+            counts.withLock { $0.failures += 1 }
+            // In the server's log, which the harness keeps beside its run.
+            FileHandle.standardError.write(Data("failure: \(error)\n".utf8))
         default: break
         }
     }

@@ -83,7 +83,8 @@ struct Table: Sendable {
 
     /// Stores `record` in `slot` unless the slot holds a record written later or the key's
     /// tombstone is later. Notifies in the same statement, only when the row changed: the
-    /// notification goes out when the change commits, never before it, never without it.
+    /// notification goes out when the change commits, never before it, never without it. The
+    /// notice may carry `record` (``Notice``): it is then what the slot holds.
     ///
     /// Answers one row, `1`, when it stored; none when it did not.
     func orderedUpsert(_ record: SharedRecord, in slot: SharedSlot, notifying notice: String) throws -> PostgresQuery {
@@ -108,12 +109,15 @@ struct Table: Sendable {
     /// ``orderedUpsert(_:in:notifying:)``, and an ordered removal of the key's other versions
     /// at the record's time (``orderedDelete(named:before:tombstoneLifetime:notifying:)``),
     /// whether the store lands or not: those records are older than the write all the same.
-    /// One notification when anything changed.
+    /// One notification when anything changed: `notice` (which may carry `record`) when the
+    /// record was stored, `keyNotice` (the key's name only) when only the other versions'
+    /// records or the tombstone changed.
     ///
     /// Answers one row, the number of records stored (1 or 0), when something changed; none
     /// when nothing did.
     func orderedUpsertRemovingOthers(
-        _ record: SharedRecord, in slot: SharedSlot, tombstoneLifetime: Double, notifying notice: String
+        _ record: SharedRecord, in slot: SharedSlot, tombstoneLifetime: Double, notifying notice: String,
+        orElse keyNotice: String
     ) throws -> PostgresQuery {
         try """
         WITH tomb AS (
@@ -144,7 +148,8 @@ struct Table: Sendable {
         ), changed AS (
             SELECT 1 FROM written UNION ALL SELECT 1 FROM tomb UNION ALL SELECT 1 FROM removed
         )
-        SELECT (SELECT count(*) FROM written)::bigint, pg_notify(\(channel), \(notice))
+        SELECT (SELECT count(*) FROM written)::bigint,
+            pg_notify(\(channel), CASE WHEN EXISTS (SELECT 1 FROM written) THEN \(notice) ELSE \(keyNotice) END)
         FROM (SELECT 1 FROM changed LIMIT 1) AS one
         """
     }
@@ -242,12 +247,18 @@ struct Table: Sendable {
 }
 
 /// A notification's payload: the id of the instance that made the change, a space, then `k` and
-/// the key's name, or `*` for every key.
+/// the key's name; `*` for every key; or, for a store, `r` and the record stored:
+/// `r<writtenAt> <expiresAt or -> <version length> <name length> <version><name><bytes in base64>`
+/// (times in seconds since 1970, lengths in UTF-8 bytes).
+///
+/// A package of an earlier version ignores an `r` payload it cannot read: every instance of a
+/// fleet must run a version that sends and reads them before one sends them (see README).
 struct Notice: Sendable {
     let instance: String
     let change: SharedChange
 
-    /// PostgreSQL refuses payloads of 8000 bytes or more: a longer name goes out as `*`.
+    /// PostgreSQL refuses payloads of 8000 bytes or more: a store whose record does not fit
+    /// goes out as its key's name, and a longer name as `*`.
     private static let maximumPayload = 7_999
 
     init(instance: String, change: SharedChange) {
@@ -263,16 +274,54 @@ struct Notice: Sendable {
             change = .all
         } else if rest.first == "k" {
             change = .key(String(rest.dropFirst()))
+        } else if rest.first == "r", let stored = Self.stored(rest.dropFirst()) {
+            change = stored
         } else {
             return nil
         }
     }
 
     var payload: String {
-        if case .key(let name) = change {
+        switch change {
+        case .key(let name):
             let payload = "\(instance) k\(name)"
             if payload.utf8.count <= Self.maximumPayload { return payload }
+        case .stored(let slot, let record):
+            let expiresAt = record.expiresAt.map { "\($0.timeIntervalSince1970)" } ?? "-"
+            let payload =
+                "\(instance) r\(record.writtenAt.timeIntervalSince1970) \(expiresAt) \(slot.version.utf8.count) "
+                + "\(slot.name.utf8.count) \(slot.version)\(slot.name)\(record.bytes.base64EncodedString())"
+            if payload.utf8.count <= Self.maximumPayload { return payload }
+            return Notice(instance: instance, change: .key(slot.name)).payload
+        case .all:
+            break
         }
         return "\(instance) *"
+    }
+
+    /// The change an `r` payload (after the `r`) describes; `nil` when it is not one.
+    private static func stored(_ text: Substring) -> SharedChange? {
+        let fields = text.split(separator: " ", maxSplits: 4, omittingEmptySubsequences: false)
+        guard fields.count == 5, let writtenAt = Double(fields[0]),
+            let versionLength = Int(fields[2]), let nameLength = Int(fields[3]), versionLength >= 0, nameLength >= 0
+        else { return nil }
+        let expiresAt: Date?
+        if fields[1] == "-" {
+            expiresAt = nil
+        } else if let seconds = Double(fields[1]) {
+            expiresAt = Date(timeIntervalSince1970: seconds)
+        } else {
+            return nil
+        }
+        let tail = fields[4].utf8
+        guard tail.count >= versionLength + nameLength else { return nil }
+        let nameStart = tail.index(tail.startIndex, offsetBy: versionLength)
+        let bytesStart = tail.index(nameStart, offsetBy: nameLength)
+        guard let version = String(tail[tail.startIndex..<nameStart]), let name = String(tail[nameStart..<bytesStart]),
+            let base64 = String(tail[bytesStart...]), let bytes = Data(base64Encoded: base64)
+        else { return nil }
+        return .stored(
+            SharedSlot(name: name, version: version),
+            SharedRecord(bytes: bytes, expiresAt: expiresAt, writtenAt: Date(timeIntervalSince1970: writtenAt)))
     }
 }

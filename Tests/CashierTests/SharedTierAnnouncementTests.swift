@@ -1,0 +1,101 @@
+import CashierPlatform
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// A change that carries the record another instance stored (``SharedChange/stored(_:_:)``):
+/// the key's local copies go as for any change, and the next read of its slot uses the record
+/// without asking the tier, unless a change of the key made here since, or on its way to the
+/// tier, is newer.
+extension SharedTierTests {
+    @Suite struct Announcements {
+        let backing = SharedBacking()
+        let folderA = TemporaryFolder()
+        let folderB = TemporaryFolder()
+        let clockA = TestClock()
+        let clockB = TestClock()
+        static let key = CacheKey<Int>("n", schemaVersion: 1)
+        static let slot = SharedSlot(name: "n", version: "schema-1")
+
+        init() { backing.announcesRecords = true }
+
+        func server(_ server: Int) -> Cache {
+            var configuration = makeConfiguration(
+                server == 1 ? folderA : folderB, clock: server == 1 ? clockA : clockB)
+            configuration.sharedTier = backing.tier(server)
+            configuration.sharedTierTimeout = 30
+            return Cache(configuration)
+        }
+
+        /// A fetch that must not run: every read here is answered by a tier.
+        static let noFetch: @Sendable () async throws -> Int = {
+            Issue.record("fetched")
+            return -1
+        }
+
+        @Test func aStoredChangeServesTheNextReadWithoutAskingTheTier() async throws {
+            let (a, b) = (server(1), server(2))
+            try b.set(1, for: Self.key)
+            b.waitForBackgroundWork()
+            clockA.advance(by: 1) // A's write is the newer
+            try a.set(2, for: Self.key)
+            a.waitForBackgroundWork()
+            await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
+            let entry = try await b.entry(for: Self.key) { Fetched(try await Self.noFetch()) }
+            #expect(entry.value == 2)
+            #expect(entry.origin == .shared)
+            #expect(backing.reads(in: Self.slot) == 0)
+            // Kept locally as a read of the tier would have: the next read is B's memory.
+            #expect(b.entry(for: Self.key)?.origin == .memory)
+        }
+
+        @Test func aRecordOfAnotherSlotIsNotUsed() async throws {
+            let (a, b) = (server(1), server(2))
+            try a.set(2, for: Self.key)
+            a.waitForBackgroundWork()
+            let other = SharedSlot(name: "n", version: "schema-9")
+            backing.send(.stored(other, try #require(backing.record(in: Self.slot))), to: 2)
+            try await Task.sleep(nanoseconds: 50_000_000)
+            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 2)
+            #expect(backing.reads(in: Self.slot) == 1)
+        }
+
+        @Test func aChangeOfTheKeyMadeHereSinceIsNotUndone() async throws {
+            let (a, b) = (server(1), server(2))
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            let older = try #require(backing.record(in: Self.slot))
+            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 1)
+            // B removes the key after A's record was announced to it: the record is older.
+            backing.send(.stored(Self.slot, older), to: 2)
+            await eventually("B hearing of A's record") { b.value(for: Self.key) == nil }
+            clockB.advance(by: 1)
+            b.removeValue(for: Self.key)
+            b.waitForBackgroundWork()
+            #expect(backing.record(in: Self.slot) == nil)
+            #expect(try await b.value(for: Self.key) { 7 } == 7)
+        }
+
+        @Test func aRecordAnnouncedWhileAChangeOfTheKeyIsOnItsWayIsNotKept() async throws {
+            let (a, b) = (server(1), server(2))
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            let older = try #require(backing.record(in: Self.slot))
+            // B's newer write waits at the gate while A's older record is announced to B.
+            backing.closeGate(for: [2])
+            clockB.advance(by: 1)
+            try b.set(3, for: Self.key)
+            await eventually("B's store at the gate") { backing.storesAtGate == 1 }
+            backing.send(.stored(Self.slot, older), to: 2)
+            await eventually("B hearing of A's record") { b.value(for: Self.key) == nil }
+            backing.openGate()
+            b.waitForBackgroundWork()
+            #expect(backing.value(Int.self, in: Self.slot) == 3)
+            // The tier's record, B's own write, not the one announced before it landed.
+            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 3)
+            #expect(backing.reads(in: Self.slot) == 1)
+        }
+    }
+}
