@@ -99,7 +99,7 @@ public protocol SharedTier: Sendable {
     func removeAllRecords() async throws
 
     /// What other instances changed, as they change it: each element a key whose local copies
-    /// are stale (with the record now in its slot, for ``SharedChange/stored(_:_:)``). An implementation that may have missed changes (it lost its connection)
+    /// are stale (``SharedChange/stored(_:_:)`` carries the record stored too). An implementation that may have missed changes (it lost its connection)
     /// yields ``SharedChange/all`` once it can tell again. Changes this instance made itself
     /// are not required to appear (each one that does costs a local copy). Each call starts a
     /// new stream, listening from the call on; a cache asks for one when it is made.
@@ -197,14 +197,14 @@ public struct SharedRecord: Sendable, Hashable {
 public enum SharedChange: Sendable, Hashable {
     /// The key with this name changed (written or removed): local copies of it are stale.
     case key(String)
-    /// The key `slot.name` changed, and `record` is what `slot` holds now (stored by another
-    /// instance): local copies of the key are stale, as for ``key(_:)``, and the next read of
-    /// `slot` here may use `record` instead of asking the tier.
+    /// The key `slot.name` changed, and `record` is what `slot` held once another instance
+    /// stored it: local copies of the key are stale, as for ``key(_:)``.
     ///
-    /// A tier whose notifications can carry a small record sends this for a store, so that the
-    /// other instances' next reads of a key that was just written cost no call each. It must
-    /// carry exactly what the slot held when the change was made, and, as every change, come
-    /// in the order the changes of the key were made.
+    /// A tier whose notifications can carry a small record may send this for a store. Cashier
+    /// treats it as ``key(_:)`` for now: the next read asks the tier. The record alone cannot
+    /// tell whether this instance changed the key since (its own later write or removal may
+    /// have reached the tier before another instance's older store was announced), and serving
+    /// it then would answer an older value than the tier holds.
     case stored(SharedSlot, SharedRecord)
     /// Anything may have changed (every record removed, or changes missed while disconnected).
     case all

@@ -23,9 +23,6 @@ final class SharedTierLink: Sendable {
         var lookups: [String: (count: Int, generation: UInt64)] = [:]
         /// Grows with each change of every key (``Cache/removeAll()``, ``SharedChange/all``).
         var allGeneration: UInt64 = 0
-        /// Records other instances' changes carried (``SharedChange/stored(_:_:)``), by name,
-        /// until the key's next read here takes one or a local change of the key drops it.
-        var announced: [String: (slot: SharedSlot, record: SharedRecord)] = [:]
         var changes: Task<Void, Never>?
         var subscription: Int?
         var isStopped = false
@@ -98,50 +95,14 @@ final class SharedTierLink: Sendable {
     }
 
     /// A change of `name` (`nil`: of every key) landed locally, through any instance on the
-    /// folder: lookups under way must not keep what they find, and a record announced for the
-    /// key is older than the change.
+    /// folder: lookups under way must not keep what they find.
     private func noteLocalChange(_ name: String?) {
         state.withLock { state in
             if let name {
                 state.lookups[name]?.generation += 1
-                state.announced[name] = nil
             } else {
                 state.allGeneration += 1
-                state.announced.removeAll()
             }
-        }
-    }
-
-    // MARK: Records announced by other instances
-
-    /// How many announced records are kept at most: a tier's notification carries a few
-    /// kilobytes at most (PostgreSQL's: under 8,000 bytes), so a few megabytes in all.
-    static let announcedLimit = 1024
-
-    /// Keeps `record`, which another instance stored in `slot`, for the next read of the key
-    /// here, replacing what was kept for the key. Call holding the key's lock, in the step that
-    /// dropped its local copies: a later local change of the key (``noteLocalChange(_:)``,
-    /// under that lock too) forgets it. Not kept while a change of the key made on this folder
-    /// is on its way to the tier or failed to reach it (``SharedTierLedger``): the tier may
-    /// keep that one over `record`. Past ``announcedLimit`` one kept record goes (a read of
-    /// its key then asks the tier).
-    func keepAnnounced(_ record: SharedRecord, in slot: SharedSlot) {
-        guard ledger.isTrusted(slot.name) else { return }
-        state.withLock { state in
-            if state.announced[slot.name] == nil, state.announced.count >= Self.announcedLimit {
-                state.announced.remove(at: state.announced.startIndex)
-            }
-            state.announced[slot.name] = (slot, record)
-        }
-    }
-
-    /// The record announced for `slot` (``keepAnnounced(_:in:)``), taken: `nil` when none is
-    /// kept for the key, or the one kept is another slot's.
-    func takeAnnounced(_ slot: SharedSlot) -> SharedRecord? {
-        state.withLock { state in
-            guard let kept = state.announced[slot.name], kept.slot == slot else { return nil }
-            state.announced[slot.name] = nil
-            return kept.record
         }
     }
 

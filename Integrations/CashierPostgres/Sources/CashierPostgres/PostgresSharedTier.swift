@@ -565,12 +565,26 @@ extension PostgresSharedTier {
         var lastWrite: Task<Void, Never>?
         /// This instance's changes of each key sent and whose notification has not come back
         /// yet (``receive(_:)``); `unheardOwnRemovalsOfAll`, of every key. Bounded by the keys
-        /// with a change in flight, and those whose change threw after it may have committed.
+        /// with a change in flight, and those whose change threw after it may have committed or
+        /// was sent before the channel was listened to (never heard back): at most
+        /// ``maximumUnheard`` keys, past which every store heard goes on as its key's name.
         var unheardOwnChanges: [String: Int] = [:]
         var unheardOwnRemovalsOfAll = 0
+        var unheardOverflowed = false
+        static let maximumUnheard = 4096
 
         mutating func beginOwnChange(of name: String?) {
-            if let name { unheardOwnChanges[name, default: 0] += 1 } else { unheardOwnRemovalsOfAll += 1 }
+            guard let name else {
+                unheardOwnRemovalsOfAll += 1
+                return
+            }
+            guard !unheardOverflowed else { return }
+            if unheardOwnChanges[name] == nil, unheardOwnChanges.count >= Self.maximumUnheard {
+                unheardOverflowed = true
+                unheardOwnChanges = [:]
+                return
+            }
+            unheardOwnChanges[name, default: 0] += 1
         }
 
         mutating func hearOwnChange(of name: String?) {
@@ -586,7 +600,7 @@ extension PostgresSharedTier {
         }
 
         func hasUnheardOwnChange(of name: String) -> Bool {
-            unheardOwnRemovalsOfAll > 0 || unheardOwnChanges[name] != nil
+            unheardOverflowed || unheardOwnRemovalsOfAll > 0 || unheardOwnChanges[name] != nil
         }
     }
 }

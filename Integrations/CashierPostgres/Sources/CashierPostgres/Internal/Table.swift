@@ -274,8 +274,10 @@ struct Notice: Sendable {
             change = .all
         } else if rest.first == "k" {
             change = .key(String(rest.dropFirst()))
-        } else if rest.first == "r", let stored = Self.stored(rest.dropFirst()) {
-            change = stored
+        } else if rest.first == "r" {
+            // A store this version cannot read whole (damaged, or a later version's format) is a
+            // change all the same: of its key if the name reads, else of every key.
+            change = Self.stored(rest.dropFirst()) ?? .all
         } else {
             return nil
         }
@@ -299,27 +301,29 @@ struct Notice: Sendable {
         return "\(instance) *"
     }
 
-    /// The change an `r` payload (after the `r`) describes; `nil` when it is not one.
+    /// The change an `r` payload (after the `r`) describes: the store, or the key's name alone
+    /// when only that reads; `nil` when not even the name does. Any lengths (a notification may
+    /// come from anyone allowed to connect): nothing overflows.
     private static func stored(_ text: Substring) -> SharedChange? {
         let fields = text.split(separator: " ", maxSplits: 4, omittingEmptySubsequences: false)
-        guard fields.count == 5, let writtenAt = Double(fields[0]),
-            let versionLength = Int(fields[2]), let nameLength = Int(fields[3]), versionLength >= 0, nameLength >= 0
+        guard fields.count == 5, let versionLength = Int(fields[2]), let nameLength = Int(fields[3]),
+            versionLength >= 0, nameLength >= 0
         else { return nil }
-        let expiresAt: Date?
-        if fields[1] == "-" {
-            expiresAt = nil
-        } else if let seconds = Double(fields[1]) {
-            expiresAt = Date(timeIntervalSince1970: seconds)
-        } else {
-            return nil
-        }
         let tail = fields[4].utf8
-        guard tail.count >= versionLength + nameLength else { return nil }
+        guard versionLength <= tail.count, nameLength <= tail.count - versionLength else { return nil }
         let nameStart = tail.index(tail.startIndex, offsetBy: versionLength)
         let bytesStart = tail.index(nameStart, offsetBy: nameLength)
-        guard let version = String(tail[tail.startIndex..<nameStart]), let name = String(tail[nameStart..<bytesStart]),
-            let base64 = String(tail[bytesStart...]), let bytes = Data(base64Encoded: base64)
+        guard let version = String(tail[tail.startIndex..<nameStart]), let name = String(tail[nameStart..<bytesStart])
         else { return nil }
+        let expiresAt: Date??
+        if fields[1] == "-" {
+            expiresAt = .some(nil)
+        } else {
+            expiresAt = Double(fields[1]).map { Date(timeIntervalSince1970: $0) }
+        }
+        guard let writtenAt = Double(fields[0]), let expiresAt, let base64 = String(tail[bytesStart...]),
+            let bytes = Data(base64Encoded: base64)
+        else { return .key(name) }
         return .stored(
             SharedSlot(name: name, version: version),
             SharedRecord(bytes: bytes, expiresAt: expiresAt, writtenAt: Date(timeIntervalSince1970: writtenAt)))
