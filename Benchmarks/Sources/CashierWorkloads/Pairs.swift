@@ -273,10 +273,10 @@ public enum Pairs {
                 prepare: {
                     try? FileManager.default.removeItem(at: folder.url)
                     fill(folder, count: count - 1)
-                    // The entries are rows: half the store, which the sweep trims to 95% of.
+                    // The entries are rows: half the store, which the sweep (a large overrun) trims to 90% of.
                     let storeBytes =
                         fileSize(folder.path + "/store.sqlite") + fileSize(folder.path + "/store.sqlite-wal")
-                    limit = Int(Double(storeBytes) / 2 / 0.95)
+                    limit = Int(Double(storeBytes) / 2 / 0.9)
                 }
             ) {
                 let cache = Cache(folder.configuration(diskSizeLimit: limit))

@@ -170,8 +170,9 @@ extension Pairs {
                     cache = nil
                     try? FileManager.default.removeItem(at: folder.url)
                     fill(folder, count: entries - 1)
-                    // A sweep trims to 95% of the limit: this limit leaves half the entries.
-                    let limitBytes = limit ?? Int(Double(Cache(folder.configuration()).totalSize) / 2 / 0.95)
+                    // A sweep over its limit by more than a tenth trims to 90% of it: this limit
+                    // leaves half the entries.
+                    let limitBytes = limit ?? Int(Double(Cache(folder.configuration()).totalSize) / 2 / 0.9)
                     limit = limitBytes
                     cache = Cache(folder.configuration(memoryCountLimit: 0, diskSizeLimit: limitBytes))
                     precondition(cache!.totalSize > limitBytes)

@@ -191,9 +191,11 @@ extension StoreIndex {
     /// share), but only once whole pages are free and given back: a pass that falls short is
     /// made up by the next sweep, which the measured total schedules.
     /// `startingAbove`: choose nothing unless the folder occupies more than this.
+    /// `orAfterALargeOverrun`: the limit to go down to instead when the folder is over `limit` by
+    /// more than a tenth of what it occupies (see ``DiskTier/Limits/largeSweepTarget``).
     func chooseVictims(
-        order: StoreEvictionOrder, downTo limit: Int?, minimumFreeSpace: Int?, freedFirst: Int = 0,
-        excluding: Set<String> = [], startingAbove: Int? = nil
+        order: StoreEvictionOrder, downTo limit: Int?, orAfterALargeOverrun largeLimit: Int? = nil,
+        minimumFreeSpace: Int?, freedFirst: Int = 0, excluding: Set<String> = [], startingAbove: Int? = nil
     ) -> [DiskTier.Choice] {
         // The log first goes into the store and is cut back: what is left is what entries
         // occupy, not writes waiting for the next automatic checkpoint.
@@ -208,7 +210,10 @@ extension StoreIndex {
             return []
         }
         var needed = 0
-        if let limit { needed = occupied - limit - freedFirst }
+        if var limit {
+            if let largeLimit, occupied - limit > occupied / 10 { limit = largeLimit }
+            needed = occupied - limit - freedFirst
+        }
         if let minimumFreeSpace, let free = disk.fileSystem.availableCapacity(disk.folder) {
             needed = max(needed, minimumFreeSpace - free - freedFirst)
         }

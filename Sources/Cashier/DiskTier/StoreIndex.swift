@@ -328,7 +328,8 @@ struct StoreIndex: EntryIndex {
     func planSweep(limits: DiskTier.Limits, at now: Double) -> DiskTier.RemovalPlan {
         guard let limit = limits.size else { return DiskTier.RemovalPlan() }
         let victims = chooseVictims(
-            order: limits.evictionOrder, downTo: Int(Double(limit) * limits.sweepTarget), minimumFreeSpace: nil,
+            order: limits.evictionOrder, downTo: Int(Double(limit) * limits.sweepTarget),
+            orAfterALargeOverrun: Int(Double(limit) * limits.largeSweepTarget), minimumFreeSpace: nil,
             startingAbove: limit)
         disk.adaptUseGranularity(toVictims: victims.compactMap(\.stored), at: now)
         return DiskTier.RemovalPlan(choices: victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
