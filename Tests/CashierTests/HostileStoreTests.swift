@@ -38,6 +38,9 @@ import Testing
             var configuration = makeConfiguration(folder, clock: clock)
             configuration.diskSizeLimit = 96 * 1024
             configuration.memoryCountLimit = 0
+            // Least recently used first: the read below is the key's first use, which makes it
+            // reused in the frequency-aware order, kept over the newer entries never read.
+            configuration.evictionPolicy = .leastRecentlyUsed
             let live = Cache(configuration)
             try live.set(Self.large, for: key)
             live.waitForBackgroundWork()
