@@ -103,7 +103,7 @@ package final class DiskTier: Sendable {
     /// a use in the next launch: the access time is set to `now` whatever `info` says.
     ///
     /// With the store, the use goes to `key`'s row instead, on the same terms (see
-    /// ``persistStoreUses(_:_:exactly:firstSinceWritten:)``).
+    /// ``persistStoreUses(_:_:exactly:)``).
     @discardableResult
     package func noteRead(
         _ fileName: String, key: String, info: FileInfo, isLocked: Bool, at now: Double,

@@ -169,7 +169,7 @@ struct StoreIndex: EntryIndex {
     // MARK: Recency
 
     /// The use goes to `key`'s row, on the same terms as a file's access time (see
-    /// ``DiskTier/persistStoreUses(_:_:exactly:firstSinceWritten:)``).
+    /// ``DiskTier/persistStoreUses(_:_:exactly:)``).
     func noteRead(
         _ fileName: String, key: String, info: FileInfo, isLocked: Bool, at now: Double,
         foundSlidingLifespanOver: Bool, sliding: Bool
