@@ -306,9 +306,9 @@ struct PostgresSharedTierFailureTests {
         let longName = SharedSlot(name: String(repeating: "x", count: 8000), version: "schema-1")
         let small = SharedRecord(bytes: Data([1]), expiresAt: nil, writtenAt: Date())
         #expect(Notice(payload: Notice(instance: "id", change: .stored(longName, small)).payload)?.change == .all)
-        // A damaged payload is no change rather than a wrong one.
-        #expect(Notice(payload: "id r1.0 - 8 3 schema-1big!!!") == nil)
-        #expect(Notice(payload: "id r1.0 - 80 3 schema-1big") == nil)
+        // A damaged payload is a change all the same: of its key when the name reads, else of every key.
+        #expect(Notice(payload: "id r1.0 - 8 3 schema-1big!!!")?.change == .key("big"))
+        #expect(Notice(payload: "id r1.0 - 80 3 schema-1big")?.change == .all)
     }
 }
 
