@@ -87,9 +87,7 @@ extension DiskTier {
     func forgetPendingUses(of key: String?) {
         storeState.withLock { state in
             guard let key else {
-                state.pendingUses.removeAll()
-                state.pendingExactUses.removeAll()
-                state.pendingFirstUses.removeAll()
+                _ = state.takePendingUses()
                 return
             }
             let storeKey = Self.storeKey(key)

@@ -71,6 +71,19 @@ extension DiskTier {
         /// First uses of rows never used since written, by store key: the use's second and the
         /// row's write (``persistFirstUse(of:at:writtenAt:)``), one a row a window.
         var pendingFirstUses: [String: (time: Int64, written: Int64)] = [:]
+
+        /// Takes every use gathered for the rows (coarse, exact, first), leaving none.
+        mutating func takePendingUses() -> (
+            coarse: [(key: String, time: Int64)], exact: [(key: String, time: Int64)],
+            first: [String: (time: Int64, written: Int64)]
+        ) {
+            defer {
+                pendingUses.removeAll()
+                pendingExactUses.removeAll()
+                pendingFirstUses.removeAll()
+            }
+            return (pendingUses, pendingExactUses, pendingFirstUses)
+        }
         /// Whether a write of the pending uses is scheduled (`scheduleUsesFlush()`).
         var usesFlushScheduled = false
         /// Whether files older than the store may lack rows still (an import is under way): a

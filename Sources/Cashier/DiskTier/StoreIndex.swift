@@ -212,14 +212,7 @@ struct StoreIndex: EntryIndex {
     func flushUsesIfFree() -> Bool {
         guard !disk.storeState.withLock({ $0.synchronized }), disk.usesFlushing.try() else { return false }
         defer { disk.usesFlushing.unlock() }
-        var (coarse, exact, first) = disk.storeState.withLock { state in
-            defer {
-                state.pendingUses.removeAll()
-                state.pendingExactUses.removeAll()
-                state.pendingFirstUses.removeAll()
-            }
-            return (state.pendingUses, state.pendingExactUses, state.pendingFirstUses)
-        }
+        var (coarse, exact, first) = disk.storeState.withLock { $0.takePendingUses() }
         if !coarse.isEmpty || !first.isEmpty,
             store.recordUsesIfFree(coarse, granularity: disk.useGranularity, firstUses: Self.firstUses(first))
         {
@@ -242,14 +235,7 @@ struct StoreIndex: EntryIndex {
     func flushUses() {
         disk.usesFlushing.lock()
         defer { disk.usesFlushing.unlock() }
-        let (coarse, exact, first) = disk.storeState.withLock { state in
-            defer {
-                state.pendingUses.removeAll()
-                state.pendingExactUses.removeAll()
-                state.pendingFirstUses.removeAll()
-            }
-            return (state.pendingUses, state.pendingExactUses, state.pendingFirstUses)
-        }
+        let (coarse, exact, first) = disk.storeState.withLock { $0.takePendingUses() }
         if !coarse.isEmpty || !first.isEmpty {
             try? store.recordUses(coarse, granularity: disk.useGranularity, firstUses: Self.firstUses(first))
         }
