@@ -26,32 +26,40 @@ extension EntryStore {
     /// whose shape (what the records of one type and app version share) `vouches` accepts,
     /// asked once a shape; `unread`, the other rows (the caller reads their records); `files`,
     /// the large entries.
+    ///
+    /// When `vouches` accepts every shape the store holds, which is usual (it refuses only the
+    /// shapes of an earlier app version's unversioned keys), the shaped rows' keys come from
+    /// `entry_by_key` alone and the other rows from `entry_unshaped`: no record is read. Else
+    /// every row's first bytes are read to find its shape. Either way in one read transaction,
+    /// so a shape or a row another process adds meanwhile is not vouched for unseen.
     package func keys(vouchedBy vouches: (RowShape) -> Bool) throws(StoreError)
         -> (vouched: [String], unread: [String], files: [String])
     {
         try withReader { connection throws(SQLiteError) in
-            try connection.run(.keysAndShapes) { query throws(SQLiteError) in
-                var keys: (vouched: [String], unread: [String], files: [String]) = ([], [], [])
-                // By shape id: whether `vouches` accepted it (nil: not asked yet, or no such shape).
+            try connection.step(.beginRead)
+            defer { _ = try? connection.step(.commit) }
+            // By shape id, whether `vouches` accepts it: every shape of this snapshot, asked once.
+            // A damaged shape is refused (its rows are read, and read as damaged); an id with no
+            // shape is not in it (a row naming one is damaged, and read only when a shape is refused).
+            let verdicts = try connection.run(.allShapes) { query throws(SQLiteError) in
                 var verdicts: [Int64: Bool] = [:]
-                var last: (id: Int64, vouched: Bool) = (0, false)
+                while try query.step() {
+                    let id = query.int64(at: 0)
+                    let shape = RowShape(id: id, names: query.blob(at: 1), header: query.blob(at: 2))
+                    verdicts[id] = shape.map(vouches) ?? false
+                }
+                return verdicts
+            }
+            if !verdicts.values.contains(false) { return try Self.keysOfEveryShape(connection) }
+            return try connection.run(.keysAndShapes) { query throws(SQLiteError) in
+                var keys: (vouched: [String], unread: [String], files: [String]) = ([], [], [])
                 while try query.step() {
                     let location = query.int64(at: 1)
-                    if location == RowRecord.shaped, let id = query.withBlob(at: 2, { RowRecord.shapeID($0)?.id }) {
-                        let vouched: Bool
-                        if id == last.id {
-                            vouched = last.vouched
-                        } else if let known = verdicts[id] {
-                            vouched = known
-                        } else {
-                            vouched = try connection.shape(id: id).map(vouches) ?? false
-                            verdicts[id] = vouched
-                        }
-                        last = (id, vouched)
-                        if vouched {
-                            keys.vouched.append(query.text(at: 0))
-                            continue
-                        }
+                    if location == RowRecord.shaped, let id = query.withBlob(at: 2, { RowRecord.shapeID($0)?.id }),
+                        verdicts[id] == true
+                    {
+                        keys.vouched.append(query.text(at: 0))
+                        continue
                     }
                     if RowRecord.location(location) == .file {
                         keys.files.append(query.text(at: 0))
@@ -62,6 +70,31 @@ extension EntryStore {
                 return keys
             }
         }
+    }
+
+    /// ``keys(vouchedBy:)`` when every shape is vouched for: the rows not stored by their shape
+    /// (few), then every key from the key index; the keys left are the shaped rows'.
+    private static func keysOfEveryShape(_ connection: StoreConnection) throws(SQLiteError)
+        -> (vouched: [String], unread: [String], files: [String])
+    {
+        var keys: (vouched: [String], unread: [String], files: [String]) = ([], [], [])
+        try connection.run(.unshapedKeys) { query throws(SQLiteError) in
+            while try query.step() {
+                if RowRecord.location(query.int64(at: 1)) == .file {
+                    keys.files.append(query.text(at: 0))
+                } else {
+                    keys.unread.append(query.text(at: 0))
+                }
+            }
+        }
+        let unshaped = Set(keys.files + keys.unread)
+        try connection.run(.keys) { query throws(SQLiteError) in
+            while try query.step() {
+                let key = query.text(at: 0)
+                if unshaped.isEmpty || !unshaped.contains(key) { keys.vouched.append(key) }
+            }
+        }
+        return keys
     }
 
     /// The keys of the large entries (those whose record is a file), in no particular order.

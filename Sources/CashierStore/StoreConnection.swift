@@ -211,12 +211,12 @@ final class StoreConnection {
 enum StoreStatement: Int, CaseIterable {
     // Reads and writes of one entry.
     case upsert, upsertOverRows, upsertOverUnlockedRows, record, entry, delete, recordUse, recordFirstUse
-    case shapeByID, shapeByNames, shapeCount, addShape, lastInsertedID
+    case shapeByID, shapeByNames, shapeCount, addShape, lastInsertedID, allShapes
     // Transactions and the coherence check.
     case begin, beginRead, commit, rollback, dataVersion
     // The index: counts, listings, passes over every record.
     case count, totalSize, fileBytes, freePages, pageSize
-    case keys, keysAndShapes, largeEntryKeys, entries, largeEntries, allRecords
+    case keys, keysAndShapes, unshapedKeys, largeEntryKeys, entries, largeEntries, allRecords
     // Removals, imports, upkeep.
     case removeUnchanged, insertIfAbsent, deleteAll, checkpoint
     // Eviction: least recently used first, and frequency-aware (``EvictionSQL``).
@@ -241,6 +241,7 @@ enum StoreStatement: Int, CaseIterable {
         case .shapeByID: "SELECT names, header FROM shape WHERE id = ?"
         case .shapeByNames: "SELECT id, header FROM shape WHERE names = ? ORDER BY id LIMIT 1"
         case .shapeCount: "SELECT count(*) FROM shape"
+        case .allShapes: "SELECT id, names, header FROM shape"
         case .addShape: "INSERT INTO shape(names, header) VALUES(?, ?)"
         case .lastInsertedID: "SELECT last_insert_rowid()"
         case .idSpan: "SELECT count(*), ifnull(min(id), 0), ifnull(max(id), 0) FROM entry"
@@ -258,6 +259,8 @@ enum StoreStatement: Int, CaseIterable {
         case .pageSize: "PRAGMA page_size"
         case .keys: "SELECT key FROM entry ORDER BY key"
         case .keysAndShapes: "SELECT key, location, substr(record, 1, 3) FROM entry"
+        // The condition of `entry_unshaped`, word for word (what lets SQLite use it).
+        case .unshapedKeys: "SELECT key, location FROM entry WHERE location != \(RowRecord.shaped)"
         case .largeEntryKeys: "SELECT key FROM entry WHERE location = 1"
         case .entries: "SELECT \(SQL.columns) FROM entry"
         case .largeEntries: "SELECT \(SQL.columns) FROM entry WHERE location = 1"

@@ -161,7 +161,7 @@ import Testing
         #expect(try store.count() == 0)
     }
 
-    @Test(arguments: [0, 5, 99])
+    @Test(arguments: [0, 6, 99])
     func aStoreOfAnotherSchemaVersionIsSetAsideNotReadAsOurs(_ version: Int) throws {
         let old = try EntryStore(folder: folder.path)
         try old.upsert(StoreEntry(key: "k", location: .row, size: 1, lastUse: 1), record: [1])

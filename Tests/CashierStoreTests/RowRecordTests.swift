@@ -240,13 +240,45 @@ import Testing
         #expect(try store.record(for: "cut")?.record == [1, 2, 3])
     }
 
-    @Test(arguments: [1, 3])
-    func anOlderStoreIsKeptAndMarkedVersionFour(_ version: Int) throws {
+    /// `keys(vouchedBy:)` sorts each entry out the same way whether it reads the key index alone
+    /// (every shape vouched for) or every record's first bytes (a shape refused): shaped rows of
+    /// accepted shapes vouched, other rows unread, large entries as files.
+    @Test func keysSortEntriesOutByShapeWithOrWithoutReadingRecords() throws {
+        for index in 0..<3 {
+            try write("user-\(index)", entryFile("user-\(index)", payload: [1], created: 5, validated: 5, seed: 1))
+            try write(
+                "order-\(index)",
+                entryFile("order-\(index)", payload: [2], created: 5, validated: 5, seed: 2, type: "Order"))
+        }
+        try write("compact", entryFile("compact", payload: [3], created: 5, validated: 5, seed: 3, type: unshapedType))
+        try write("verbatim", [1, 2, 3])
+        try write("large", [], location: .file)
+        #expect(try stored("user-0").location == 4)
+        #expect(try stored("compact").location == 3)
+        let everyShape = try store.keys { _ in true }
+        #expect(Set(everyShape.vouched) == ["user-0", "user-1", "user-2", "order-0", "order-1", "order-2"])
+        #expect(Set(everyShape.unread) == ["compact", "verbatim"])
+        #expect(everyShape.files == ["large"])
+        var asked: [String] = []
+        let noOrders = try store.keys { shape in
+            let type = String(decoding: shape.names, as: UTF8.self)
+            asked.append(type)
+            return type != "Order"
+        }
+        #expect(Set(noOrders.vouched) == ["user-0", "user-1", "user-2"])
+        #expect(Set(noOrders.unread) == ["order-0", "order-1", "order-2", "compact", "verbatim"])
+        #expect(noOrders.files == ["large"])
+        #expect(asked.count == Set(asked).count, "each shape is asked about once a listing")
+    }
+
+    @Test(arguments: [1, 3, 4])
+    func anOlderStoreIsKeptAndMarkedTheCurrentVersion(_ version: Int) throws {
         let compact = entryFile("compact", payload: [1, 2, 3], created: 5, validated: 5, seed: 1, type: unshapedType)
         try write("old", [5])
         try write("compact", compact)
         let other = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
-        try other.execute("DROP TABLE shape")
+        try other.execute("DROP INDEX entry_unshaped")
+        if version < 4 { try other.execute("DROP TABLE shape") }
         if version < 3 { try other.execute("DROP TABLE ghost") }
         try other.execute("PRAGMA user_version = \(version)")
         // Read-only, as `cashier-tool` opens it: rows read, the file is unchanged.
@@ -254,13 +286,17 @@ import Testing
         readOnly.readOnly = true
         let reader = try EntryStore(folder: folder.path, options: readOnly)
         #expect(try reader.record(for: "compact")?.record == compact)
+        // Without `entry_unshaped` the keys are listed all the same (SQLite scans the table).
+        let listed = try reader.keys { _ in true }
+        #expect(Set(listed.vouched + listed.unread) == ["old", "compact"])
         #expect(try other.integer("PRAGMA user_version") == Int64(version))
         let reopened = try EntryStore(folder: folder.path)
         #expect(reopened.setAsideAtOpen == nil)
         #expect(try reopened.record(for: "old")?.record == [5])
         #expect(try reopened.record(for: "compact")?.record == compact)
-        // Version 4 (the shape table) is version 3's superset, and 3 (the ghost table) 2's.
-        #expect(try other.integer("PRAGMA user_version") == 4)
+        // Version 5 (`entry_unshaped`) is version 4's superset, 4 (the shape table) 3's, and 3
+        // (the ghost table) 2's.
+        #expect(try other.integer("PRAGMA user_version") == 5)
         let shaped = entryFile("new", payload: [4], created: 6, validated: 6, seed: 2)
         try reopened.upsert(StoreEntry(key: "new", location: .row, size: shaped.count, lastUse: 1), record: shaped)
         #expect(try reopened.record(for: "new")?.record == shaped)

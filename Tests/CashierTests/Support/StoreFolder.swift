@@ -31,8 +31,8 @@ extension TemporaryFolder {
     }
 
     /// What a folder whose store holds nothing occupies at most once its log is cut back:
-    /// the store's nine pages (36 KiB) and the `-shm` (32 KiB).
-    static let emptyStoreBytes = 36_864 + 32_768
+    /// the store's ten pages (40 KiB) and the `-shm` (32 KiB).
+    static let emptyStoreBytes = 40_960 + 32_768
 
     /// The store's row for `key`, read through a read-only store of its own (changes nothing).
     func row(for key: String) throws -> StoreEntry? {
