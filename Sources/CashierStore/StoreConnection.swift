@@ -254,16 +254,18 @@ enum StoreStatement: Int, CaseIterable {
         case .dataVersion: "PRAGMA data_version"
         case .count: "SELECT count(*) FROM entry"
         case .totalSize: "SELECT total(size) FROM entry"
-        case .fileBytes: "SELECT total(size) FROM entry WHERE location = 1"
+        // The large entries: `location != 4` is `entry_unshaped`'s condition, word for word (SQLite
+        // then uses it; an older store's `entry_files` serves `location = 1`).
+        case .fileBytes: "SELECT total(size) FROM entry WHERE location != 4 AND location = 1"
         case .freePages: "PRAGMA freelist_count"
         case .pageSize: "PRAGMA page_size"
         case .keys: "SELECT key FROM entry ORDER BY key"
         case .keysAndShapes: "SELECT key, location, substr(record, 1, 3) FROM entry"
         // The condition of `entry_unshaped`, word for word (what lets SQLite use it).
         case .unshapedKeys: "SELECT key, location FROM entry WHERE location != \(RowRecord.shaped)"
-        case .largeEntryKeys: "SELECT key FROM entry WHERE location = 1"
+        case .largeEntryKeys: "SELECT key FROM entry WHERE location != 4 AND location = 1"
         case .entries: "SELECT \(SQL.columns) FROM entry"
-        case .largeEntries: "SELECT \(SQL.columns) FROM entry WHERE location = 1"
+        case .largeEntries: "SELECT \(SQL.columns) FROM entry WHERE location != 4 AND location = 1"
         case .allRecords: "SELECT \(SQL.columns), record FROM entry"
         case .removeUnchanged:
             "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?"

@@ -201,6 +201,7 @@ import Testing
         try raw.execute("DROP TABLE ghost")
         try raw.execute("DROP TABLE shape")
         try raw.execute("DROP INDEX entry_unshaped")
+        try raw.execute("CREATE INDEX entry_files ON entry(location, size) WHERE location = 1")
         try raw.execute("PRAGMA user_version = 2")
         // Read-only, as `cashier-tool` opens it: the order works, the file is unchanged.
         var readOnly = EntryStore.Options()

@@ -276,8 +276,10 @@ import Testing
         let compact = entryFile("compact", payload: [1, 2, 3], created: 5, validated: 5, seed: 1, type: unshapedType)
         try write("old", [5])
         try write("compact", compact)
+        try write("large", [], location: .file)
         let other = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
         try other.execute("DROP INDEX entry_unshaped")
+        try other.execute("CREATE INDEX entry_files ON entry(location, size) WHERE location = 1")
         if version < 4 { try other.execute("DROP TABLE shape") }
         if version < 3 { try other.execute("DROP TABLE ghost") }
         try other.execute("PRAGMA user_version = \(version)")
@@ -289,6 +291,8 @@ import Testing
         // Without `entry_unshaped` the keys are listed all the same (SQLite scans the table).
         let listed = try reader.keys { _ in true }
         #expect(Set(listed.vouched + listed.unread) == ["old", "compact"])
+        #expect(listed.files == ["large"])
+        #expect(try reader.largeEntryKeys() == ["large"])
         #expect(try other.integer("PRAGMA user_version") == Int64(version))
         let reopened = try EntryStore(folder: folder.path)
         #expect(reopened.setAsideAtOpen == nil)
@@ -297,6 +301,10 @@ import Testing
         // Version 5 (`entry_unshaped`) is version 4's superset, 4 (the shape table) 3's, and 3
         // (the ghost table) 2's.
         #expect(try other.integer("PRAGMA user_version") == 5)
+        #expect(try other.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'entry_files'") == 0)
+        #expect(try other.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'entry_unshaped'") == 1)
+        #expect(try reopened.largeEntryKeys() == ["large"])
+        #expect(try reopened.keys { _ in true }.files == ["large"])
         let shaped = entryFile("new", payload: [4], created: 6, validated: 6, seed: 2)
         try reopened.upsert(StoreEntry(key: "new", location: .row, size: shaped.count, lastUse: 1), record: shaped)
         #expect(try reopened.record(for: "new")?.record == shaped)
