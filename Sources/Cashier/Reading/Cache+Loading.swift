@@ -84,7 +84,7 @@ extension Cache {
         canMigrate: (Int) -> Bool = { _ in false }, report: inout ReadReport
     ) -> JudgedEntry? {
         let fileName = DiskTier.fileName(for: name)
-        switch disk.read(key: name) {
+        switch disk.read(key: name, fileName: fileName) {
         case .absent:
             return nil
         case .failed(let error):
