@@ -217,7 +217,10 @@ final class MemoryTier: Sendable {
         -> (record: MemoryRecord, metadata: EntryMetadata)?
     {
         withRecords(orIfNone: nil) { state in
-            guard let record = state.usable(name, valueType, schemaVersion, appVersion) else {
+            // `usable` is asked of the record alone: asked of the `inout` state here, it had the
+            // whole state copied for it (about 20 retains and releases, 1,500 instructions a
+            // cold read).
+            guard let record = State.usable(state.records[name], valueType, schemaVersion, appVersion) else {
                 state.frequency?.recordMiss(name)
                 return nil
             }
@@ -256,15 +259,17 @@ final class MemoryTier: Sendable {
 
         /// The one definition of a memory record that may answer a read: same value type,
         /// same schema version, and for unversioned keys the same app version.
-        ///
-        /// Always inlined: called on the `inout` state of a closure that is not inlined
-        /// (``peekUsable(_:valueType:schemaVersion:appVersion:)``'s), a non-mutating call copied
-        /// the whole state for it (about 20 retains and releases, 1,500 instructions a cold read).
-        @inline(__always)
         func usable(_ name: String, _ valueType: ObjectIdentifier, _ schemaVersion: Int?, _ appVersion: String?)
             -> MemoryRecord?
         {
-            guard let record = records[name], record.valueType == valueType,
+            Self.usable(records[name], valueType, schemaVersion, appVersion)
+        }
+
+        /// ``usable(_:_:_:_:)`` of the record found for the name, if any.
+        static func usable(
+            _ record: MemoryRecord?, _ valueType: ObjectIdentifier, _ schemaVersion: Int?, _ appVersion: String?
+        ) -> MemoryRecord? {
+            guard let record, record.valueType == valueType,
                 record.metadata.matches(schemaVersion: schemaVersion, appVersion: appVersion)
             else { return nil }
             return record
