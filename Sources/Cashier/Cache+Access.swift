@@ -97,7 +97,7 @@ extension Cache {
     /// The rest of ``value(for:)`` after a memory miss.
     @usableFromInline
     func valueFromDisk<V>(for key: CacheKey<V>) -> V? {
-        guard let found = load(key) else {
+        guard let found = load(key, afterMemoryMiss: true) else {
             emit(.miss(key: key.name))
             return nil
         }

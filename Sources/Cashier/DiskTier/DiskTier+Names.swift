@@ -11,14 +11,21 @@ extension DiskTier {
         let key = canonicalSpelling(of: key)
         let high = XXHash64.hash(key)
         let low = XXHash64.hash(key, seed: 0x9E37_79B9_7F4A_7C15)
+        // Plain loops over the two words and the suffix's bytes: an array literal of the words
+        // and `enumerated()` over the suffix's UTF-8 cost a read more than the two hashes.
         return String(unsafeUninitializedCapacity: 38) { buffer in
             let digits: StaticString = "0123456789abcdef"
+            let suffix: StaticString = ".cache"
             digits.withUTF8Buffer { digits in
-                for (word, start) in [(high, 0), (low, 16)] {
-                    for i in 0..<16 { buffer[start + i] = digits[Int((word >> UInt64(60 - 4 * i)) & 0xF)] }
+                for i in 0..<16 {
+                    let shift = UInt64(60 - 4 * i)
+                    buffer[i] = digits[Int((high >> shift) & 0xF)]
+                    buffer[16 + i] = digits[Int((low >> shift) & 0xF)]
                 }
             }
-            for (i, byte) in ".cache".utf8.enumerated() { buffer[32 + i] = byte }
+            suffix.withUTF8Buffer { suffix in
+                for i in 0..<suffix.count { buffer[32 + i] = suffix[i] }
+            }
             return 38
         }
     }

@@ -125,24 +125,12 @@ extension DiskTier {
     func persistStoreUses(_ store: EntryStore, _ uses: [(key: String, at: Double)], exactly: Bool = false) {
         guard !uses.isEmpty else { return }
         let schedules = storeState.withLock { state -> Bool in
-            let granularity = state.useGranularity
             if exactly {
                 state.pendingExactUses += uses.map { (Self.storeKey($0.key), Int64($0.at.rounded(.down))) }
             } else {
-                if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
-                for use in uses {
-                    if let last = state.persistedUses[use.key], use.at - last < granularity, use.at >= last {
-                        continue
-                    }
-                    state.persistedUses[use.key] = use.at
-                    state.pendingUses.append((Self.storeKey(use.key), Int64(use.at.rounded(.down))))
-                }
+                for use in uses { state.gatherCoarseUse(of: use.key, at: use.at) }
             }
-            guard !state.usesFlushScheduled, !state.pendingUses.isEmpty || !state.pendingExactUses.isEmpty else {
-                return false
-            }
-            state.usesFlushScheduled = true
-            return true
+            return state.claimUsesFlush()
         }
         if schedules { scheduleUsesFlush() }
     }
@@ -186,10 +174,7 @@ extension DiskTier {
     /// Notes that `key`'s row was last used at `time` as far as this process knows (a read
     /// found it so): a use less than a granularity later is not sent.
     func noteStoredUse(_ key: String, at time: Double) {
-        storeState.withLock { state in
-            if state.persistedUses.count > 4096 { state.persistedUses.removeAll(keepingCapacity: true) }
-            if (state.persistedUses[key] ?? -.infinity) < time { state.persistedUses[key] = time }
-        }
+        storeState.withLock { $0.noteStoredUse(of: key, at: time) }
     }
 
     /// How long uses gather before their write: one transaction a window, whatever the reads.
@@ -198,7 +183,7 @@ extension DiskTier {
     /// Writes the gathered uses a ``usesWindow`` from now on the sweep queue. The work holds
     /// the disk tier weakly (an instance that goes first hands its uses over in `Cache.deinit`),
     /// and is not among what ``waitForSweeps()`` waits for: that writes them itself.
-    private func scheduleUsesFlush() {
+    func scheduleUsesFlush() {
         afterUsesWindow { [weak self] in
             guard let self else { return }
             storeState.withLock { $0.usesFlushScheduled = false }

@@ -86,6 +86,30 @@ extension DiskTier {
         }
         /// Whether a write of the pending uses is scheduled (`scheduleUsesFlush()`).
         var usesFlushScheduled = false
+
+        /// Gathers a use of `key`'s row at `time` without its own moment, unless this process
+        /// sent one less than a granularity before it (see ``persistStoreUses(_:_:exactly:)``).
+        mutating func gatherCoarseUse(of key: String, at time: Double) {
+            if persistedUses.count > 4096 { persistedUses.removeAll(keepingCapacity: true) }
+            if let last = persistedUses[key], time - last < useGranularity, time >= last { return }
+            persistedUses[key] = time
+            pendingUses.append((DiskTier.storeKey(key), Int64(time.rounded(.down))))
+        }
+
+        /// Notes that `key`'s row was last used at `time` as far as this process knows
+        /// (``noteStoredUse(_:at:)``).
+        mutating func noteStoredUse(of key: String, at time: Double) {
+            if persistedUses.count > 4096 { persistedUses.removeAll(keepingCapacity: true) }
+            if (persistedUses[key] ?? -.infinity) < time { persistedUses[key] = time }
+        }
+
+        /// Whether the caller is to schedule the write of the pending uses: some are pending and
+        /// none is scheduled (it then counts as scheduled).
+        mutating func claimUsesFlush() -> Bool {
+            guard !usesFlushScheduled, !pendingUses.isEmpty || !pendingExactUses.isEmpty else { return false }
+            usesFlushScheduled = true
+            return true
+        }
         /// Whether files older than the store may lack rows still (an import is under way): a
         /// row written meanwhile removes its key's file, which no row would announce.
         var importPending = false

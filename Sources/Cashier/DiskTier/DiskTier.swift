@@ -86,9 +86,12 @@ package final class DiskTier: Sendable {
     /// folder's files older than the store may still lack rows (an import is under way). A
     /// store that is there but cannot be opened now is a failed read, never the files it indexes
     /// (one may be a removed or shadowed entry's).
-    package func read(key: String) -> ReadResult {
+    ///
+    /// `fileName`: ``fileName(for:)`` of `key`, when the caller has it already (hashing the key
+    /// again cost a read two hashes and an allocation).
+    package func read(key: String, fileName: String? = nil) -> ReadResult {
         switch indexForReading() {
-        case .success(let index): index.read(key: key, fileName: Self.fileName(for: key))
+        case .success(let index): index.read(key: key, fileName: fileName ?? Self.fileName(for: key))
         case .failure(let error): .failed(error)
         }
     }

@@ -185,12 +185,17 @@ struct StoreIndex: EntryIndex {
             disk.persistFirstUse(of: key, at: now, writtenAt: written)
             return now
         }
-        guard abs(now - info.accessedAt) >= disk.storeState.withLock({ $0.useGranularity }) else {
-            disk.noteStoredUse(key, at: info.accessedAt)
-            return info.accessedAt
+        // The granularity, and the use noted or gathered, under one lock (a cold read took it twice).
+        let (stamp, schedules) = disk.storeState.withLock { state -> (Double, Bool) in
+            guard abs(now - info.accessedAt) >= state.useGranularity else {
+                state.noteStoredUse(of: key, at: info.accessedAt)
+                return (info.accessedAt, false)
+            }
+            state.gatherCoarseUse(of: key, at: now)
+            return (now, state.claimUsesFlush())
         }
-        disk.persistStoreUses(store, [(key, now)])
-        return now
+        if schedules { disk.scheduleUsesFlush() }
+        return stamp
     }
 
     func noteUses(ofKeys keys: [(name: String, usedAt: Double?)], at now: Double) {

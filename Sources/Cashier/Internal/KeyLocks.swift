@@ -25,7 +25,10 @@ import Foundation
 final class KeyLocks: @unchecked Sendable {
     private final class Stripe: @unchecked Sendable {
         let condition = NSCondition()
-        var busy = Set<String>()
+        /// The names held now: an array, not a set. A stripe holds none or one at a time but
+        /// under contention, and a set hashed the name three times a lock (the stripe's own
+        /// hash is a fourth), each as dear as the scan of a few names.
+        var busy: [String] = []
         /// Set while a barrier holds or is waiting for this stripe: no new holder may enter.
         var isClosed = false
     }
@@ -43,11 +46,15 @@ final class KeyLocks: @unchecked Sendable {
         let stripe = stripes[Int(UInt(bitPattern: name.hashValue) % UInt(stripes.count))]
         stripe.condition.lock()
         while stripe.isClosed || stripe.busy.contains(name) { stripe.condition.wait() }
-        stripe.busy.insert(name)
+        stripe.busy.append(name)
         stripe.condition.unlock()
         defer {
             stripe.condition.lock()
-            stripe.busy.remove(name)
+            // Present: only this holder removes the name it appended.
+            if let index = stripe.busy.firstIndex(of: name) {
+                stripe.busy.swapAt(index, stripe.busy.count - 1)
+                stripe.busy.removeLast()
+            }
             stripe.condition.broadcast()
             stripe.condition.unlock()
         }

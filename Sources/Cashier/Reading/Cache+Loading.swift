@@ -42,9 +42,13 @@ extension Cache {
     /// The usable entry for `key`, expired or not, from memory or disk; no counters.
     ///
     /// Unusable entries on disk are removed and reported here.
-    func load<V>(_ key: CacheKey<V>) -> Found<V>? {
+    ///
+    /// `afterMemoryMiss`: the caller has just asked the memory tier (``value(for:)``'s hit
+    /// path): memory is asked again only under the key's lock, where it must be (another call
+    /// may have filled it meanwhile), not before as well.
+    func load<V>(_ key: CacheKey<V>, afterMemoryMiss: Bool = false) -> Found<V>? {
         keepMemoryCoherentIfDue()
-        if let found = memoryEntry(key) { return found }
+        if !afterMemoryMiss, let found = memoryEntry(key) { return found }
         guard let disk, !isFolderRefused(key: key.name) else { return nil }
         var report = ReadReport()
         // The lock's closure calls `loadFromDisk` itself: a generic helper around it would copy
@@ -84,7 +88,7 @@ extension Cache {
         canMigrate: (Int) -> Bool = { _ in false }, report: inout ReadReport
     ) -> JudgedEntry? {
         let fileName = DiskTier.fileName(for: name)
-        switch disk.read(key: name) {
+        switch disk.read(key: name, fileName: fileName) {
         case .absent:
             return nil
         case .failed(let error):
