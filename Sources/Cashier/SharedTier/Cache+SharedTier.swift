@@ -13,7 +13,9 @@ extension Cache {
     ///
     /// Asks the key's own slot, then (for a key with migrations) the slots of the schema
     /// versions it migrates from, newest first, until one answers a usable record; stops at
-    /// the first call that fails or times out. Skipped while a change of the key made here is
+    /// the first call that fails or times out. A slot whose record another instance's change
+    /// carried here (``SharedChange/stored(_:_:)``, kept by ``SharedTierLink/keepAnnounced(_:in:)``)
+    /// is not asked: that record is used. Skipped while a change of the key made here is
     /// on its way to the tier, or failed to reach it (``SharedTierLedger``). Called by the
     /// leader of a shared fetch, so concurrent misses ask once.
     func entryFromSharedTier<V>(_ key: CacheKey<V>, _ link: SharedTierLink) async -> CacheEntry<V>? {
@@ -21,6 +23,10 @@ extension Cache {
         let mark = link.beginLookup(key.name)
         defer { link.endLookup(mark) }
         for slot in SharedSlot.slots(for: key, appVersion: configuration.appVersion) {
+            // What another instance's change carried, if it is this slot's: no call.
+            if let record = link.takeAnnounced(slot), let entry = adopt(record, for: key, mark: mark, link) {
+                return entry
+            }
             switch await link.record(in: slot) {
             case .found(let record):
                 if let entry = adopt(record, for: key, mark: mark, link) { return entry }
@@ -184,12 +190,15 @@ extension Cache {
 
     /// Applies a change another instance made: drops the key (every key, for ``SharedChange/all``)
     /// from memory and from this instance's disk, telling observers, without sending a
-    /// removal back to the tier. The record a ``SharedChange/stored(_:_:)`` carries is not used
-    /// (see there): the key's next read asks the tier.
+    /// removal back to the tier. The record a ``SharedChange/stored(_:_:)`` carries is kept
+    /// for the key's next read (``SharedTierLink/keepAnnounced(_:in:)``: only when written
+    /// after this folder's last change of the key), in the same step as the drop: a local
+    /// change of the key made after it forgets the record.
     func applySharedChange(_ change: SharedChange) {
         switch change {
         case .key(let name): removeEntry(named: name, reachingSharedTier: false)
-        case .stored(let slot, _): removeEntry(named: slot.name, reachingSharedTier: false)
+        case .stored(let slot, let record):
+            removeEntry(named: slot.name, reachingSharedTier: false, then: { shared?.keepAnnounced(record, in: slot) })
         case .all: removeAll(reachingSharedTier: false)
         }
     }
