@@ -32,7 +32,7 @@ final class SharedTierLedger: Sendable {
         var changedBefore = Date.distantPast
     }
     /// How many keys' last changes are kept apart (``lastChange(of:)``); past that they are
-    /// forgotten and ``State/changedBefore`` moves to the latest of them.
+    /// forgotten, and the bound every key counts as changed by moves to the latest of them.
     static let lastChangesLimit = 4096
     private let state = Locked(State())
 

@@ -120,7 +120,7 @@ final class SharedTierLink: Sendable {
 
     /// Keeps `record`, which another instance stored in `slot`, for the next read of the key
     /// here, replacing what was kept for the key. Call holding the key's lock, in the step that
-    /// dropped its local copies: a later local change of the key (``noteLocalChange(_:)``,
+    /// dropped its local copies: a later local change of the key (`noteLocalChange(_:)`,
     /// under that lock too) forgets it.
     ///
     /// Not kept (the next read asks the tier) while a change of the key made on this folder
