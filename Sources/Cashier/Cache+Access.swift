@@ -311,8 +311,12 @@ extension Cache {
     /// Removes `name`'s entry from memory and disk and tells observers; and, unless the removal
     /// comes from the shared tier itself, removes the key's records there.
     ///
-    /// `unless`, checked holding the key's lock, keeps the entry when it answers true.
-    func removeEntry(named name: String, reachingSharedTier: Bool = true, unless isKept: () -> Bool = { false }) {
+    /// `unless`, checked holding the key's lock, keeps the entry when it answers true; `then`
+    /// runs holding it after a removal, once observers were told.
+    func removeEntry(
+        named name: String, reachingSharedTier: Bool = true, unless isKept: () -> Bool = { false },
+        then followUp: () -> Void = {}
+    ) {
         var failure: SystemError?
         folderState.keyLocks.withLock(name) {
             guard !isKept() else { return }
@@ -323,6 +327,7 @@ extension Cache {
                 failure = error
             }
             publish(name, nil)
+            followUp()
             if reachingSharedTier, let shared {
                 shared.writes.enqueue(.remove(name, at: Date(timeIntervalSince1970: nowSeconds)))
             }

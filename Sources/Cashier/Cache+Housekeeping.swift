@@ -18,7 +18,10 @@ extension Cache {
         let forget = {
             _ = self.memory.removeAll()
             self.publish(nil, nil)
-            if reachingSharedTier, let shared = self.shared { shared.writes.enqueue(.removeAll) }
+            if reachingSharedTier, let shared = self.shared {
+                shared.ledger.noteChange(nil, at: Date(timeIntervalSince1970: self.nowSeconds))
+                shared.writes.enqueue(.removeAll)
+            }
         }
         guard let disk else {
             folderState.keyLocks.withEveryKeyLocked(forget)

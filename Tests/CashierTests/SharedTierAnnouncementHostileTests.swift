@@ -107,6 +107,42 @@ extension SharedTierTests {
             #expect(answered == 7, "the tier holds nothing for the key")
         }
 
+        /// The same with two caches on B's folder: one writes, the other hears of A's older
+        /// store. The folder's changes reach the tier in one order, and so does what the folder
+        /// knows of them: the record is not served by either.
+        @Test func aStoreAnnouncedAfterTheFoldersOtherCacheWroteIsNotServed() async throws {
+            let (a, b) = (server(1), server(2))
+            let otherB = server(2)
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            let older = try #require(backing.record(in: Self.slot))
+            try otherB.set(3, for: Self.key)
+            otherB.waitForBackgroundWork()
+            #expect(backing.value(Int.self, in: Self.slot) == 3)
+            backing.send(.stored(Self.slot, older), to: 2)
+            try await flush(b)
+            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 3, "the tier holds 3")
+            #expect(try await otherB.value(for: Self.key, fetch: Self.noFetch) == 3)
+        }
+
+        /// A record written at the very moment of B's own last write of the key (by the two
+        /// clocks) is not used: which of the two the tier keeps is its own call. B asks the tier.
+        @Test func aStoreWrittenAtTheMomentOfThisInstancesWriteIsReadFromTheTier() async throws {
+            let (a, b) = (server(1), server(2))
+            clockA.advance(by: 1) // A's clock now reads B's
+            try b.set(3, for: Self.key)
+            b.waitForBackgroundWork()
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            let tied = try #require(backing.record(in: Self.slot))
+            backing.send(.stored(Self.slot, tied), to: 2)
+            try await flush(b)
+            let reads = backing.reads(in: Self.slot)
+            let answered = try await b.value(for: Self.key, fetch: Self.noFetch)
+            #expect(answered == backing.value(Int.self, in: Self.slot))
+            #expect(backing.reads(in: Self.slot) == reads + 1)
+        }
+
         /// A store the tier refused as older than what it holds is announced to no one.
         @Test func aRefusedStoreIsNotAnnounced() async throws {
             let (a, b) = (server(1), server(2))

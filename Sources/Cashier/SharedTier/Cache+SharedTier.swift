@@ -13,7 +13,9 @@ extension Cache {
     ///
     /// Asks the key's own slot, then (for a key with migrations) the slots of the schema
     /// versions it migrates from, newest first, until one answers a usable record; stops at
-    /// the first call that fails or times out. Skipped while a change of the key made here is
+    /// the first call that fails or times out. A slot whose record another instance's change
+    /// carried here (``SharedChange/stored(_:_:)``, kept by ``SharedTierLink/keepAnnounced(_:in:)``)
+    /// is not asked: that record is used. Skipped while a change of the key made here is
     /// on its way to the tier, or failed to reach it (``SharedTierLedger``). Called by the
     /// leader of a shared fetch, so concurrent misses ask once.
     func entryFromSharedTier<V>(_ key: CacheKey<V>, _ link: SharedTierLink) async -> CacheEntry<V>? {
@@ -21,6 +23,12 @@ extension Cache {
         let mark = link.beginLookup(key.name)
         defer { link.endLookup(mark) }
         for slot in SharedSlot.slots(for: key, appVersion: configuration.appVersion) {
+            // What another instance's change carried, if it is this slot's: no call.
+            if let record = link.takeAnnounced(slot),
+                let entry = adopt(record, for: key, mark: mark, link, announced: true)
+            {
+                return entry
+            }
             switch await link.record(in: slot) {
             case .found(let record):
                 if let entry = adopt(record, for: key, mark: mark, link) { return entry }
@@ -40,8 +48,11 @@ extension Cache {
     /// What cannot be used is reported as a disk entry would be (``CacheEvent/discarded(key:reason:)``)
     /// and left in the tier: the fetch that follows replaces it in this version's slot, and
     /// another version may read it. A migrated value is stored here and in the key's own slot.
+    /// An `announced` record (``SharedTierLink/takeAnnounced(_:)``) is kept in memory only
+    /// (``keepLocally(_:_:_:for:mark:sharingIn:writtenAt:inMemoryOnly:report:)``).
     private func adopt<V>(
-        _ record: SharedRecord, for key: CacheKey<V>, mark: SharedTierLink.LookupMark, _ link: SharedTierLink
+        _ record: SharedRecord, for key: CacheKey<V>, mark: SharedTierLink.LookupMark, _ link: SharedTierLink,
+        announced: Bool = false
     ) -> CacheEntry<V>? {
         var report = ReadReport()
         defer { finishRead(report) }
@@ -103,7 +114,7 @@ extension Cache {
         // its own slot, made meanwhile elsewhere, wins over it.
         metadata.size = keepLocally(
             value, kept.header, kept.payload, for: key.name, mark: mark, sharingIn: migratedTo,
-            writtenAt: record.writtenAt, report: &report)
+            writtenAt: record.writtenAt, inMemoryOnly: announced && migratedTo == nil, report: &report)
         return CacheEntry(value, metadata: metadata, origin: .shared, now: now)
     }
 
@@ -112,9 +123,17 @@ extension Cache {
     /// memory. Nothing is kept when the key changed locally since the lookup started (a write,
     /// a removal, a change from the tier): that change is newer. A migrated record is also
     /// queued for the key's own slot (`sharingIn`). Answers the entry's size on disk.
+    ///
+    /// `inMemoryOnly` (a record another instance's change carried, kept in the step that
+    /// dropped the key's disk copy): not written to disk while the memory tier can hold it, so
+    /// a key other instances keep changing costs this one no disk write (and the removal at
+    /// its next change finds nothing on disk); once evicted from memory, its next read asks the
+    /// tier. No older entry of the key is left on disk below it: the change removed it (a read
+    /// finds a copy whose removal failed before it takes the record), and a local change since
+    /// keeps nothing here.
     private func keepLocally<V: Sendable>(
         _ value: V, _ header: EntryHeader, _ payload: Data, for name: String, mark: SharedTierLink.LookupMark,
-        sharingIn slot: SharedSlot?, writtenAt: Date, report: inout ReadReport
+        sharingIn slot: SharedSlot?, writtenAt: Date, inMemoryOnly: Bool = false, report: inout ReadReport
     ) -> Int {
         var size = 0
         var evicted: [MemoryRecord] = []
@@ -123,7 +142,9 @@ extension Cache {
             let ticket = coherenceTicket()
             let now = nowSeconds
             var metadata = EntryMetadata(header, size: 0, lastUsedAt: now)
-            if let disk {
+            // On disk after all when the memory tier would not keep it (off, or a cost limit below it).
+            let memoryKeeps = memory.limit != 0 && (memory.costLimit.map { payload.count <= $0 } ?? true)
+            if let disk, !(inMemoryOnly && memoryKeeps) {
                 do throws(SystemError) {
                     size = try disk.write(
                         DiskTier.fileName(for: name), header: header, payload: payload,
@@ -184,12 +205,15 @@ extension Cache {
 
     /// Applies a change another instance made: drops the key (every key, for ``SharedChange/all``)
     /// from memory and from this instance's disk, telling observers, without sending a
-    /// removal back to the tier. The record a ``SharedChange/stored(_:_:)`` carries is not used
-    /// (see there): the key's next read asks the tier.
+    /// removal back to the tier. The record a ``SharedChange/stored(_:_:)`` carries is kept
+    /// for the key's next read (``SharedTierLink/keepAnnounced(_:in:)``: only when written
+    /// after this folder's last change of the key), in the same step as the drop: a local
+    /// change of the key made after it forgets the record.
     func applySharedChange(_ change: SharedChange) {
         switch change {
         case .key(let name): removeEntry(named: name, reachingSharedTier: false)
-        case .stored(let slot, _): removeEntry(named: slot.name, reachingSharedTier: false)
+        case .stored(let slot, let record):
+            removeEntry(named: slot.name, reachingSharedTier: false, then: { shared?.keepAnnounced(record, in: slot) })
         case .all: removeAll(reachingSharedTier: false)
         }
     }

@@ -197,14 +197,18 @@ public struct SharedRecord: Sendable, Hashable {
 public enum SharedChange: Sendable, Hashable {
     /// The key with this name changed (written or removed): local copies of it are stale.
     case key(String)
-    /// The key `slot.name` changed, and `record` is what `slot` held once another instance
-    /// stored it: local copies of the key are stale, as for ``key(_:)``.
+    /// The key `slot.name` changed, and `record` is what `slot` holds now (stored by another
+    /// instance): local copies of the key are stale, as for ``key(_:)``, and the next read of
+    /// `slot` here may use `record` instead of asking the tier.
     ///
-    /// A tier whose notifications can carry a small record may send this for a store. Cashier
-    /// treats it as ``key(_:)`` for now: the next read asks the tier. The record alone cannot
-    /// tell whether this instance changed the key since (its own later write or removal may
-    /// have reached the tier before another instance's older store was announced), and serving
-    /// it then would answer an older value than the tier holds.
+    /// A tier whose notifications can carry a small record sends this for a store, so that the
+    /// other instances' next reads of a key that was just written cost no call each. It must
+    /// carry exactly what the slot held when the change was made, and, as every change, come
+    /// in the order the changes of the key were made. Cashier uses the record only when it was
+    /// written (``SharedRecord/writtenAt``) after this instance's own last write or removal of
+    /// the key, none of which is still on its way to the tier: an older record may have been
+    /// announced after this instance's newer change reached the tier, and the tier keeps that
+    /// change. Otherwise the next read asks the tier, as for ``key(_:)``.
     case stored(SharedSlot, SharedRecord)
     /// Anything may have changed (every record removed, or changes missed while disconnected).
     case all

@@ -23,6 +23,9 @@ final class SharedTierLink: Sendable {
         var lookups: [String: (count: Int, generation: UInt64)] = [:]
         /// Grows with each change of every key (``Cache/removeAll()``, ``SharedChange/all``).
         var allGeneration: UInt64 = 0
+        /// Records other instances' changes carried (``SharedChange/stored(_:_:)``), by name,
+        /// until the key's next read here takes one or a local change of the key drops it.
+        var announced: [String: (slot: SharedSlot, record: SharedRecord)] = [:]
         var changes: Task<Void, Never>?
         var subscription: Int?
         var isStopped = false
@@ -95,14 +98,54 @@ final class SharedTierLink: Sendable {
     }
 
     /// A change of `name` (`nil`: of every key) landed locally, through any instance on the
-    /// folder: lookups under way must not keep what they find.
+    /// folder: lookups under way must not keep what they find, and a record announced for the
+    /// key is older than the change.
     private func noteLocalChange(_ name: String?) {
         state.withLock { state in
             if let name {
                 state.lookups[name]?.generation += 1
+                state.announced[name] = nil
             } else {
                 state.allGeneration += 1
+                state.announced.removeAll()
             }
+        }
+    }
+
+    // MARK: Records announced by other instances
+
+    /// How many announced records are kept at most: a tier's notification carries a few
+    /// kilobytes at most (PostgreSQL's: under 8,000 bytes), so a few megabytes in all.
+    static let announcedLimit = 1024
+
+    /// Keeps `record`, which another instance stored in `slot`, for the next read of the key
+    /// here, replacing what was kept for the key. Call holding the key's lock, in the step that
+    /// dropped its local copies: a later local change of the key (`noteLocalChange(_:)`,
+    /// under that lock too) forgets it.
+    ///
+    /// Not kept (the next read asks the tier) while a change of the key made on this folder
+    /// is on its way to the tier or failed to reach it (``SharedTierLedger/isTrusted(_:)``),
+    /// nor when the record was written no later than this folder's last change of the key
+    /// (``SharedTierLedger/lastChange(of:)``): that change may have reached the tier before
+    /// the older store was announced, and the tier keeps the newer of the two. Past
+    /// ``announcedLimit`` one kept record goes (a read of its key then asks the tier).
+    func keepAnnounced(_ record: SharedRecord, in slot: SharedSlot) {
+        guard ledger.isTrusted(slot.name), record.writtenAt > ledger.lastChange(of: slot.name) else { return }
+        state.withLock { state in
+            if state.announced[slot.name] == nil, state.announced.count >= Self.announcedLimit {
+                state.announced.remove(at: state.announced.startIndex)
+            }
+            state.announced[slot.name] = (slot, record)
+        }
+    }
+
+    /// The record announced for `slot` (``keepAnnounced(_:in:)``), taken: `nil` when none is
+    /// kept for the key, or the one kept is another slot's.
+    func takeAnnounced(_ slot: SharedSlot) -> SharedRecord? {
+        state.withLock { state in
+            guard let kept = state.announced[slot.name], kept.slot == slot else { return nil }
+            state.announced[slot.name] = nil
+            return kept.record
         }
     }
 

@@ -54,6 +54,16 @@ final class SharedTierWrites: Sendable {
             }
         }
 
+        /// When the change was made here: a store's record's time, a removal's; `nil` for
+        /// ``removeAll`` (its caller notes its time, ``SharedTierLedger/noteChange(_:at:)``).
+        var date: Date? {
+            switch self {
+            case .store(_, _, _, _, _, let writtenAt): writtenAt
+            case .remove(_, let date): date
+            case .removeAll: nil
+            }
+        }
+
         /// Whether a change queued later than this one makes it moot.
         func isSuperseded(by later: Change) -> Bool {
             switch (self, later) {
@@ -111,6 +121,7 @@ final class SharedTierWrites: Sendable {
     func enqueue(_ change: Change, to destination: Destination) {
         unsent.enter()
         ledger.begin(change.name)
+        if let name = change.name, let date = change.date { ledger.noteChange(name, at: date) }
         let (superseded, startsSending) = state.withLock { state -> ([Change], Bool) in
             var superseded: [Change] = []
             state.queued.removeAll { queued in
