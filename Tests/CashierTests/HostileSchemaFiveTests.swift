@@ -1,0 +1,128 @@
+import CashierEntryFormat
+import CashierSQLite
+import CashierStore
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// A hostile review of store schema 5 (`entry_unshaped`, keys listed from the key index) and of
+/// the cheaper cold read (file names built with loops, one key lock of a stripe's array).
+@Suite struct HostileSchemaFiveTests {
+    let folder = TemporaryFolder()
+
+    // MARK: File names
+
+    /// `DiskTier.fileName(for:)` as commit 3471613 wrote it (an array literal of the two words,
+    /// `enumerated()` over the suffix): the names every folder written before holds.
+    static func earlierFileName(for key: String) -> String {
+        let key = DiskTier.canonicalSpelling(of: key)
+        let high = XXHash64.hash(key)
+        let low = XXHash64.hash(key, seed: 0x9E37_79B9_7F4A_7C15)
+        return String(unsafeUninitializedCapacity: 38) { buffer in
+            let digits: StaticString = "0123456789abcdef"
+            digits.withUTF8Buffer { digits in
+                for (word, start) in [(high, 0), (low, 16)] {
+                    for i in 0..<16 { buffer[start + i] = digits[Int((word >> UInt64(60 - 4 * i)) & 0xF)] }
+                }
+            }
+            for (i, byte) in ".cache".utf8.enumerated() { buffer[32 + i] = byte }
+            return 38
+        }
+    }
+
+    /// A random key: any scalar (combining marks, NUL, the edges of the planes, lone-looking
+    /// halves of what would be surrogates as their scalars' neighbours), of any length up to 600.
+    static func randomKey(_ random: inout SplitMix64) -> String {
+        let pools: [ClosedRange<UInt32>] = [
+            0x00...0x7F, 0x80...0x7FF, 0x300...0x36F, 0x800...0xD7FF, 0xE000...0xFFFF, 0x1_0000...0x10_FFFF,
+        ]
+        var scalars = String.UnicodeScalarView()
+        for _ in 0..<Int(random.next() % 600) {
+            let pool = pools[Int(random.next() % UInt64(pools.count))]
+            let value = pool.lowerBound + UInt32(random.next() % UInt64(pool.count))
+            if let scalar = Unicode.Scalar(value) { scalars.append(scalar) }
+        }
+        return String(scalars)
+    }
+
+    @Test func fileNamesAreByteForByteThoseOfEarlierBuildsForRandomKeys() {
+        var random = SplitMix64(seed: 0x5eed_f11e)
+        var keys = ["", "\u{0}", "caf\u{E9}", "cafe\u{301}", "👩‍👩‍👧‍👦", String(repeating: "é", count: 100_000)]
+        for _ in 0..<5_000 { keys.append(Self.randomKey(&random)) }
+        for key in keys {
+            let name = DiskTier.fileName(for: key)
+            #expect(Array(name.utf8) == Array(Self.earlierFileName(for: key).utf8), "key \(key.debugDescription)")
+            #expect(DiskTier.isEntryFileName(name))
+        }
+    }
+
+    /// Exact names: those of the 0.1.0 fixtures (`Fixtures/format-v2`: "profile", "blob", "feed",
+    /// "pinned 📌/../key"), XXH64's of the empty string, and some that only Unicode normalization
+    /// or a long key reaches.
+    @Test(arguments: [
+        ("profile", "3861c5f61d35793a5f655b457fa7a68b.cache"), ("blob", "000cb8e9a4e80966138b8730868894d2.cache"),
+        ("feed", "8389830e1ddcc42f0baff648ad016d9b.cache"),
+        ("pinned 📌/../key", "e675e0f349fa5e336a617887e32beedc.cache"),
+        ("", "ef46db3751d8e999c4349fc93c010000.cache"), ("caf\u{E9}", "9a40a9b974d85a6af6121dffdddfdf97.cache"),
+        ("cafe\u{301}", "9a40a9b974d85a6af6121dffdddfdf97.cache"), ("\u{0}", "e934a84adb052768126bb57a12364aa5.cache"),
+        ("👩‍👩‍👧‍👦", "13f529e96340cc83260aafae62e88827.cache"),
+    ])
+    func fileNamesOfSomeKeysArePinned(_ key: String, _ name: String) {
+        #expect(DiskTier.fileName(for: key) == name)
+    }
+
+    @Test func aLongKeysFileNameIsPinned() {
+        let key = String(repeating: "\u{E9}", count: 100_000)
+        #expect(DiskTier.fileName(for: key) == "125bf787aae71d378326f9ba1c0c3ac8.cache")
+        #expect(DiskTier.fileName(for: String(repeating: "e\u{301}", count: 100_000)) == DiskTier.fileName(for: key))
+    }
+
+    // MARK: Keys listed from the key index
+
+    /// How a row comes to name a shape the store does not hold: its shape's row is gone (a
+    /// hand's edit, damage that SQLite reads without complaint), or its record names an id never
+    /// given.
+    enum MissingShape: String, CaseIterable, Sendable {
+        case shapeRowDeleted
+        case recordNamesAnUnknownID
+    }
+
+    /// Performance.md: "`keys` lists only entries a read could return". A shaped row whose shape
+    /// is missing reads as damaged (`value(for:)` discards it as `.corrupt`); before schema 5,
+    /// `keys` read its first bytes, found no such shape and read it as damaged too. Now, when
+    /// every shape the store holds is accepted, the key index alone is listed, so the key of a
+    /// row no read can return is listed as well.
+    @Test(arguments: MissingShape.allCases)
+    func keysDoNotListARowWhoseShapeIsMissing(_ how: MissingShape) throws {
+        let text = CacheKey<String>("text")
+        let number = CacheKey<Int>("number")
+        do {
+            let cache = Cache(makeConfiguration(folder))
+            try cache.set("a value", for: text)
+            try cache.set(7, for: number)
+            cache.waitForBackgroundWork()
+        }
+        let raw = try SQLiteConnection(path: folder.storePath, flags: SQLiteCode.openReadWrite)
+        #expect(try raw.integer("SELECT count(*) FROM entry WHERE location = 4") == 2, "both rows are shaped")
+        // A shape id below 128 is the record's first byte (LEB128).
+        let shape = try #require(
+            try raw.integer("SELECT unicode(CAST(substr(record, 1, 1) AS TEXT)) FROM entry WHERE key = 'text'"))
+        switch how {
+        case .shapeRowDeleted: try raw.execute("DELETE FROM shape WHERE id = \(shape)")
+        case .recordNamesAnUnknownID:
+            try raw.execute("UPDATE entry SET record = X'7F' || substr(record, 2) WHERE key = 'text'")
+        }
+        #expect(try raw.integer("SELECT count(*) FROM shape WHERE id = 127") == 0)
+
+        let events = EventLog()
+        let fresh = Cache(makeConfiguration(folder, events: events))
+        let listed = fresh.keys
+        let read = fresh.value(for: text)
+        #expect(read == nil, "the row reads as damaged")
+        #expect(events.all.contains(.discarded(key: "text", reason: .corrupt)))
+        #expect(listed == ["number"], "keys listed a key whose read is a .corrupt miss")
+        #expect(fresh.keys == ["number"])
+    }
+}
