@@ -126,6 +126,35 @@ import Testing
         #expect(fresh.keys == ["number"])
     }
 
+    /// Two app versions share a folder: each lists its own unversioned keys and every versioned
+    /// one, rows and large entries alike, never the other's unversioned keys (whose shapes it
+    /// refuses: the listing that reads records), and after every entry of the other version is
+    /// gone, the same as a store that never held one (the key index alone).
+    @Test func keysOfTwoAppVersionsSharingAFolderAreEachTheirOwn() throws {
+        let large = Data(repeating: 3, count: 20_000)
+        let old = Cache(makeConfiguration(folder, appVersion: "1.0"))
+        try old.set("u", for: CacheKey<String>("old-unversioned"))
+        try old.set("v", for: CacheKey<String>("old-versioned", schemaVersion: 1))
+        try old.set(large, for: CacheKey<Data>("old-large"))
+        try old.set(large, for: CacheKey<Data>("old-large-versioned", schemaVersion: 1))
+        old.waitForBackgroundWork()
+        let new = Cache(makeConfiguration(folder, appVersion: "2.0"))
+        try new.set("u", for: CacheKey<String>("new-unversioned"))
+        try new.set(large, for: CacheKey<Data>("new-large"))
+        new.waitForBackgroundWork()
+        let versioned = ["old-large-versioned", "old-versioned"]
+        #expect(
+            Cache(makeConfiguration(folder, appVersion: "2.0")).keys
+                == (["new-large", "new-unversioned"] + versioned).sorted())
+        #expect(
+            Cache(makeConfiguration(folder, appVersion: "1.0")).keys
+                == (["old-large", "old-unversioned"] + versioned).sorted())
+        old.removeAll()
+        try new.set("u", for: CacheKey<String>("new-unversioned"))
+        new.waitForBackgroundWork()
+        #expect(Cache(makeConfiguration(folder, appVersion: "2.0")).keys == ["new-unversioned"])
+    }
+
     // MARK: Key locks
 
     /// Names that share one of ``KeyLocks``' 32 stripes in this process (as `withLock` picks
