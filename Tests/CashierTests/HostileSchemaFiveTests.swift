@@ -155,6 +155,36 @@ import Testing
         #expect(Cache(makeConfiguration(folder, appVersion: "2.0")).keys == ["new-unversioned"])
     }
 
+    /// A 0.1.0 folder (files, no store) opened by this build while another process holds the
+    /// folder lock, so the import of its files waits: `keys` lists the old files, the rows
+    /// written meanwhile (one over an old file's key) and the large entries, each once; the
+    /// same after the import.
+    @Test func keysWhileAnImportOfOldFilesWaitsListEveryEntryOnce() throws {
+        do {
+            let old = Cache(makeConfiguration(folder, storage: .filesWithoutStore))
+            try old.set("a", for: CacheKey<String>("old-a"))
+            try old.set("b", for: CacheKey<String>("old-b"))
+            try old.set(Data(repeating: 1, count: 20_000), for: CacheKey<Data>("old-large"))
+        }
+        #expect(!folder.hasStore)
+        let held = open(folder.path + "/" + DiskTier.lockFileName, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(held >= 0)
+        try #require(flock(held, LOCK_EX) == 0)
+        let cache = Cache(makeConfiguration(folder))
+        try cache.set("new", for: CacheKey<String>("new-a"))
+        try cache.set("b2", for: CacheKey<String>("old-b"))
+        try cache.set(Data(repeating: 2, count: 20_000), for: CacheKey<Data>("new-large"))
+        let expected = ["new-a", "new-large", "old-a", "old-b", "old-large"]
+        #expect(cache.disk?.storeState.withLock { $0.importPending } == true, "the import is under way")
+        #expect(Cache(makeConfiguration(folder)).keys == expected)
+        #expect(cache.keys == expected)
+        flock(held, LOCK_UN)
+        close(held)
+        cache.waitForBackgroundWork()
+        #expect(Cache(makeConfiguration(folder)).keys == expected)
+        #expect(cache.value(for: CacheKey<String>("old-b")) == "b2")
+    }
+
     // MARK: Key locks
 
     /// Names that share one of ``KeyLocks``' 32 stripes in this process (as `withLock` picks
