@@ -84,18 +84,12 @@ struct HostileSchemaMigrationProcessTests {
     }
 }
 
-/// Schema 5's migration on a full volume: the version 4 store of a folder on a small volume
-/// that something else filled. Runs only when `CASHIER_FULL_VOLUME` names a folder on a small
-/// volume (`.ci/full-volume.sh`).
-@Suite(
-    "Schema 5's migration on a full volume",
-    .serialized,
-    .enabled(
-        if: FullVolume.folder != nil,
-        "CASHIER_FULL_VOLUME does not name a folder on a small mounted volume: the full-volume tests are skipped"))
-struct HostileSchemaMigrationFullVolumeTests {
+/// Schema 5's migration on a full volume: the store of a folder on a small volume that something
+/// else filled. In `FullVolumeTests`, which is serialized: these fill the one small volume
+/// (`CASHIER_FULL_VOLUME`, `.ci/full-volume.sh`) that its test fills too.
+extension FullVolumeTests {
     /// Fills the volume holding `path` with a file of its own; returns the file's path.
-    static func fillVolume(_ volume: String) -> String {
+    static func fillVolumeWithAFile(_ volume: String) -> String {
         let path = volume + "/filler-\(UUID().uuidString)"
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         defer { close(fd) }
@@ -108,9 +102,9 @@ struct HostileSchemaMigrationFullVolumeTests {
 
     /// What a fresh instance on the full volume must still do: read, remove entries (their
     /// files' room comes back), then write; no failure on the way.
-    static func checkFreshInstance(on folder: URL, volume: String) {
+    static func checkFreshInstanceOnFullVolume(on folder: URL, volume: String) {
         let events = Locked<[String]>([])
-        var configuration = FullVolumeTests.configuration(folder, memoryCountLimit: 0)
+        var configuration = Self.configuration(folder, memoryCountLimit: 0)
         configuration.onEvent = { event in
             if case .failure = event { events.withLock { $0.append("\(event)") } }
         }
@@ -133,14 +127,12 @@ struct HostileSchemaMigrationFullVolumeTests {
             "\(failures.count) failures, the first: \(failures.first ?? ""); \(FullVolume.describe(folder))")
     }
 
-    /// A folder on the volume whose store (of schema 4 or 5) holds ``seeded``.
-    static func seededFolder(_ volume: String, versionFour: Bool) throws -> URL {
-        let folder = URL(fileURLWithPath: volume).appendingPathComponent("migration-\(UUID().uuidString)")
-        let cache = Cache(FullVolumeTests.configuration(folder))
+    /// Writes ``seeded`` in `folder`, then turns its store into version 4 if asked.
+    static func seed(_ folder: URL, versionFour: Bool) throws {
+        let cache = Cache(Self.configuration(folder))
         for (key, value) in seeded { try cache.set(value, for: key) }
         cache.waitForBackgroundWork()
         if versionFour { try downgradeToVersionFour(folder.path) }
-        return folder
     }
 
     /// DESIGN: "A full volume is survivable: removing entries frees space and writes resume, in
@@ -154,14 +146,15 @@ struct HostileSchemaMigrationFullVolumeTests {
         arguments: [false, true])
     func aStoreHeldOpenOnAFullVolumeServesAFreshInstance(versionFour: Bool) throws {
         let volume = try #require(FullVolume.folder)
-        let folder = try Self.seededFolder(volume, versionFour: versionFour)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("migration-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seed(folder, versionFour: versionFour)
         let holder = try SQLiteConnection(
             path: folder.path + "/" + DiskTier.storeFileName, flags: SQLiteCode.openReadWrite)
         #expect(try holder.integer("SELECT count(*) FROM entry") == Int64(seeded.count))
-        let filler = Self.fillVolume(volume)
+        let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
-        Self.checkFreshInstance(on: folder, volume: volume)
+        Self.checkFreshInstanceOnFullVolume(on: folder, volume: volume)
     }
 
     /// The same once every process has closed the store (a relaunch on a volume that filled):
@@ -173,10 +166,11 @@ struct HostileSchemaMigrationFullVolumeTests {
         arguments: [false, true])
     func aStoreNoOneHoldsOnAFullVolumeServesAFreshInstance(versionFour: Bool) throws {
         let volume = try #require(FullVolume.folder)
-        let folder = try Self.seededFolder(volume, versionFour: versionFour)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("migration-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let filler = Self.fillVolume(volume)
+        try Self.seed(folder, versionFour: versionFour)
+        let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
-        Self.checkFreshInstance(on: folder, volume: volume)
+        Self.checkFreshInstanceOnFullVolume(on: folder, volume: volume)
     }
 }
