@@ -126,6 +126,25 @@ import Testing
         #expect(fresh.keys == ["number"])
     }
 
+    /// A shape damaged in the file (its header cut short) is refused, so `keys` reads the rows
+    /// that name it, finds them damaged and leaves them out; the others are listed.
+    @Test func keysDoNotListARowWhoseShapeIsDamaged() throws {
+        do {
+            let cache = Cache(makeConfiguration(folder))
+            try cache.set("a value", for: CacheKey<String>("text"))
+            try cache.set(7, for: CacheKey<Int>("number"))
+            cache.waitForBackgroundWork()
+        }
+        let raw = try SQLiteConnection(path: folder.storePath, flags: SQLiteCode.openReadWrite)
+        let shape = try #require(
+            try raw.integer("SELECT unicode(CAST(substr(record, 1, 1) AS TEXT)) FROM entry WHERE key = 'text'"))
+        try raw.execute("UPDATE shape SET header = substr(header, 1, 79) WHERE id = \(shape)")
+        let fresh = Cache(makeConfiguration(folder))
+        #expect(fresh.keys == ["number"])
+        #expect(fresh.value(for: CacheKey<String>("text")) == nil)
+        #expect(fresh.value(for: CacheKey<Int>("number")) == 7)
+    }
+
     /// Two app versions share a folder: each lists its own unversioned keys and every versioned
     /// one, rows and large entries alike, never the other's unversioned keys (whose shapes it
     /// refuses: the listing that reads records), and after every entry of the other version is
