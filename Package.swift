@@ -106,7 +106,7 @@ let package = Package(
         // Starts CashierStress processes: kills them mid-write, runs several on one folder.
         .testTarget(
             name: "CashierProcessTests",
-            dependencies: ["Cashier", "CashierPlatform", "CashierStress", "CashierTestSupport"]),
+            dependencies: ["Cashier", "CashierPlatform", "CashierSQLite", "CashierStress", "CashierTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -181,7 +181,15 @@ enum StoreSchema {
             if !found.contains(shapeObject), let shape = temporaryTables["shape"] { try connection.execute(shape) }
             return nil
         }
-        if foundVersion != version { try migrate(connection) }
+        if foundVersion != version {
+            do throws(SQLiteError) {
+                try migrate(connection)
+            } catch  where error.primaryCode == SQLiteCode.full && found == versionFourObjects {
+                // A version 4 store lacks only `entry_unshaped`, which no statement needs (they
+                // scan without it): on a full volume it serves as it is, so removals can make
+                // room, and a later open adds the index.
+            }
+        }
         guard try connection.text("PRAGMA journal_mode")?.lowercased() == "wal" else {
             // Another process may have changed it; WAL is what readers beside a writer rely on.
             _ = try connection.text("PRAGMA journal_mode = WAL")

@@ -49,7 +49,11 @@ extension Cache {
     func load<V>(_ key: CacheKey<V>, afterMemoryMiss: Bool = false) -> Found<V>? {
         keepMemoryCoherentIfDue()
         if !afterMemoryMiss, let found = memoryEntry(key) { return found }
-        guard let disk, !isFolderRefused(key: key.name) else { return nil }
+        guard let disk, !isFolderRefused(key: key.name) else {
+            // No lock to ask memory under (no folder, or one refused): asked here, so the
+            // frequency order learns the miss all the same.
+            return afterMemoryMiss ? memoryEntry(key) : nil
+        }
         var report = ReadReport()
         // The lock's closure calls `loadFromDisk` itself: a generic helper around it would copy
         // and destroy the `Found<V>?` once more, through its value witnesses, on every read.

@@ -1,0 +1,176 @@
+import CashierPlatform
+import CashierSQLite
+import CashierStress
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// Turns the store of `folder` into what a version 4 build left: `entry_files` in place of
+/// `entry_unshaped`, user_version 4. Every connection is closed when it returns.
+private func downgradeToVersionFour(_ folder: String) throws {
+    let raw = try SQLiteConnection(path: folder + "/" + DiskTier.storeFileName, flags: SQLiteCode.openReadWrite)
+    try raw.execute("DROP INDEX entry_unshaped")
+    try raw.execute("CREATE INDEX entry_files ON entry(location, size) WHERE location = 1")
+    try raw.execute("PRAGMA user_version = 4")
+}
+
+/// The store's `user_version` and index names.
+private func storeSchema(_ folder: String) throws -> (version: Int64?, indexes: Set<String>) {
+    let raw = try SQLiteConnection(path: folder + "/" + DiskTier.storeFileName, flags: SQLiteCode.openReadOnly)
+    let indexes = try raw.run("SELECT name FROM sqlite_schema WHERE type = 'index'") { query throws(SQLiteError) in
+        var names = Set<String>()
+        while try query.step() { names.insert(query.text(at: 0)) }
+        return names
+    }
+    return (try raw.integer("PRAGMA user_version"), indexes)
+}
+
+/// Small values (rows) and large ones (files) written before the store is turned into version 4.
+private let seeded: [(key: CacheKey<Data>, value: Data)] = (0..<40).map { index in
+    let length = index % 10 == 0 ? 20 * 1024 : 1_500
+    return (CacheKey<Data>("seed-\(index)"), Data((0..<length).map { UInt8(truncatingIfNeeded: $0 &+ index) }))
+}
+
+/// A hostile review of schema 5's migration where it runs: several processes opening a version 4
+/// store at once, one of them migrating while the others read and write.
+@Suite("Schema 5's migration, several processes at once")
+struct HostileSchemaMigrationProcessTests {
+    @Test(
+        "Processes opening a version 4 store at once migrate it once, set nothing aside, and every value written before reads back"
+    )
+    func processesOpeningAVersionFourStoreAtOnceShareIt() throws {
+        let folder = TemporaryFolder()
+        do {
+            let cache = Cache(folder.configuration())
+            for (key, value) in seeded { try cache.set(value, for: key) }
+            cache.waitForBackgroundWork()
+        }
+        try downgradeToVersionFour(folder.path)
+        #expect(try storeSchema(folder.path).version == 4)
+
+        // Three processes write, read and remove their own keys; this one lists and reads the
+        // seeded ones meanwhile, through an instance of its own.
+        let children = try (0..<3).map { index in
+            try Child(["share", folder.path, String(index + 1), "300", String(64 << 20)])
+        }
+        let observer = Cache(folder.configuration())
+        var missing = Set<String>()
+        for _ in 0..<300 {
+            let keys = Set(observer.keys)
+            for (key, value) in seeded {
+                if !keys.contains(key.name) || observer.value(for: key) != value { missing.insert(key.name) }
+            }
+        }
+        for (index, child) in children.enumerated() {
+            let done = child.readLine()
+            #expect(done?.hasPrefix("done") == true, "process \(index): \(String(describing: done))")
+            child.send("report")
+            _ = child.readLine()
+            #expect(child.wait() == 0, "process \(index) failed")
+        }
+        #expect(missing.isEmpty, "seeded keys missing or wrong while the processes ran: \(missing.sorted())")
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + ".damaged"))
+        let (version, indexes) = try storeSchema(folder.path)
+        #expect(version == 5)
+        #expect(indexes.contains("entry_unshaped") && !indexes.contains("entry_files"), "\(indexes)")
+        let fresh = Cache(folder.configuration())
+        let listed = Set(fresh.keys)
+        for (key, value) in seeded {
+            #expect(listed.contains(key.name), "\(key.name) not listed")
+            #expect(fresh.value(for: key) == value, "\(key.name) does not read back")
+        }
+    }
+}
+
+/// Schema 5's migration on a full volume: the store of a folder on a small volume that something
+/// else filled. In `FullVolumeTests`, which is serialized: these fill the one small volume
+/// (`CASHIER_FULL_VOLUME`, `.ci/full-volume.sh`) that its test fills too.
+extension FullVolumeTests {
+    /// Fills the volume holding `path` with a file of its own; returns the file's path.
+    static func fillVolumeWithAFile(_ volume: String) -> String {
+        let path = volume + "/filler-\(UUID().uuidString)"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        defer { close(fd) }
+        let chunk = [UInt8](repeating: 0xA5, count: 4096)
+        while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+        var byte: UInt8 = 1
+        while write(fd, &byte, 1) > 0 {}
+        return path
+    }
+
+    /// What a fresh instance on the full volume must still do: read, remove entries (their
+    /// files' room comes back), then write; no failure on the way.
+    static func checkFreshInstanceOnFullVolume(on folder: URL, volume: String) {
+        let events = Locked<[String]>([])
+        var configuration = Self.configuration(folder, memoryCountLimit: 0)
+        configuration.onEvent = { event in
+            if case .failure = event { events.withLock { $0.append("\(event)") } }
+        }
+        let cache = Cache(configuration)
+        let freeWhenFull = FullVolume.freeBytes(volume)
+        #expect(cache.value(for: seeded[1].key) == seeded[1].value, "a read on the full volume")
+        for (key, value) in seeded where value.count > 10_000 { cache.removeValue(for: key) }
+        cache.waitForBackgroundWork()
+        #expect(cache.value(for: seeded[0].key) == nil, "a removed entry still reads")
+        #expect(FullVolume.freeBytes(volume) > freeWhenFull, "removing the large entries freed nothing")
+        let resumed = Data(repeating: 7, count: 1_000)
+        #expect(throws: Never.self, "a write after the removals") {
+            try cache.set(resumed, for: CacheKey<Data>("resumed"))
+        }
+        #expect(cache.value(for: CacheKey<Data>("resumed")) == resumed)
+        #expect(cache.value(for: seeded[1].key) == seeded[1].value)
+        let failures = events.withLock { $0 }
+        #expect(
+            failures.isEmpty,
+            "\(failures.count) failures, the first: \(failures.first ?? ""); \(FullVolume.describe(folder))")
+    }
+
+    /// Writes ``seeded`` in `folder`, then turns its store into version 4 if asked.
+    static func seed(_ folder: URL, versionFour: Bool) throws {
+        let cache = Cache(Self.configuration(folder))
+        for (key, value) in seeded { try cache.set(value, for: key) }
+        cache.waitForBackgroundWork()
+        if versionFour { try downgradeToVersionFour(folder.path) }
+    }
+
+    /// DESIGN: "A full volume is survivable: removing entries frees space and writes resume, in
+    /// this process, a fresh one, and through the tool". Another connection (an extension, the
+    /// tool, the build before an update) has the store open, so its `-shm` is in place. A
+    /// version 4 store must first be migrated, which writes (the new index, log frames): on a
+    /// full volume that failed, and the store stayed unopenable: every read, removal and write
+    /// failed with "no space" until something else freed room. (Version 5: the control.)
+    @Test(
+        "On a full volume, a fresh instance on a store another connection holds open reads, removes and writes, whatever its schema",
+        arguments: [false, true])
+    func aStoreHeldOpenOnAFullVolumeServesAFreshInstance(versionFour: Bool) throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("migration-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seed(folder, versionFour: versionFour)
+        let holder = try SQLiteConnection(
+            path: folder.path + "/" + DiskTier.storeFileName, flags: SQLiteCode.openReadWrite)
+        #expect(try holder.integer("SELECT count(*) FROM entry") == Int64(seeded.count))
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        Self.checkFreshInstanceOnFullVolume(on: folder, volume: volume)
+    }
+
+    /// The same once every process has closed the store (a relaunch on a volume that filled):
+    /// SQLite then has no `-shm` and cannot make one, so the store does not open, whatever its
+    /// schema; the cache cannot read, nor remove the entries that would make room. Found while
+    /// attacking schema 5; it predates it.
+    @Test(
+        "On a full volume, a fresh instance on a store no process has open reads, removes and writes",
+        arguments: [false, true])
+    func aStoreNoOneHoldsOnAFullVolumeServesAFreshInstance(versionFour: Bool) throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("migration-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seed(folder, versionFour: versionFour)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        Self.checkFreshInstanceOnFullVolume(on: folder, volume: volume)
+    }
+}
