@@ -106,10 +106,15 @@ extension Cache {
         report(removals)
         // Except for a record kept in memory only (one another instance's change carried,
         // ``SharedChange/stored(_:_:)``): no file, yet the key's value. Removed as
-        // ``removeValue(for:)`` removes it, so observers and the shared tier hear of it.
+        // ``removeValue(for:)`` removes it, so observers and the shared tier hear of it, when
+        // the disk still holds nothing of the key (a file the predicate did not match stays).
         let removedOnDisk = Set(removals.map(\.key))
         for name in inMemory where !removedOnDisk.contains(name) {
-            removeEntry(named: name)
+            removeEntry(
+                named: name,
+                unless: {
+                    if case .absent = disk.read(key: name) { false } else { true }
+                })
         }
     }
 
