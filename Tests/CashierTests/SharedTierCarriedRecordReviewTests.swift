@@ -157,6 +157,30 @@ extension SharedTierTests {
             }
         }
 
+        /// `removeExpired()` removes and reports every expired entry: it plans from the disk
+        /// alone, so a carried record kept in memory only stays in memory, unreported, until a
+        /// read finds it expired.
+        @Test func removeExpiredRemovesAnExpiredCarriedRecord() async throws {
+            let a = server(1)
+            let events = EventLog()
+            var configuration = makeConfiguration(folderB, clock: clockB, events: events)
+            configuration.sharedTier = backing.tier(2)
+            configuration.sharedTierTimeout = 30
+            let b = Cache(configuration)
+            try b.set(1, for: Self.key)
+            b.waitForBackgroundWork()
+            clockA.advance(by: 1)
+            try a.set(2, for: Self.key, lifespan: .seconds(10))
+            a.waitForBackgroundWork()
+            await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
+            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 2)
+            clockB.advance(by: 100)
+            b.removeExpired()
+            withKnownIssue("removeExpired plans from the disk only") {
+                #expect(events.all.contains(.discarded(key: Self.key.name, reason: .expired)))
+            }
+        }
+
         /// A record carried before the tier reconnected (``SharedChange/all``: what happened
         /// meanwhile is unknown, a removal of the key, say) is not served after it: the read
         /// asks the tier.
