@@ -94,14 +94,28 @@ extension Cache {
         recordMemoryUses()
         // A record whose file is gone (removed by hand, say) has nothing on disk to match.
         // Dropping a memory record early is always safe: the file is the truth.
+        var inMemory: [String] = []
         for record in memory.allRecords where shouldRemove(record.name, record.metadata) {
             memory.remove(record.name)
+            inMemory.append(record.name)
         }
         guard !isFolderRefused(key: nil, fresh: true) else { return }
         let removals = disk.withFolderLock {
             commit(disk.planRemovals { header in shouldRemove(header.key, EntryMetadata(header, size: 0)) })
         }
         report(removals)
+        // Except for a record kept in memory only (one another instance's change carried,
+        // ``SharedChange/stored(_:_:)``): no file, yet the key's value. Removed as
+        // ``removeValue(for:)`` removes it, so observers and the shared tier hear of it, when
+        // the disk still holds nothing of the key (a file the predicate did not match stays).
+        let removedOnDisk = Set(removals.map(\.key))
+        for name in inMemory where !removedOnDisk.contains(name) {
+            removeEntry(
+                named: name,
+                unless: {
+                    if case .absent = disk.read(key: name) { false } else { true }
+                })
+        }
     }
 
     /// Queues for the shared tier the removals a caller asked for (``DiskTier/Removal/removed(key:)``);

@@ -98,6 +98,9 @@ final class SharedBacking: Sendable {
     /// tier refuses for good.
     func failCalls(of name: String) { state.withLock { _ = $0.failingNames.insert(name) } }
 
+    /// Undoes ``failCalls(of:)``: the tier takes `name`'s ordered calls again (it was down for that key only).
+    func restoreCalls(of name: String) { state.withLock { _ = $0.failingNames.remove(name) } }
+
     /// Counts an ordered call of `name`; throws for a key ``failCalls(of:)`` named.
     fileprivate func enterOrdered(_ name: String) throws {
         let fails = state.withLock { state in

@@ -1,0 +1,264 @@
+import CashierPlatform
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// A hostile review of carried records kept in memory only (``SharedChange/stored(_:_:)``, a
+/// read that uses one keeps it in the memory tier, not on disk) and of changes that failed to
+/// reach the tier: what a caller asks of such a value must act on it as on any other, and a
+/// change this instance made must end up in the tier once it is back.
+extension SharedTierTests {
+    @Suite struct CarriedRecordReview {
+        let backing = SharedBacking()
+        let folderA = TemporaryFolder()
+        let folderB = TemporaryFolder()
+        let clockA = TestClock()
+        let clockB = TestClock()
+        static let key = CacheKey<Int>("n", schemaVersion: 1)
+        static let slot = SharedSlot(name: "n", version: "schema-1")
+        /// Another key, whose writes reach the tier while `key`'s do not.
+        static let other = CacheKey<Int>("x", schemaVersion: 1)
+
+        init() { backing.announcesRecords = true }
+
+        func server(_ server: Int) -> Cache {
+            var configuration = makeConfiguration(
+                server == 1 ? folderA : folderB, clock: server == 1 ? clockA : clockB)
+            configuration.sharedTier = backing.tier(server)
+            configuration.sharedTierTimeout = 30
+            return Cache(configuration)
+        }
+
+        static let noFetch: @Sendable () async throws -> Int = {
+            Issue.record("fetched")
+            return -1
+        }
+
+        /// B wrote 1, A's newer 2 was announced to B with its record, and B's next read used
+        /// that record: B holds 2 in memory only (nothing of the key on B's disk).
+        func bHoldingACarriedRecord() async throws -> (a: Cache, b: Cache) {
+            let (a, b) = (server(1), server(2))
+            try b.set(1, for: Self.key)
+            b.waitForBackgroundWork()
+            clockA.advance(by: 1)
+            try a.set(2, for: Self.key)
+            a.waitForBackgroundWork()
+            await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
+            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 2)
+            #expect(backing.reads(in: Self.slot) == 0, "the carried record was used")
+            #expect(b.entry(for: Self.key)?.origin == .memory)
+            return (a, b)
+        }
+
+        // MARK: What a caller asks of a value kept in memory only
+
+        /// `removeAll(where:)` dropped memory records early on the grounds that "the file is
+        /// the truth", and shared with the tier only the removals the disk made: a carried
+        /// record has no file, so its key left B's memory silently (no observer told) and was
+        /// never removed from the tier. B's next read brought 2 back from there, and A kept
+        /// serving it.
+        @Test func removeAllWhereRemovesACarriedRecordFromTheTierAndTellsObservers() async throws {
+            let (a, b) = try await bHoldingACarriedRecord()
+            var updates = b.updates(for: Self.key).makeAsyncIterator()
+            #expect(await updates.next() == .some(2))
+            clockB.advance(by: 2) // B's removal is the newest change
+            b.removeAll { $0 == Self.key.name }
+            b.waitForBackgroundWork()
+            #expect(b.entry(for: Self.key) == nil)
+            #expect(backing.record(in: Self.slot) == nil, "B removed the key: the tier holds nothing of it")
+            #expect(try await b.value(for: Self.key) { 7 } == 7)
+            // Without the removal told, the next value observers see is the read's (2 or 7).
+            #expect(await updates.next() == .some(nil), "B's observers see the value go")
+            await eventually("A dropping its copy", seconds: 5) { a.value(for: Self.key) == nil }
+        }
+
+        /// The same through the folder's other cache on the same tier, which never read the key:
+        /// its memory does not hold the record, the disk does not either, so nothing is
+        /// removed: B keeps serving 2 from memory, and the tier keeps it for every instance.
+        /// Not fixed: a record kept in one cache's memory only is not the folder's, which the
+        /// other caches' removals see (before carried records were kept in memory only, it
+        /// was on disk, and this removed it).
+        @Test func removeAllWhereThroughTheFoldersOtherCacheRemovesACarriedRecord() async throws {
+            let (_, b) = try await bHoldingACarriedRecord()
+            let otherB = server(2)
+            clockB.advance(by: 2)
+            otherB.removeAll { $0 == Self.key.name }
+            otherB.waitForBackgroundWork()
+            withKnownIssue("a record in one cache's memory only is invisible to the folder's other caches") {
+                #expect(b.entry(for: Self.key) == nil)
+                #expect(backing.record(in: Self.slot) == nil, "the folder removed the key")
+            }
+        }
+
+        /// The same through `removeAllUnlocked()`, the same path.
+        @Test func removeAllUnlockedRemovesACarriedRecordFromTheTier() async throws {
+            let (_, b) = try await bHoldingACarriedRecord()
+            clockB.advance(by: 2)
+            b.removeAllUnlocked()
+            b.waitForBackgroundWork()
+            #expect(backing.record(in: Self.slot) == nil, "B removed every unlocked entry")
+            #expect(try await b.value(for: Self.key) { 7 } == 7)
+        }
+
+        /// `lock(_:)` rewrites the entry's header on disk; finding no file, it drops the memory
+        /// record as stale: the value B just read is gone, and nothing is locked (the next read
+        /// asks the tier and keeps the value unlocked). Not fixed: telling a record kept in
+        /// memory only from one whose file another process removed needs the record to say so,
+        /// and locking it needs its bytes on disk, which the memory tier does not hold.
+        @Test func lockingACarriedRecordLocksItAndKeepsIt() async throws {
+            let (_, b) = try await bHoldingACarriedRecord()
+            b.lock(Self.key)
+            let entry = b.entry(for: Self.key)
+            withKnownIssue("updateMetadata takes a missing file for a stale memory record and drops it") {
+                #expect(entry?.value == 2)
+                #expect(entry?.isLocked == true)
+            }
+        }
+
+        /// `refresh(_:)` the same: the value it revalidates goes.
+        @Test func refreshingACarriedRecordKeepsIt() async throws {
+            let (_, b) = try await bHoldingACarriedRecord()
+            b.refresh(Self.key)
+            withKnownIssue("updateMetadata takes a missing file for a stale memory record and drops it") {
+                #expect(b.entry(for: Self.key)?.value == 2)
+            }
+        }
+
+        /// A carried record evicted from B's memory (its count limit 1) is gone from B
+        /// (``Cache/value(for:)`` answers `nil`): observers of `updates(for:)` must see it go
+        /// too ("the last value the stream yielded is the one stored"), as they do in a cache
+        /// without a disk. With a disk, evictions from memory are not announced (the file
+        /// stays), and a record kept in memory only has none.
+        @Test func observersSeeACarriedRecordEvictedFromMemoryGo() async throws {
+            let a = server(1)
+            var configuration = makeConfiguration(folderB, clock: clockB)
+            configuration.sharedTier = backing.tier(2)
+            configuration.sharedTierTimeout = 30
+            configuration.memoryCountLimit = 1
+            configuration.evictionPolicy = .leastRecentlyUsed
+            let b = Cache(configuration)
+            try b.set(1, for: Self.key)
+            b.waitForBackgroundWork()
+            clockA.advance(by: 1)
+            try a.set(2, for: Self.key)
+            a.waitForBackgroundWork()
+            await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
+            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 2)
+            var updates = b.updates(for: Self.key).makeAsyncIterator()
+            #expect(await updates.next() == .some(2))
+            try b.set(0, for: Self.other) // evicts the carried record from memory
+            #expect(b.value(for: Self.key) == nil, "gone from B")
+            try b.set(5, for: Self.key) // so that the stream yields something either way
+            let next = await updates.next()
+            withKnownIssue("a memory-only record's eviction is not published when the cache has a disk") {
+                #expect(next == .some(nil), "observers see the evicted value go")
+            }
+        }
+
+        /// `removeExpired()` removes and reports every expired entry: it plans from the disk
+        /// alone, so a carried record kept in memory only stays in memory, unreported, until a
+        /// read finds it expired.
+        @Test func removeExpiredRemovesAnExpiredCarriedRecord() async throws {
+            let a = server(1)
+            let events = EventLog()
+            var configuration = makeConfiguration(folderB, clock: clockB, events: events)
+            configuration.sharedTier = backing.tier(2)
+            configuration.sharedTierTimeout = 30
+            let b = Cache(configuration)
+            try b.set(1, for: Self.key)
+            b.waitForBackgroundWork()
+            clockA.advance(by: 1)
+            try a.set(2, for: Self.key, lifespan: .seconds(10))
+            a.waitForBackgroundWork()
+            await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
+            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 2)
+            clockB.advance(by: 100)
+            b.removeExpired()
+            withKnownIssue("removeExpired plans from the disk only") {
+                #expect(events.all.contains(.discarded(key: Self.key.name, reason: .expired)))
+            }
+        }
+
+        /// A record carried before the tier reconnected (``SharedChange/all``: what happened
+        /// meanwhile is unknown, a removal of the key, say) is not served after it: the read
+        /// asks the tier.
+        @Test func aRecordCarriedBeforeAReconnectionIsNotServedAfterIt() async throws {
+            let (a, b) = (server(1), server(2))
+            try b.set(1, for: Self.key)
+            b.waitForBackgroundWork()
+            clockA.advance(by: 1)
+            try a.set(2, for: Self.key)
+            a.waitForBackgroundWork()
+            await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
+            try b.set(0, for: Self.other)
+            backing.send(.all, to: 2)
+            await eventually("B applying the reconnection") { b.value(for: Self.other) == nil }
+            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 2)
+            #expect(backing.reads(in: Self.slot) == 1, "read from the tier, not from the record")
+        }
+
+        // MARK: A change of this instance's that failed to reach the tier
+
+        /// B's write of 2 failed to reach the tier, and so did its three resends, each made when
+        /// a later change of B's got through: it is given up (``SharedTierWrites/FailedChanges``).
+        /// Once the tier takes the key again, nothing sends it: the
+        /// tier keeps A's older 1 for good, and A (and any other instance) answers 1 while B,
+        /// whose ledger keeps its reads off the tier, answers 2. The three failures need not
+        /// be for good: after PostgreSQL restarts, under load, calls fail at once for a second
+        /// after any connection failure and time out at the cache's 0.25 s bound, so a burst of
+        /// resends can fail three times over, which would explain `fleet.py outage`'s instance
+        /// answering older versions 5 s after PostgreSQL came back.
+        @Test func aWriteWhoseResendsAllFailedReachesTheTierOnceItIsBack() async throws {
+            let (a, b) = (server(1), server(2))
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            clockB.advance(by: 1) // B's write is the newer
+            backing.failCalls(of: Self.key.name)
+            let calls = backing.orderedCalls(of: Self.key.name)
+            try b.set(2, for: Self.key)
+            b.waitForBackgroundWork()
+            #expect(backing.orderedCalls(of: Self.key.name) == calls + 1)
+            for round in 1...SharedTierWrites.FailedChanges.maximumResends {
+                try b.set(round, for: Self.other) // gets through: B's failed change goes again
+                await eventually("resend \(round)") { backing.orderedCalls(of: Self.key.name) == calls + 1 + round }
+            }
+            b.waitForBackgroundWork()
+            // The tier takes the key again, and B writes another key, which gets through.
+            backing.restoreCalls(of: Self.key.name)
+            try b.set(10, for: Self.other)
+            b.waitForBackgroundWork()
+            withKnownIssue("a change given up after three resends is never sent again, and no one hears of it") {
+                #expect(backing.value(Int.self, in: Self.slot) == 2, "B's newer write is in the tier")
+            }
+            let answeredByA = try await a.value(for: Self.key) { 2 }
+            withKnownIssue("A keeps its 1: the tier never heard of B's 2") {
+                #expect(answeredByA == 2, "the origin holds 2")
+            }
+            // B answers its own 2 (its ledger keeps its reads off the tier): the fleet disagrees.
+            #expect(b.entry(for: Self.key)?.value == 2)
+        }
+
+        /// The README's open item, pinned: a write that failed once, with the tier back at once
+        /// and nothing else changing, is sent again only by a later change of the same
+        /// instance that gets through, or a reconnection. Until then every other instance
+        /// answers the value before it (here, for good: nothing else happens).
+        @Test func aWriteThatFailedOnceReachesTheTierWithoutALaterChange() async throws {
+            let (a, b) = (server(1), server(2))
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            clockB.advance(by: 1)
+            backing.failCalls(of: Self.key.name)
+            try b.set(2, for: Self.key)
+            b.waitForBackgroundWork()
+            backing.restoreCalls(of: Self.key.name)
+            await withKnownIssue("a failed change waits for a later change or a reconnection; no timer retries it") {
+                await eventually("B's write reaching the tier", seconds: 3) {
+                    backing.value(Int.self, in: Self.slot) == 2
+                }
+            }
+            _ = a
+        }
+    }
+}
