@@ -51,43 +51,6 @@ extension SharedTierTests {
             #expect(b.entry(for: Self.key)?.origin == .memory)
         }
 
-        /// A carried record fills B's memory only: the next change elsewhere costs B no disk
-        /// write or removal of it. B's folder alone (its memory tier off) holds nothing of it.
-        @Test func aCarriedRecordIsKeptInMemoryOnly() async throws {
-            let (a, b) = (server(1), server(2))
-            try b.set(1, for: Self.key)
-            b.waitForBackgroundWork()
-            clockA.advance(by: 1)
-            try a.set(2, for: Self.key)
-            a.waitForBackgroundWork()
-            await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
-            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 2)
-            #expect(b.entry(for: Self.key)?.origin == .memory)
-            b.waitForBackgroundWork()
-            var diskOnly = makeConfiguration(folderB, clock: clockB)
-            diskOnly.memoryCountLimit = 0
-            #expect(Cache(diskOnly).entry(for: Self.key) == nil)
-        }
-
-        /// Without a memory tier, a carried record goes to disk, as a read of the tier does.
-        @Test func withoutAMemoryTierACarriedRecordIsKeptOnDisk() async throws {
-            let a = server(1)
-            var configuration = makeConfiguration(folderB, clock: clockB)
-            configuration.sharedTier = backing.tier(2)
-            configuration.sharedTierTimeout = 30
-            configuration.memoryCountLimit = 0
-            let b = Cache(configuration)
-            try b.set(1, for: Self.key)
-            b.waitForBackgroundWork()
-            clockA.advance(by: 1)
-            try a.set(2, for: Self.key)
-            a.waitForBackgroundWork()
-            await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
-            #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 2)
-            #expect(b.entry(for: Self.key)?.origin == .disk)
-            #expect(backing.reads(in: Self.slot) == 0)
-        }
-
         @Test func aRecordOfAnotherSlotIsNotUsed() async throws {
             let (a, b) = (server(1), server(2))
             try a.set(2, for: Self.key)

@@ -24,9 +24,7 @@ extension Cache {
         defer { link.endLookup(mark) }
         for slot in SharedSlot.slots(for: key, appVersion: configuration.appVersion) {
             // What another instance's change carried, if it is this slot's: no call.
-            if let record = link.takeAnnounced(slot),
-                let entry = adopt(record, for: key, mark: mark, link, announced: true)
-            {
+            if let record = link.takeAnnounced(slot), let entry = adopt(record, for: key, mark: mark, link) {
                 return entry
             }
             switch await link.record(in: slot) {
@@ -48,11 +46,8 @@ extension Cache {
     /// What cannot be used is reported as a disk entry would be (``CacheEvent/discarded(key:reason:)``)
     /// and left in the tier: the fetch that follows replaces it in this version's slot, and
     /// another version may read it. A migrated value is stored here and in the key's own slot.
-    /// An `announced` record (``SharedTierLink/takeAnnounced(_:)``) is kept in memory only
-    /// (``keepLocally(_:_:_:for:mark:sharingIn:writtenAt:inMemoryOnly:report:)``).
     private func adopt<V>(
-        _ record: SharedRecord, for key: CacheKey<V>, mark: SharedTierLink.LookupMark, _ link: SharedTierLink,
-        announced: Bool = false
+        _ record: SharedRecord, for key: CacheKey<V>, mark: SharedTierLink.LookupMark, _ link: SharedTierLink
     ) -> CacheEntry<V>? {
         var report = ReadReport()
         defer { finishRead(report) }
@@ -114,7 +109,7 @@ extension Cache {
         // its own slot, made meanwhile elsewhere, wins over it.
         metadata.size = keepLocally(
             value, kept.header, kept.payload, for: key.name, mark: mark, sharingIn: migratedTo,
-            writtenAt: record.writtenAt, inMemoryOnly: announced && migratedTo == nil, report: &report)
+            writtenAt: record.writtenAt, report: &report)
         return CacheEntry(value, metadata: metadata, origin: .shared, now: now)
     }
 
@@ -123,17 +118,9 @@ extension Cache {
     /// memory. Nothing is kept when the key changed locally since the lookup started (a write,
     /// a removal, a change from the tier): that change is newer. A migrated record is also
     /// queued for the key's own slot (`sharingIn`). Answers the entry's size on disk.
-    ///
-    /// `inMemoryOnly` (a record another instance's change carried, kept in the step that
-    /// dropped the key's disk copy): not written to disk while the memory tier can hold it, so
-    /// a key other instances keep changing costs this one no disk write (and the removal at
-    /// its next change finds nothing on disk); once evicted from memory, its next read asks the
-    /// tier. No older entry of the key is left on disk below it: the change removed it (a read
-    /// finds a copy whose removal failed before it takes the record), and a local change since
-    /// keeps nothing here.
     private func keepLocally<V: Sendable>(
         _ value: V, _ header: EntryHeader, _ payload: Data, for name: String, mark: SharedTierLink.LookupMark,
-        sharingIn slot: SharedSlot?, writtenAt: Date, inMemoryOnly: Bool = false, report: inout ReadReport
+        sharingIn slot: SharedSlot?, writtenAt: Date, report: inout ReadReport
     ) -> Int {
         var size = 0
         var evicted: [MemoryRecord] = []
@@ -142,9 +129,7 @@ extension Cache {
             let ticket = coherenceTicket()
             let now = nowSeconds
             var metadata = EntryMetadata(header, size: 0, lastUsedAt: now)
-            // On disk after all when the memory tier would not keep it (off, or a cost limit below it).
-            let memoryKeeps = memory.limit != 0 && (memory.costLimit.map { payload.count <= $0 } ?? true)
-            if let disk, !(inMemoryOnly && memoryKeeps) {
+            if let disk {
                 do throws(SystemError) {
                     size = try disk.write(
                         DiskTier.fileName(for: name), header: header, payload: payload,
