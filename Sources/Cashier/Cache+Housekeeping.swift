@@ -224,10 +224,13 @@ extension Cache {
     /// Counters since this instance was made.
     public var statistics: CacheStatistics { memory.statistics }
 
-    /// Every stored key, sorted, read from the entries' headers.
+    /// Every stored key, sorted, from the store's index or the entries' headers.
     ///
     /// Entries no read can return are not listed: those of unversioned keys written under
     /// another ``Configuration-swift.struct/appVersion`` (garbage collection reclaims them).
+    /// While every type the store holds was written under this app version, the index says so
+    /// and no entry is read; otherwise each small entry's header is. Neither checks a payload:
+    /// a damaged entry may be listed until a read finds it damaged and removes it.
     public var keys: [String] {
         if let disk {
             guard !isFolderRefused(key: nil) else { return [] }
