@@ -104,10 +104,10 @@ extension Cache {
             commit(disk.planRemovals { header in shouldRemove(header.key, EntryMetadata(header, size: 0)) })
         }
         report(removals)
-        // Except for a record kept in memory only (one another instance's change carried,
-        // ``SharedChange/stored(_:_:)``): no file, yet the key's value. Removed as
-        // ``removeValue(for:)`` removes it, so observers and the shared tier hear of it, when
-        // the disk still holds nothing of the key (a file the predicate did not match stays).
+        // A memory record the disk removed nothing for (its file gone by hand, say) was still
+        // the key's value here: removed as ``removeValue(for:)`` removes it, so observers and
+        // the shared tier hear of it, when the disk still holds nothing of the key (a file the
+        // predicate did not match stays).
         let removedOnDisk = Set(removals.map(\.key))
         for name in inMemory where !removedOnDisk.contains(name) {
             removeEntry(
