@@ -12,16 +12,20 @@ extension Cache {
     /// observers. Locked entries go too. The folders themselves stay: deleting a cache folder
     /// while the app runs leaves open instances with a stale index.
     ///
-    /// Touches the disk on the calling thread: call it off the main thread. An entry whose
-    /// removal fails (a read-only folder) stays in place.
+    /// Touches the disk on the calling thread, and returns once each store has given its pages
+    /// back, so ``totalSize(in:)`` right after it shows what the folders occupy now: call it
+    /// off the main thread. An entry whose removal fails (a read-only folder) stays in place.
     public static func removeAll(in location: Location) {
         removeAll(inFolders: folders(in: location))
     }
 
-    /// Clears each of `folders` through a ``Cache`` on it.
+    /// Clears each of `folders` through a ``Cache`` on it, and waits for that cache's
+    /// background work (the store giving its pages back), which no other instance waits for.
     package static func removeAll(inFolders folders: [String]) {
         for folder in folders {
-            Cache(Configuration(clearing: folder)).removeAll()
+            let cache = Cache(Configuration(clearing: folder))
+            cache.removeAll()
+            cache.waitForBackgroundWork()
         }
     }
 
