@@ -19,8 +19,9 @@ extension Cache {
         removeAll(inFolders: folders(in: location))
     }
 
-    /// Clears each of `folders` through a ``Cache`` on it, and waits for that cache's
-    /// background work (the store giving its pages back), which no other instance waits for.
+    /// Clears each of `folders` through a ``Cache`` on it, and waits for its background work:
+    /// the store gives its pages back off the caller's thread, in steps that yield to any
+    /// other write of the store, which the caller's next calls would otherwise race.
     package static func removeAll(inFolders folders: [String]) {
         for folder in folders {
             let cache = Cache(Configuration(clearing: folder))

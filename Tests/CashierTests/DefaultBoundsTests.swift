@@ -104,9 +104,9 @@ import Testing
 
         #expect(first.value(for: key) == nil)
         #expect(second.value(for: key) == nil)
-        // The call returns once each store has given its pages back (through an instance of
-        // its own, whose background work no other instance waits for): each folder is an
-        // empty store again, with nothing of the open instances left to wait for.
+        // The call returns once each store has given its pages back, before this thread's
+        // reads and flushes of uses can hold the writer that giving them back does not wait
+        // for: each folder is an empty store again.
         #expect(first.count == 0 && first.totalSize <= TemporaryFolder.emptyStoreBytes)
         #expect(second.count == 0 && second.totalSize <= TemporaryFolder.emptyStoreBytes)
         #expect(Cache.totalSize(ofFolders: folders) <= 2 * TemporaryFolder.emptyStoreBytes)
