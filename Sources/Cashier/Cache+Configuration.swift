@@ -90,6 +90,10 @@ extension Cache {
         /// How long one call of ``sharedTier`` may take before the cache goes on without it
         /// (a read as a miss there, a write or removal left to finish in the background).
         public var sharedTierTimeout: TimeInterval = 0.25
+        /// How long after a change failed to reach the shared tier it is first sent again on a
+        /// timer (doubled at each failure, up to a minute; ``SharedTierWrites``): 1 s, less in
+        /// tests.
+        package var sharedTierRetryDelay: TimeInterval = 1
         /// Receives every ``CacheEvent``, synchronously, on the thread that caused it.
         public var onEvent: (@Sendable (CacheEvent) -> Void)? = nil
         /// The clock expiry is measured with; replace it in tests instead of sleeping.

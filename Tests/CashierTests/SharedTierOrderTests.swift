@@ -22,11 +22,14 @@ extension SharedTierTests {
         static let key = CacheKey<Int>("n", schemaVersion: 1)
         static let slot = SharedSlot(name: "n", version: "schema-1")
 
-        func server(_ server: Int) -> Cache {
+        /// `retryDelay`: the first wait of the retry timer (``SharedTierWrites/FailedChanges``);
+        /// an hour, so that only what a test does sends a failed change again.
+        func server(_ server: Int, retryDelay: TimeInterval = 3600) -> Cache {
             var configuration = makeConfiguration(
                 server == 1 ? folderA : folderB, clock: server == 1 ? clockA : clockB)
             configuration.sharedTier = backing.tier(server)
             configuration.sharedTierTimeout = 30
+            configuration.sharedTierRetryDelay = retryDelay
             return Cache(configuration)
         }
 
@@ -160,21 +163,33 @@ extension SharedTierTests {
             #expect(backing.value(Int.self, in: Self.slot) == 3)
         }
 
-        @Test func aChangeTheTierRefusesForGoodIsSentAgainThreeTimesAtMost() async throws {
+        /// A key the tier refuses for good, while the instance's other changes get through: its
+        /// store goes again at most ``SharedTierWrites/FailedChanges/maximumResends`` times when
+        /// they do, then as a removal of what is older as often, then only on the retry timer
+        /// (an hour here): a change that can never land does not cost a failing call after
+        /// every change that gets through.
+        @Test func aChangeTheTierRefusesForGoodGoesAgainWithOtherChangesABoundedNumberOfTimes() throws {
             let a = server(1)
             backing.failCalls(of: "n")
             try a.set(1, for: Self.key)
             a.waitForBackgroundWork()
-            for index in 0..<8 {
+            let quick = SharedTierWrites.FailedChanges.maximumResends
+            for index in 1...(4 * quick) {
                 try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
-                a.waitForBackgroundWork()
+                a.waitForBackgroundWork() // the resends a change that got through set off included
+                #expect(backing.orderedCalls(of: "n") == 1 + min(index, 2 * quick), "after change \(index)")
             }
-            await eventually("the last resend tried") { backing.orderedCalls(of: "n") == 4 }
-            for index in 8..<12 {
-                try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
-                a.waitForBackgroundWork()
-            }
-            #expect(backing.orderedCalls(of: "n") == 4)
+            #expect(backing.orderedCalls(of: "other\(4 * quick)") == 1)
+        }
+
+        /// The retry timer's waits: the first delay, doubled after each failed resend, never
+        /// over a minute; a nonsense first delay is taken as a millisecond or a minute.
+        @Test func theRetryTimerBacksOffToAMinute() {
+            let waits = (0..<8).map { SharedTierWrites.FailedChanges.retryDelay(after: $0, first: 1) }
+            #expect(waits == [1, 2, 4, 8, 16, 32, 60, 60])
+            #expect(SharedTierWrites.FailedChanges.retryDelay(after: 1_000_000, first: 0.5) == 60)
+            #expect(SharedTierWrites.FailedChanges.retryDelay(after: 0, first: -3) == 0.001)
+            #expect(SharedTierWrites.FailedChanges.retryDelay(after: 0, first: .nan) == 60)
         }
 
         @Test func failedWritesBeyondTheBoundAreSentAgainAsRemovals() async throws {

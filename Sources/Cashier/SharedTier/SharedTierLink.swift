@@ -47,7 +47,8 @@ final class SharedTierLink: Sendable {
         writes = SharedTierLinkWrites(
             queue: queue,
             destination: SharedTierWrites.Destination(
-                tier: tier, timeout: configuration.sharedTierTimeout, onEvent: configuration.onEvent))
+                tier: tier, timeout: configuration.sharedTierTimeout, onEvent: configuration.onEvent,
+                retryDelay: configuration.sharedTierRetryDelay))
     }
 
     // MARK: Reads

@@ -27,9 +27,13 @@ import Foundation
 ///   ``CacheError/Kind/sharedTierUnavailable``; the caller saw no error. The ledger then keeps
 ///   this folder's reads of that key away from the shared tier (``SharedTierLedger``).
 /// - **Failed changes are sent again** (``FailedChanges``): the last failed change of each key,
-///   with its original time, once a change reaches the tier again or the tier's stream says it
-///   is back (``resendFailed()``), so the tier does not keep a record older than this folder's
-///   change after an outage; a newer change made elsewhere meanwhile still wins.
+///   with its original time, on a timer that backs off (the destination's ``Destination/retryDelay``,
+///   doubled at each failure, up to a minute), and at once when a change reaches the tier again
+///   or the tier's stream says it is back (``resendFailed(_:)``), so the tier does not keep a
+///   record older than this folder's change after an outage; a newer change made elsewhere
+///   meanwhile still wins. A change is never given up while its key has no later one: a store
+///   refused too often becomes a removal of what is older, so the other instances fetch the
+///   key rather than read the record from before it.
 ///
 /// Holds no reference to the cache: changes queued before it went are still sent.
 final class SharedTierWrites: Sendable {
@@ -85,9 +89,25 @@ final class SharedTierWrites: Sendable {
         let tier: any SharedTier
         let timeout: TimeInterval
         let onEvent: (@Sendable (CacheEvent) -> Void)?
+        /// How long after a change first failed it is sent again on the timer, in seconds; each
+        /// further failure doubles it, up to ``FailedChanges/longestRetryDelay``.
+        var retryDelay: TimeInterval = 1
         /// Drops the destination cache's own copy of a key whose store the tier refused as
         /// older; set once the cache is whole.
         let dropsCopies = CopyDropper()
+    }
+
+    /// Why failed changes are sent again (``resendFailed(_:)``).
+    enum ResendReason {
+        /// The tier's stream is back after a disconnection (``SharedChange/all``): every
+        /// failed change goes.
+        case reconnected
+        /// A change reached the tier: the failed changes still within their first
+        /// ``FailedChanges/maximumResends`` resends go (one the tier refuses for good must not
+        /// cost a failing call after every change that gets through).
+        case changeReached
+        /// The retry timer: the failed changes whose time to go again has come.
+        case timer
     }
 
     /// What drops a cache's copy of a key: a closure set when the cache starts, holding it weakly.
@@ -107,6 +127,8 @@ final class SharedTierWrites: Sendable {
         var sendingTimeout: TimeInterval = 0
         /// The last change of each key that failed to reach its tier, to send again.
         var failed = FailedChanges()
+        /// When the retry timer waiting now fires (``DispatchTime`` uptime nanoseconds), if one is.
+        var retryAt: UInt64?
     }
 
     /// Which keys' records the folder's reads must not trust now.
@@ -160,13 +182,15 @@ final class SharedTierWrites: Sendable {
         state.withLock { state in state.queued.contains { $0.change.name == name } }
     }
 
-    /// Queues again the last failed change of each key (``FailedChanges``) whose key has no
-    /// change on its way, with its original time. Called when the tier is back: a change
-    /// reached it, or its stream said ``SharedChange/all`` after a reconnection.
-    func resendFailed() {
+    /// Queues again, with its original time, the last failed change (``FailedChanges``) of each
+    /// key that has no change on its way and that `reason` sends: all when the tier's stream
+    /// said ``SharedChange/all`` after a reconnection (the default), those not given up on a
+    /// quick resend when a change reached the tier, those whose time came on the timer.
+    func resendFailed(_ reason: ResendReason = .reconnected) {
+        let now = DispatchTime.now().uptimeNanoseconds
         let startsSending = state.withLock { state -> Bool in
             let busy = Set(state.queued.compactMap(\.change.name))
-            let taken = state.failed.take { !busy.contains($0) && !ledger.isPending($0) }.map {
+            let taken = state.failed.take(for: reason, at: now) { !busy.contains($0) && !ledger.isPending($0) }.map {
                 Queued(change: $0.change, destination: $0.destination, resends: $0.resends)
             }
             guard !taken.isEmpty else { return false }
@@ -217,34 +241,68 @@ final class SharedTierWrites: Sendable {
         }
         if case .failure(let error) = outcome { report(error, of: change, to: destination.onEvent) }
         let reached: Bool
+        let due: UInt64?
         if outcome.timedOut {
             // Reported and no longer waited for; the next change waits until this one ends.
             unsent.leave()
             let result = await call.result
             reached = result.succeeded
-            end(queued, reached: reached, superseded: (try? result.get()) == .superseded)
+            due = end(queued, reached: reached, superseded: (try? result.get()) == .superseded)
         } else {
             reached = outcome.succeeded
-            end(queued, reached: reached, superseded: (try? outcome.get()) == .superseded)
-            unsent.leave()
+            due = end(queued, reached: reached, superseded: (try? outcome.get()) == .superseded)
         }
-        if reached, state.withLock({ !$0.failed.isEmpty }) { resendFailed() }
+        // Queued before this change counts as sent: ``waitUntilSent()`` waits for them too.
+        if reached, state.withLock({ $0.failed.hasQuickResends }) { resendFailed(.changeReached) }
+        if let due { scheduleRetry(at: due) }
+        if !outcome.timedOut { unsent.leave() }
+    }
+
+    /// Starts the retry timer for `due` (a kept change's time to go again), unless one fires by
+    /// then. The timer sends what is due, then waits for the next kept change's time. It holds
+    /// the queue weakly: once the folder's last cache is gone, its failed changes are not sent.
+    private func scheduleRetry(at due: UInt64) {
+        let starts = state.withLock { state -> Bool in
+            guard state.retryAt.map({ $0 > due }) ?? true else { return false }
+            state.retryAt = due
+            return true
+        }
+        guard starts else { return }
+        Task { [weak self] in
+            let now = DispatchTime.now().uptimeNanoseconds
+            if due > now { try? await Task.sleep(nanoseconds: due - now) }
+            self?.retryRound(scheduledAt: due)
+        }
+    }
+
+    /// A round of the retry timer scheduled for `due`: what is due goes, and the timer waits
+    /// for the next.
+    private func retryRound(scheduledAt due: UInt64) {
+        state.withLock { state in
+            if state.retryAt == due { state.retryAt = nil }
+        }
+        resendFailed(.timer)
+        if let next = state.withLock({ $0.failed.earliestDue }) { scheduleRetry(at: next) }
     }
 
     /// Settles a change that was sent: the ledger learns whether it reached the tier, a failed
     /// change is kept to send again (one that reached it forgets the key's earlier failure), and
-    /// a store the tier refused as older drops the destination's own copy of the key.
-    private func end(_ queued: Queued, reached: Bool, superseded: Bool) {
+    /// a store the tier refused as older drops the destination's own copy of the key. Returns
+    /// when a kept change goes again on the timer.
+    private func end(_ queued: Queued, reached: Bool, superseded: Bool) -> UInt64? {
         let (change, destination) = (queued.change, queued.destination)
-        state.withLock { state in
+        let now = DispatchTime.now().uptimeNanoseconds
+        let due = state.withLock { state -> UInt64? in
             if reached {
                 if let name = change.name { state.failed.forget(name) } else { state.failed.forgetAll() }
-            } else if change.name != nil {
-                state.failed.keep(change, for: destination, resends: queued.resends)
+                return nil
             }
+            guard change.name != nil else { return nil }
+            return state.failed.keep(change, for: destination, resends: queued.resends, at: now)
         }
         if superseded, let name = change.name { destination.dropsCopies(name) }
         ledger.end(change.name, reached: reached)
+        return due
     }
 
     private func report(_ error: any Error, of change: Change, to onEvent: (@Sendable (CacheEvent) -> Void)?) {
@@ -268,66 +326,135 @@ extension SharedTierWrites {
     }
 
     /// The last change of each key that failed to reach its tier, kept to be sent again with
-    /// its original time (``SharedTierWrites/resendFailed()``).
+    /// its original time (``SharedTierWrites/resendFailed(_:)``), each with its time to go again
+    /// on the timer: the destination's ``Destination/retryDelay`` after a first failure, doubled
+    /// at each resend that failed, up to ``longestRetryDelay``.
     ///
-    /// Bounded: the stores kept hold at most ``byteLimit`` bytes of payload; a failed store
-    /// beyond that is kept as a removal of the key at the store's time instead (a name and a
-    /// time), which clears what is older in the tier, so the other instances fetch the key
-    /// rather than read the record from before the failure. Beyond the payloads, an entry per
-    /// key whose last change failed, as the ledger keeps.
-    ///
-    /// A change is sent again at most ``maximumResends`` times: one the tier refuses for good
-    /// (a key too long for its index, say) must not cost a failing call after every change
-    /// that gets through. It is then forgotten here; the ledger still keeps this folder's
-    /// reads of the key away from the tier until a later change of it gets through.
+    /// A change is never given up while its key has no later change: a tier that was down for
+    /// an hour must end holding nothing older than this folder's last change of each key.
+    /// - A store that failed ``maximumResends`` resends, or whose payload would take the stores
+    ///   kept past ``byteLimit``, is kept as a removal of the key at the store's time instead (a
+    ///   name and a time), which clears what is older in the tier, so the other instances fetch
+    ///   the key rather than read the record from before the failure. A store the tier refuses
+    ///   for good (too large for its bound, say) so leaves no older record behind it.
+    /// - After ``maximumResends`` resends, a change goes again only on the timer (at most once
+    ///   a ``longestRetryDelay``) or after a reconnection, no longer after each change that
+    ///   gets through: one the tier refuses for good must not cost a failing call each time.
+    /// - Bounded: at most ``countLimit`` keys; past it, a change already past its quick resends
+    ///   is forgotten to make room, or if none is, the new failure is not kept (the ledger still
+    ///   keeps this folder's reads of such a key away from the tier until a later change of it
+    ///   gets through).
     struct FailedChanges {
         /// The most bytes of payload the stores kept to send again hold: 4 MiB.
         static let byteLimit = 4 << 20
-        /// How often a failed change is sent again before it is given up.
+        /// How often a failed change is sent again at once when another change reaches the
+        /// tier; a store is then kept as a removal (sent as often again), and a removal is left
+        /// to the timer.
         static let maximumResends = 3
+        /// The longest wait between two resends of a change on the timer: a minute.
+        static let longestRetryDelay: TimeInterval = 60
+        /// The most keys whose failed change is kept.
+        static let countLimit = 65_536
 
-        private var changes: [String: (change: Change, destination: Destination, resends: Int)] = [:]
+        struct Failed {
+            var change: Change
+            var destination: Destination
+            /// How often it was sent again already.
+            var resends: Int
+            /// When it goes again on the timer (``DispatchTime`` uptime nanoseconds).
+            var due: UInt64
+        }
+
+        private var changes: [String: Failed] = [:]
         private var bytes = 0
+        /// How many of `changes` are still within their quick resends.
+        private var quickCount = 0
 
         var isEmpty: Bool { changes.isEmpty }
 
-        /// Keeps `change` (of a key) as its key's last failed change, replacing an earlier one;
-        /// `resends`: how often it was sent again already.
-        mutating func keep(_ change: Change, for destination: Destination, resends: Int) {
-            guard let name = change.name else { return }
+        /// Whether a kept change goes again when another change reaches the tier.
+        var hasQuickResends: Bool { quickCount > 0 }
+
+        /// The earliest time a kept change goes again on the timer (a pass over them: once a
+        /// timer round).
+        var earliestDue: UInt64? { changes.values.lazy.map(\.due).min() }
+
+        /// Keeps `change` (of a key), which failed at `now`, as its key's last failed change,
+        /// replacing an earlier one; `resends`: how often it was sent again already. Returns
+        /// when it goes again on the timer; nil if it could not be kept.
+        mutating func keep(_ change: Change, for destination: Destination, resends: Int, at now: UInt64) -> UInt64? {
+            guard let name = change.name else { return nil }
             forget(name)
-            guard resends < Self.maximumResends else { return }
-            var kept = change
+            var (kept, resends) = (change, resends)
             if case .store(_, _, let payload, _, _, let writtenAt) = change {
-                if bytes + payload.count <= Self.byteLimit {
+                if resends < Self.maximumResends, bytes + payload.count <= Self.byteLimit {
                     bytes += payload.count
                 } else {
                     kept = .remove(name, at: writtenAt)
+                    if resends >= Self.maximumResends { resends = 0 }
                 }
             }
-            changes[name] = (kept, destination, resends)
+            if changes.count >= Self.countLimit, !makeRoom() { return nil }
+            let due = now &+ Self.nanoseconds(Self.retryDelay(after: resends, first: destination.retryDelay))
+            changes[name] = Failed(change: kept, destination: destination, resends: resends, due: due)
+            if resends < Self.maximumResends { quickCount += 1 }
+            return due
+        }
+
+        /// The wait before the resend that follows `resends` failed ones: `first`, doubled at
+        /// each, up to ``longestRetryDelay``.
+        static func retryDelay(after resends: Int, first: TimeInterval) -> TimeInterval {
+            let first = first.isFinite ? min(max(first, 0.001), longestRetryDelay) : longestRetryDelay
+            return min(first * pow(2, Double(min(max(resends, 0), 16))), longestRetryDelay)
+        }
+
+        private static func nanoseconds(_ seconds: TimeInterval) -> UInt64 { UInt64(seconds * 1e9) }
+
+        /// Forgets a change past its quick resends, to keep another: whether one was.
+        private mutating func makeRoom() -> Bool {
+            guard quickCount < changes.count,
+                let name = changes.first(where: { $0.value.resends >= Self.maximumResends })?.key else { return false }
+            forget(name)
+            return true
         }
 
         /// A change of `name` reached the tier: its earlier failure needs no resending.
         mutating func forget(_ name: String) {
             guard let old = changes.removeValue(forKey: name) else { return }
             if case .store(_, _, let payload, _, _, _) = old.change { bytes -= payload.count }
+            if old.resends < Self.maximumResends { quickCount -= 1 }
         }
 
         /// A removal of every record reached the tier.
         mutating func forgetAll() {
             changes = [:]
             bytes = 0
+            quickCount = 0
         }
 
-        /// Removes and answers the changes of the keys `isFree` accepts, each counted as sent
-        /// again once more.
+        /// Removes and answers the changes `reason` sends at `now` (``ResendReason``) of the
+        /// keys `isFree` accepts, each counted as sent again once more. A change due on the
+        /// timer whose key is not free waits another ``Destination/retryDelay``.
         mutating func take(
-            where isFree: (String) -> Bool
+            for reason: ResendReason, at now: UInt64, where isFree: (String) -> Bool
         ) -> [(change: Change, destination: Destination, resends: Int)] {
-            let names = changes.keys.filter(isFree)
+            let names = changes.compactMap { name, failed -> String? in
+                switch reason {
+                case .reconnected: name
+                case .changeReached: failed.resends < Self.maximumResends ? name : nil
+                // Those due within the coming tenth of a second too: one round for many.
+                case .timer: failed.due <= now &+ 100_000_000 ? name : nil
+                }
+            }
             return names.compactMap { name in
                 guard let taken = changes[name] else { return nil }
+                guard isFree(name) else {
+                    if reason == .timer {
+                        let wait = Self.retryDelay(after: 0, first: taken.destination.retryDelay)
+                        changes[name]?.due = now &+ Self.nanoseconds(wait)
+                    }
+                    return nil
+                }
                 forget(name)
                 return (taken.change, taken.destination, taken.resends + 1)
             }
