@@ -158,9 +158,10 @@ extension FullVolumeTests {
     }
 
     /// The same once every process has closed the store (a relaunch on a volume that filled):
-    /// SQLite then has no `-shm` and cannot make one, so the store does not open, whatever its
-    /// schema; the cache cannot read, nor remove the entries that would make room. Found while
-    /// attacking schema 5; it predates it.
+    /// SQLite then has no `-shm` and cannot make one, and the store did not open, whatever its
+    /// schema; the cache could not read, nor remove the entries that would make room. Found while
+    /// attacking schema 5; it predated it. The store now opens in exclusive locking mode, without
+    /// a `-shm` (``EntryStore``).
     @Test(
         "On a full volume, a fresh instance on a store no process has open reads, removes and writes",
         arguments: [false, true])
@@ -171,9 +172,6 @@ extension FullVolumeTests {
         try Self.seed(folder, versionFour: versionFour)
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
-        // Known, and older than schema 5: SQLite cannot make the `-shm` on a full volume.
-        withKnownIssue("no -shm for a WAL store no process holds, on a full volume") {
-            Self.checkFreshInstanceOnFullVolume(on: folder, volume: volume)
-        }
+        Self.checkFreshInstanceOnFullVolume(on: folder, volume: volume)
     }
 }
