@@ -486,6 +486,14 @@ package final class EntryStore: @unchecked Sendable {
         sharedMemoryRetryFloor = reopened.isExclusive ? free + Self.sharedMemoryRoom : Self.sharedMemoryRoom
     }
 
+    /// The writer's `data_version`, told apart from an earlier connection's to the same file: a
+    /// connection counts from scratch, and one opened after another closed (an exclusive writer
+    /// giving way, ``returnToSharedMemoryIfRoom(until:)``) may count as the closed one did although
+    /// another process wrote in between. Called with `writeLock` held.
+    func dataVersion(of connection: StoreConnection) throws(SQLiteError) -> Int64 {
+        try (connection.integer(.dataVersion) ?? 0) &+ Int64(generation) << 32
+    }
+
     /// Device and inode of the file the writer has open. Called with `writeLock` held.
     private var identity: FileIdentity? { connection.identity }
 
