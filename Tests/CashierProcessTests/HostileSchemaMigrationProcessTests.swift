@@ -174,4 +174,38 @@ extension FullVolumeTests {
         defer { unlink(filler) }
         Self.checkFreshInstanceOnFullVolume(on: folder, volume: volume)
     }
+
+    /// While a store no process held is open without a `-shm` on a full volume (exclusive locking
+    /// mode, ``EntryStore``), another process cannot use it: its read misses and its write
+    /// throws, each within its busy timeout, never a hang. Once the volume has room again, the
+    /// next call of the instance holding it opens the store as usual, without a relaunch, and the
+    /// other process reads and writes again.
+    @Test(
+        "On a full volume, while a store is open without a -shm another process is locked out within its wait, and it is let in once room is back"
+    )
+    func aStoreOpenWithoutSharedMemoryLetsOthersInOnceRoomIsBack() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("exclusive-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seed(folder, versionFour: false)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        #expect(cache.value(for: seeded[1].key) == seeded[1].value, "a read on the full volume")
+
+        let other = try StressSession(folderPath: folder.path)
+        #expect(other.ask("check \(seeded[1].key.name) 1500 1") == "nil", "the other process read the held store")
+        let lockedOut = other.ask("fill other 1000 1")
+        #expect(lockedOut.hasPrefix("error"), "the other process's write: \(lockedOut)")
+
+        unlink(filler)
+        fillerRemoved = true
+        #expect(cache.value(for: seeded[1].key) == seeded[1].value, "a read once room is back")
+        #expect(other.ask("fill other 1000 1") == "ok", "the other process could not write once room was back")
+        #expect(other.ask("check other 1000 1") == "whole")
+        other.close()
+        #expect(cache.value(for: CacheKey<Data>("other")) == StressSession.value(for: "other", bytes: 1000, seed: 1))
+        #expect(FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + "-shm"))
+    }
 }
