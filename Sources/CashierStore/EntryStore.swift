@@ -179,11 +179,11 @@ package final class EntryStore: @unchecked Sendable {
 
     /// Opens the store as ``open(_:_:exclusive:)`` does, or, when SQLite cannot size a `-shm`
     /// for it (`SQLITE_IOERR_SHMSIZE`, a full volume), in exclusive locking mode, without one
-    /// (see the type's overview). A read-only connection cannot take the exclusive lock: it fails.
+    /// (see the type's overview).
     private static func openFallingBack(_ path: String, _ options: Options) throws(SQLiteError) -> StoreConnection {
         do throws(SQLiteError) {
             return try open(path, options)
-        } catch  where error.code == SQLiteCode.ioErrorShmSize && !options.readOnly {
+        } catch  where error.code == SQLiteCode.ioErrorShmSize {
             return try open(path, options, exclusive: true)
         }
     }
@@ -197,7 +197,10 @@ package final class EntryStore: @unchecked Sendable {
     /// `SQLITE_NOTADB`, and so does anything but a regular file at `path`. A store file this
     /// call created and could not open is removed again (with any `-wal` and `-shm` SQLite made).
     /// `exclusive`: in exclusive locking mode, set before the first access so that SQLite keeps
-    /// the log's index in memory and never opens a `-shm` (sqlite.org/wal.html).
+    /// the log's index in memory and never opens a `-shm` (sqlite.org/wal.html). The exclusive
+    /// lock needs the file open for writing: a read-only store is then opened read-write, and
+    /// `query_only` keeps its statements from writing (closing it still folds the log into the
+    /// file, as the last connection to a store does).
     private static func open(_ path: String, _ options: Options, exclusive: Bool = false)
         throws(SQLiteError) -> StoreConnection
     {
@@ -211,7 +214,9 @@ package final class EntryStore: @unchecked Sendable {
                     operation: "open \(path)")
             }
             let access =
-                options.readOnly ? SQLiteCode.openReadOnly : SQLiteCode.openReadWrite | SQLiteCode.openCreate
+                !options.readOnly
+                ? SQLiteCode.openReadWrite | SQLiteCode.openCreate
+                : exclusive ? SQLiteCode.openReadWrite : SQLiteCode.openReadOnly
             let connection = try SQLiteConnection(
                 path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
             if exclusive { try connection.execute("PRAGMA locking_mode = EXCLUSIVE") }
@@ -222,6 +227,7 @@ package final class EntryStore: @unchecked Sendable {
             if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
                 throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
             }
+            if exclusive && options.readOnly { try connection.execute("PRAGMA query_only = ON") }
             if options.openDeadline != nil {
                 try connection.setBusyTimeout(milliseconds: options.busyTimeoutMilliseconds)
             }

@@ -193,6 +193,15 @@ extension FullVolumeTests {
         defer { if !fillerRemoved { unlink(filler) } }
         let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
         #expect(cache.value(for: seeded[1].key) == seeded[1].value, "a read on the full volume")
+        // A write that does not fit (a row, then a file) throws noSpace naming its key.
+        for (name, length) in [("no-room-row", 4_000), ("no-room-file", 40 * 1024)] {
+            do {
+                try cache.set(Data(repeating: 3, count: length), for: CacheKey<Data>(name))
+                Issue.record("\(name) was written on a full volume")
+            } catch let error as CacheError {
+                #expect(error.kind == .noSpace && error.key == name, "\(name): \(error)")
+            }
+        }
 
         let other = try StressSession(folderPath: folder.path)
         #expect(other.ask("check \(seeded[1].key.name) 1500 1") == "nil", "the other process read the held store")
@@ -207,5 +216,30 @@ extension FullVolumeTests {
         other.close()
         #expect(cache.value(for: CacheKey<Data>("other")) == StressSession.value(for: "other", bytes: 1000, seed: 1))
         #expect(FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + "-shm"))
+    }
+
+    /// `cashier-tool prune` on a store no process has open, on a full volume: the tool's store
+    /// opens without a `-shm` too (for its read-only look, then to remove), so it removes rows
+    /// through the store, where it removed only the large entries' files and left their rows.
+    @Test("On a full volume, cashier-tool prune removes the rows of a store no process has open")
+    func aStoreNoOneHoldsOnAFullVolumeIsPruned() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("prune-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seed(folder, versionFour: false)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let freeWhenFull = FullVolume.freeBytes(volume)
+        let tool = try ToolRun(["prune", "--max-size", String(40 * 1024), folder.path])
+        #expect(tool.status == 0, "cashier-tool prune failed on a full volume: \(tool.output)")
+        #expect(!tool.output.contains("cannot be read"), "\(tool.output)")
+        #expect(FullVolume.freeBytes(volume) > freeWhenFull, "prune freed nothing: \(tool.output)")
+
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        let rows = seeded.filter { $0.value.count < 10_000 }
+        #expect(cache.keys.count < rows.count, "prune removed no row: \(cache.keys.count) keys remain")
+        let resumed = Data(repeating: 9, count: 1_000)
+        #expect(throws: Never.self, "a write after prune") { try cache.set(resumed, for: CacheKey<Data>("resumed")) }
+        #expect(cache.value(for: CacheKey<Data>("resumed")) == resumed)
     }
 }
