@@ -242,4 +242,37 @@ extension FullVolumeTests {
         #expect(throws: Never.self, "a write after prune") { try cache.set(resumed, for: CacheKey<Data>("resumed")) }
         #expect(cache.value(for: CacheKey<Data>("resumed")) == resumed)
     }
+
+    /// `removeAll(where:)` on a full volume, whether another connection holds the store open or
+    /// none does (the store then opens without a `-shm`): every row goes. Removing them all in one
+    /// transaction needed more room in the log than the large entries' files gave back, and the
+    /// removal failed without a word, leaving every small entry.
+    @Test(
+        "On a full volume, removeAll(where:) removes every entry, whether or not another connection holds the store open",
+        arguments: [false, true])
+    func removeAllWhereEmptiesAStoreOnAFullVolume(held: Bool) throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("remove-all-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seed(folder, versionFour: false)
+        let holder =
+            held
+            ? try SQLiteConnection(path: folder.path + "/" + DiskTier.storeFileName, flags: SQLiteCode.openReadWrite)
+            : nil
+        #expect(try holder?.integer("SELECT count(*) FROM entry") ?? Int64(seeded.count) == Int64(seeded.count))
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let freeWhenFull = FullVolume.freeBytes(volume)
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        cache.removeAll(where: { $0.hasPrefix("seed-") })
+        cache.waitForBackgroundWork()
+        #expect(cache.keys.isEmpty, "\(cache.keys.count) keys remain; \(FullVolume.describe(folder))")
+        #expect(cache.value(for: seeded[1].key) == nil, "a removed row still reads")
+        #expect(FullVolume.freeBytes(volume) > freeWhenFull)
+        let resumed = Data(repeating: 5, count: 1_000)
+        #expect(throws: Never.self, "a write after the removals") {
+            try cache.set(resumed, for: CacheKey<Data>("resumed"))
+        }
+        #expect(cache.value(for: CacheKey<Data>("resumed")) == resumed)
+    }
 }
