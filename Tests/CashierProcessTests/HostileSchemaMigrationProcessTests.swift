@@ -243,14 +243,14 @@ extension FullVolumeTests {
         #expect(cache.value(for: CacheKey<Data>("resumed")) == resumed)
     }
 
-    /// `removeAll(where:)` on a full volume, whether another connection holds the store open or
-    /// none does (the store then opens without a `-shm`): every row goes. Removing them all in one
-    /// transaction needed more room in the log than the large entries' files gave back, and the
-    /// removal failed without a word, leaving every small entry.
+    /// `removeAll(where:)` and `removeAll()` on a full volume, whether another connection holds
+    /// the store open or none does (the store then opens without a `-shm`): every row goes.
+    /// `removeAll(where:)` removed them all in one transaction, which needed more room in the log
+    /// than the large entries' files gave back, and failed without a word, leaving every small entry.
     @Test(
-        "On a full volume, removeAll(where:) removes every entry, whether or not another connection holds the store open",
-        arguments: [false, true])
-    func removeAllWhereEmptiesAStoreOnAFullVolume(held: Bool) throws {
+        "On a full volume, removeAll(where:) and removeAll() remove every entry, whether or not another connection holds the store open",
+        arguments: [false, true], [false, true])
+    func removeAllEmptiesAStoreOnAFullVolume(held: Bool, everything: Bool) throws {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("remove-all-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -264,7 +264,7 @@ extension FullVolumeTests {
         defer { unlink(filler) }
         let freeWhenFull = FullVolume.freeBytes(volume)
         let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
-        cache.removeAll(where: { $0.hasPrefix("seed-") })
+        if everything { cache.removeAll() } else { cache.removeAll(where: { $0.hasPrefix("seed-") }) }
         cache.waitForBackgroundWork()
         #expect(cache.keys.isEmpty, "\(cache.keys.count) keys remain; \(FullVolume.describe(folder))")
         #expect(cache.value(for: seeded[1].key) == nil, "a removed row still reads")
