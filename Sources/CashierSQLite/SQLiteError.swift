@@ -87,6 +87,9 @@ package enum SQLiteCode {
     package static let notADatabase: Int32 = 26
     package static let row: Int32 = 100
     package static let done: Int32 = 101
+    /// SQLITE_IOERR_SHMSIZE: the `-shm` file (the WAL's shared-memory index) could not be sized,
+    /// as on a full volume.
+    package static let ioErrorShmSize: Int32 = 4874
 
     package static let openReadOnly: Int32 = 0x0000_0001
     package static let openReadWrite: Int32 = 0x0000_0002

@@ -26,9 +26,24 @@ import Foundation
 /// up to ``maximumIdleReaders`` readers (`PRAGMA query_only`), taken from a pool for reads, so
 /// reads run beside each other and beside a write (WAL), and no lock is held across a read's I/O.
 ///
+/// A store no process has open, on a full volume: SQLite cannot size a new `-shm` (the log's
+/// shared index, 32 KiB; `SQLITE_IOERR_SHMSIZE`), and the file would not open at all, so the
+/// cache could neither read nor remove the entries that would make room. The store then opens
+/// in exclusive locking mode (sqlite.org/wal.html, "Use of WAL Without Shared-Memory": set
+/// before the first access, the log's index lives in this process's memory and no `-shm` is
+/// used). That connection alone can use the file: every call, reads included, goes through the
+/// writer, and other processes wait their busy timeout and fail (their reads miss, their writes
+/// throw) until it closes. It closes, and the store opens as usual, at the first call that
+/// finds ``sharedMemoryRoom`` free on the volume (``returnToSharedMemoryIfRoom(until:)``).
+/// Until then it is the one lock that outlives a call: an app suspended meanwhile holds it
+/// (iOS may end such an app when the store is in an App Group container, `0xdead10cc`),
+/// which is better than a cache that can neither read nor make room.
+///
 /// Invariant for `@unchecked Sendable`: `connection` is read and written only
 /// while `writeLock` is held; `readers` only while `poolLock` is held; `generation` is written
-/// with both held (recovery, reopening) and read with either. A reader is used by one call at a
+/// with both held (recovery, reopening) and read with either; `openedIdentity` and
+/// `openedExclusively` are written with both held (in `connection`'s `didSet`) and read under
+/// `poolLock`; `sharedMemoryRetryFloor` only under `writeLock`. A reader is used by one call at a
 /// time: it is out of the pool while in use. The `let`s never change.
 package final class EntryStore: @unchecked Sendable {
     /// How the store is opened.
@@ -68,11 +83,18 @@ package final class EntryStore: @unchecked Sendable {
         didSet {
             poolLock.lock()
             openedIdentity = connection.identity
+            openedExclusively = connection.isExclusive
             poolLock.unlock()
         }
     }
     /// The writer's ``StoreConnection/identity``, read without the write lock (under `poolLock`).
     private var openedIdentity: FileIdentity?
+    /// The writer's ``StoreConnection/isExclusive``, read without the write lock (under `poolLock`):
+    /// reads then go through the writer.
+    private var openedExclusively = false
+    /// Free bytes on the volume at which an exclusive writer tries to open the store as usual
+    /// again: ``sharedMemoryRoom``, or more after an attempt failed (under `writeLock`).
+    private var sharedMemoryRetryFloor = EntryStore.sharedMemoryRoom
     /// Whether the writer keeps the log small (``Options/tightVolume``), under `writeLock`.
     private var tightVolume: Bool
     /// Set (under `poolLock`) when a read met a row whose shape the file lost: the writer forgets
@@ -132,16 +154,17 @@ package final class EntryStore: @unchecked Sendable {
             }
         }
         do {
-            connection = try Self.open(path, options)
+            connection = try Self.openFallingBack(path, options)
             setAsideAtOpen = nil
         } catch let error where error.meansUnusableFile && !options.readOnly {
             let setAside = Self.setAside(path, reason: error.message)
-            do { connection = try Self.open(path, options) } catch { throw StoreError(error) }
+            do { connection = try Self.openFallingBack(path, options) } catch { throw StoreError(error) }
             setAsideAtOpen = setAside
         } catch {
             throw error.isUnavailable ? .unavailable(error) : StoreError(error)
         }
         openedIdentity = connection.identity
+        openedExclusively = connection.isExclusive
     }
 
     /// 3.31 (2020): `trusted_schema`, `SQLITE_OPEN_NOFOLLOW`; defensive mode is 3.26.
@@ -154,10 +177,33 @@ package final class EntryStore: @unchecked Sendable {
         return String(cString: resolved)
     }
 
+    /// Opens the store as ``open(_:_:exclusive:)`` does, or, when SQLite cannot size a `-shm`
+    /// for it (`SQLITE_IOERR_SHMSIZE`, a full volume), in exclusive locking mode, without one
+    /// (see the type's overview).
+    private static func openFallingBack(_ path: String, _ options: Options) throws(SQLiteError) -> StoreConnection {
+        do throws(SQLiteError) {
+            return try open(path, options)
+        } catch  where error.code == SQLiteCode.ioErrorShmSize {
+            return try open(path, options, exclusive: true)
+        }
+    }
+
+    /// Free bytes on the volume before an exclusive writer opens the store as usual again: the
+    /// `-shm`'s first 32 KiB and room for the log to grow, so that the store does not fall back
+    /// again at its next write.
+    static let sharedMemoryRoom = 256 << 10
+
     /// Opens, configures and checks the store at `path`; a schema that is not ours throws
     /// `SQLITE_NOTADB`, and so does anything but a regular file at `path`. A store file this
     /// call created and could not open is removed again (with any `-wal` and `-shm` SQLite made).
-    private static func open(_ path: String, _ options: Options) throws(SQLiteError) -> StoreConnection {
+    /// `exclusive`: in exclusive locking mode, set before the first access so that SQLite keeps
+    /// the log's index in memory and never opens a `-shm` (sqlite.org/wal.html). The exclusive
+    /// lock needs the file open for writing: a read-only store is then opened read-write, and
+    /// `query_only` keeps its statements from writing (closing it still folds the log into the
+    /// file, as the last connection to a store does).
+    private static func open(_ path: String, _ options: Options, exclusive: Bool = false)
+        throws(SQLiteError) -> StoreConnection
+    {
         let created = options.readOnly ? false : try createFile(path, permissions: options.permissions)
         do throws(SQLiteError) {
             var info = stat()
@@ -168,9 +214,12 @@ package final class EntryStore: @unchecked Sendable {
                     operation: "open \(path)")
             }
             let access =
-                options.readOnly ? SQLiteCode.openReadOnly : SQLiteCode.openReadWrite | SQLiteCode.openCreate
+                !options.readOnly
+                ? SQLiteCode.openReadWrite | SQLiteCode.openCreate
+                : exclusive ? SQLiteCode.openReadWrite : SQLiteCode.openReadOnly
             let connection = try SQLiteConnection(
                 path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
+            if exclusive { try connection.execute("PRAGMA locking_mode = EXCLUSIVE") }
             try StoreSchema.configure(
                 connection, synchronized: options.synchronized,
                 busyTimeout: options.openDeadline?.remainingMilliseconds ?? options.busyTimeoutMilliseconds,
@@ -178,12 +227,13 @@ package final class EntryStore: @unchecked Sendable {
             if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
                 throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
             }
+            if exclusive && options.readOnly { try connection.execute("PRAGMA query_only = ON") }
             if options.openDeadline != nil {
                 try connection.setBusyTimeout(milliseconds: options.busyTimeoutMilliseconds)
             }
             return StoreConnection(
                 connection, identity: FileIdentity(device: info.st_dev, inode: info.st_ino),
-                busyTimeout: options.busyTimeoutMilliseconds)
+                busyTimeout: options.busyTimeoutMilliseconds, isExclusive: exclusive)
         } catch {
             // The file this call created, if still empty: another process may have opened it
             // since and begun a store in it, which stays.
@@ -259,6 +309,7 @@ package final class EntryStore: @unchecked Sendable {
             }
         }
         defer { writeLock.unlock() }
+        if connection.isExclusive { returnToSharedMemoryIfRoom(until: deadline) }
         if takeShapesLost() { connection.forgetShapes() }
         var reopened = false
         var madeRoom = false
@@ -332,10 +383,16 @@ package final class EntryStore: @unchecked Sendable {
     }
 
     /// Runs a read-only `body` on a reader from the pool, holding no lock while it runs; errors
-    /// as ``withWriter(until:_:)``. A read-only store reads through its one connection.
+    /// as ``withWriter(until:_:)``. A read-only store reads through its one connection, and so
+    /// does an exclusive one (see the type's overview): `body` then runs under the write lock,
+    /// and must not call the store.
     func withReader<R>(_ body: (StoreConnection) throws(SQLiteError) -> R) throws(StoreError) -> R {
         if options.readOnly { return try withWriter(body) }
         poolLock.lock()
+        if openedExclusively {
+            poolLock.unlock()
+            return try withWriter(body)
+        }
         let pooled = readers.popLast()
         let readerGeneration = generation
         let readerShapeEpoch = shapeEpoch
@@ -400,7 +457,7 @@ package final class EntryStore: @unchecked Sendable {
         let setAside =
             Self.setAside(path, reason: reason, expected: damaged)
             ?? StoreSetAside(path: path, movedTo: nil, reason: reason + " (already replaced by another process)")
-        if let fresh = try? Self.open(path, options) { connection = fresh }
+        if let fresh = try? Self.openFallingBack(path, options) { connection = fresh }
         return setAside
     }
 
@@ -409,8 +466,38 @@ package final class EntryStore: @unchecked Sendable {
     func reopenIfReplaced() throws(SQLiteError) -> Bool {
         guard FileIdentity(path: path) != identity else { return false }
         replaceFile()
-        connection = try Self.open(path, options)
+        connection = try Self.openFallingBack(path, options)
         return true
+    }
+
+    /// Closes an exclusive writer and opens the store as usual once the volume has
+    /// ``sharedMemoryRoom`` free (one `statvfs` a call until then), or exclusively again when the
+    /// `-shm` still cannot be made: then not before the volume has that much more free. When
+    /// neither opens, the writer is a placeholder marked exclusive, and the next call tries again.
+    /// Opening waits for another process's lock no later than `deadline` (the call's), if any.
+    /// Called with `writeLock` held.
+    private func returnToSharedMemoryIfRoom(until deadline: MonotonicDeadline?) {
+        let free = Platform.availableBytes(path) ?? 0
+        guard connection.identity == nil || free >= sharedMemoryRetryFloor,
+            let placeholder = try? SQLiteConnection(path: ":memory:", flags: SQLiteCode.openReadWrite)
+        else { return }
+        replaceFile()
+        // The exclusive lock goes with the connection: it must close before the store opens again.
+        connection = StoreConnection(
+            placeholder, identity: nil, busyTimeout: options.busyTimeoutMilliseconds, isExclusive: true)
+        var opening = options
+        opening.openDeadline = deadline
+        guard let reopened = try? Self.openFallingBack(path, opening) else { return }
+        connection = reopened
+        sharedMemoryRetryFloor = reopened.isExclusive ? free + Self.sharedMemoryRoom : Self.sharedMemoryRoom
+    }
+
+    /// The writer's `data_version`, told apart from an earlier connection's to the same file: a
+    /// connection counts from scratch, and one opened after another closed (an exclusive writer
+    /// giving way, ``returnToSharedMemoryIfRoom(until:)``) may count as the closed one did although
+    /// another process wrote in between. Called with `writeLock` held.
+    func dataVersion(of connection: StoreConnection) throws(SQLiteError) -> Int64 {
+        try (connection.integer(.dataVersion) ?? 0) &+ Int64(generation) << 32
     }
 
     /// Device and inode of the file the writer has open. Called with `writeLock` held.

@@ -14,6 +14,10 @@ final class StoreConnection {
     /// Device and inode of the file opened (nil for a placeholder): another process may set it
     /// aside, and only the file a failing connection opened is set aside for its damage.
     let identity: FileIdentity?
+    /// Opened in exclusive locking mode, its log's index in this process's memory rather than in
+    /// a `-shm` (``EntryStore`` falls back to it when no `-shm` can be made): the only connection
+    /// to the file, which no other connection or process can use until it closes.
+    let isExclusive: Bool
     /// The busy timeout in force, in milliseconds: set again only when a call needs another.
     private var busyTimeout: Int32
     private var kept: [SQLiteStatement?] = Array(repeating: nil, count: StoreStatement.allCases.count)
@@ -33,9 +37,10 @@ final class StoreConnection {
     /// Set by a read that met a row naming a shape the file no longer has.
     var metMissingShape = false
 
-    init(_ sqlite: SQLiteConnection, identity: FileIdentity?, busyTimeout: Int32) {
+    init(_ sqlite: SQLiteConnection, identity: FileIdentity?, busyTimeout: Int32, isExclusive: Bool = false) {
         self.sqlite = sqlite
         self.identity = identity
+        self.isExclusive = isExclusive
         self.busyTimeout = busyTimeout
     }
 

@@ -158,9 +158,10 @@ extension FullVolumeTests {
     }
 
     /// The same once every process has closed the store (a relaunch on a volume that filled):
-    /// SQLite then has no `-shm` and cannot make one, so the store does not open, whatever its
-    /// schema; the cache cannot read, nor remove the entries that would make room. Found while
-    /// attacking schema 5; it predates it.
+    /// SQLite then has no `-shm` and cannot make one, and the store did not open, whatever its
+    /// schema; the cache could not read, nor remove the entries that would make room. Found while
+    /// attacking schema 5; it predated it. The store now opens in exclusive locking mode, without
+    /// a `-shm` (``EntryStore``).
     @Test(
         "On a full volume, a fresh instance on a store no process has open reads, removes and writes",
         arguments: [false, true])
@@ -171,9 +172,107 @@ extension FullVolumeTests {
         try Self.seed(folder, versionFour: versionFour)
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
-        // Known, and older than schema 5: SQLite cannot make the `-shm` on a full volume.
-        withKnownIssue("no -shm for a WAL store no process holds, on a full volume") {
-            Self.checkFreshInstanceOnFullVolume(on: folder, volume: volume)
+        Self.checkFreshInstanceOnFullVolume(on: folder, volume: volume)
+    }
+
+    /// While a store no process held is open without a `-shm` on a full volume (exclusive locking
+    /// mode, ``EntryStore``), another process cannot use it: its read misses and its write
+    /// throws, each within its busy timeout, never a hang. Once the volume has room again, the
+    /// next call of the instance holding it opens the store as usual, without a relaunch, and the
+    /// other process reads and writes again.
+    @Test(
+        "On a full volume, while a store is open without a -shm another process is locked out within its wait, and it is let in once room is back"
+    )
+    func aStoreOpenWithoutSharedMemoryLetsOthersInOnceRoomIsBack() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("exclusive-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seed(folder, versionFour: false)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        #expect(cache.value(for: seeded[1].key) == seeded[1].value, "a read on the full volume")
+        // A write that does not fit (a row, then a file) throws noSpace naming its key.
+        for (name, length) in [("no-room-row", 4_000), ("no-room-file", 40 * 1024)] {
+            do {
+                try cache.set(Data(repeating: 3, count: length), for: CacheKey<Data>(name))
+                Issue.record("\(name) was written on a full volume")
+            } catch let error as CacheError {
+                #expect(error.kind == .noSpace && error.key == name, "\(name): \(error)")
+            }
         }
+
+        let other = try StressSession(folderPath: folder.path)
+        #expect(other.ask("check \(seeded[1].key.name) 1500 1") == "nil", "the other process read the held store")
+        let lockedOut = other.ask("fill other 1000 1")
+        #expect(lockedOut.hasPrefix("error"), "the other process's write: \(lockedOut)")
+
+        unlink(filler)
+        fillerRemoved = true
+        #expect(cache.value(for: seeded[1].key) == seeded[1].value, "a read once room is back")
+        #expect(other.ask("fill other 1000 1") == "ok", "the other process could not write once room was back")
+        #expect(other.ask("check other 1000 1") == "whole")
+        other.close()
+        #expect(cache.value(for: CacheKey<Data>("other")) == StressSession.value(for: "other", bytes: 1000, seed: 1))
+        #expect(FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + "-shm"))
+    }
+
+    /// `cashier-tool prune` on a store no process has open, on a full volume: the tool's store
+    /// opens without a `-shm` too (for its read-only look, then to remove), so it removes rows
+    /// through the store, where it removed only the large entries' files and left their rows.
+    @Test("On a full volume, cashier-tool prune removes the rows of a store no process has open")
+    func aStoreNoOneHoldsOnAFullVolumeIsPruned() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("prune-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seed(folder, versionFour: false)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let freeWhenFull = FullVolume.freeBytes(volume)
+        let tool = try ToolRun(["prune", "--max-size", String(40 * 1024), folder.path])
+        #expect(tool.status == 0, "cashier-tool prune failed on a full volume: \(tool.output)")
+        #expect(!tool.output.contains("cannot be read"), "\(tool.output)")
+        #expect(FullVolume.freeBytes(volume) > freeWhenFull, "prune freed nothing: \(tool.output)")
+
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        let rows = seeded.filter { $0.value.count < 10_000 }
+        #expect(cache.keys.count < rows.count, "prune removed no row: \(cache.keys.count) keys remain")
+        let resumed = Data(repeating: 9, count: 1_000)
+        #expect(throws: Never.self, "a write after prune") { try cache.set(resumed, for: CacheKey<Data>("resumed")) }
+        #expect(cache.value(for: CacheKey<Data>("resumed")) == resumed)
+    }
+
+    /// `removeAll(where:)` and `removeAll()` on a full volume, whether another connection holds
+    /// the store open or none does (the store then opens without a `-shm`): every row goes.
+    /// `removeAll(where:)` removed them all in one transaction, which needed more room in the log
+    /// than the large entries' files gave back, and failed without a word, leaving every small entry.
+    @Test(
+        "On a full volume, removeAll(where:) and removeAll() remove every entry, whether or not another connection holds the store open",
+        arguments: [false, true], [false, true])
+    func removeAllEmptiesAStoreOnAFullVolume(held: Bool, everything: Bool) throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("remove-all-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seed(folder, versionFour: false)
+        let holder =
+            held
+            ? try SQLiteConnection(path: folder.path + "/" + DiskTier.storeFileName, flags: SQLiteCode.openReadWrite)
+            : nil
+        #expect(try holder?.integer("SELECT count(*) FROM entry") ?? Int64(seeded.count) == Int64(seeded.count))
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let freeWhenFull = FullVolume.freeBytes(volume)
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        if everything { cache.removeAll() } else { cache.removeAll(where: { $0.hasPrefix("seed-") }) }
+        cache.waitForBackgroundWork()
+        #expect(cache.keys.isEmpty, "\(cache.keys.count) keys remain; \(FullVolume.describe(folder))")
+        #expect(cache.value(for: seeded[1].key) == nil, "a removed row still reads")
+        #expect(FullVolume.freeBytes(volume) > freeWhenFull)
+        let resumed = Data(repeating: 5, count: 1_000)
+        #expect(throws: Never.self, "a write after the removals") {
+            try cache.set(resumed, for: CacheKey<Data>("resumed"))
+        }
+        #expect(cache.value(for: CacheKey<Data>("resumed")) == resumed)
     }
 }
