@@ -48,17 +48,20 @@ extension SharedTierTests {
         /// A removed. (A tier that orders changes cannot help: `removeAllRecords()` carries no
         /// time and leaves no tombstone.)
         @Test func theTimerDoesNotSendAnOldWriteAfterARemovalOfEveryKey() async throws {
-            let a = server(1, retryDelay: 0.05)
+            // A second: the timer's first resend comes once the removal of every key is queued.
+            let a = server(1, retryDelay: 1)
             let queue = a.folderState.sharedTierWrites
             backing.failCalls(of: Self.key.name)
             try a.set(1, for: Self.key)
             a.waitForBackgroundWork()
-            #expect(backing.orderedCalls(of: Self.key.name) >= 1)
-            // The queue is held by a store at the gate; the removal of every key waits behind it.
+            #expect(backing.orderedCalls(of: Self.key.name) == 1)
+            // The queue is held by a store at the gate (reached before the removal of every key
+            // comes, which would supersede it queued); the removal waits behind it.
             backing.closeGate()
             try a.set(5, for: Self.other)
-            a.removeAll()
             await eventually("the other key's store at the gate") { backing.storesAtGate == 1 }
+            a.removeAll()
+            #expect(backing.orderedCalls(of: Self.key.name) == 1, "the timer fired before removeAll(): too slow a run")
             backing.restoreCalls(of: Self.key.name)
             await eventually("the timer queuing the key's resend") { queue.hasQueuedChange(of: Self.key.name) == true }
             backing.openGate()
@@ -86,8 +89,8 @@ extension SharedTierTests {
             backing.restoreCalls(of: Self.key.name)
             backing.closeGate()
             try a.set(5, for: Self.other)
-            a.removeAll()
             await eventually("the other key's store at the gate") { backing.storesAtGate == 1 }
+            a.removeAll()
             backing.openGate()
             a.waitForBackgroundWork() // the resends the store getting through sets off included
             #expect(backing.record(in: SharedSlot(name: Self.other.name, version: "schema-1")) == nil)
