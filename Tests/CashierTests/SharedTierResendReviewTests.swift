@@ -1,0 +1,297 @@
+import CashierEntryFormat
+import CashierPlatform
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// A hostile review of the retry timer of failed changes (``SharedTierWrites/FailedChanges``):
+/// a change that failed to reach the shared tier goes again on a backing-off timer, at once
+/// when another change gets through (its first three resends) or on a reconnection, a store
+/// refused three times becomes a removal of what is older, and at most 65,536 keys are kept.
+///
+/// What the review found stays here as a test wrapped in `withKnownIssue`; what held is pinned
+/// as a plain test.
+extension SharedTierTests {
+    @Suite struct ResendReview {
+        let backing = SharedBacking()
+        let folderA = TemporaryFolder()
+        let folderB = TemporaryFolder()
+        let clockA = TestClock()
+        let clockB = TestClock()
+        static let key = CacheKey<Int>("n", schemaVersion: 1)
+        static let slot = SharedSlot(name: "n", version: "schema-1")
+        static let other = CacheKey<Int>("other", schemaVersion: 1)
+
+        /// Server `server`'s cache (1 on folder A, 2 on folder B) on `tier` (the backing's by
+        /// default); `retryDelay`: the retry timer's first wait (an hour: only what the test
+        /// does sends a failed change again).
+        func server(
+            _ server: Int, retryDelay: TimeInterval = 3600, tier: (any SharedTier)? = nil
+        ) -> Cache {
+            var configuration = makeConfiguration(
+                server == 1 ? folderA : folderB, clock: server == 1 ? clockA : clockB)
+            configuration.sharedTier = tier ?? backing.tier(server)
+            configuration.sharedTierTimeout = 30
+            configuration.sharedTierRetryDelay = retryDelay
+            return Cache(configuration)
+        }
+
+        // MARK: Order against a removal of every key
+
+        /// A's write of `n` failed; the tier takes the key again while a `removeAll()` of A's is
+        /// queued (behind a store held at the gate). The retry timer checks only that no change
+        /// *of the key* is on its way (``SharedTierLedger/isPending(_:)`` counts no removal of
+        /// every key), so it queues the old store behind the removal of every key: the tier
+        /// clears everything, then takes the store, and every other instance reads back a value
+        /// A removed. (A tier that orders changes cannot help: `removeAllRecords()` carries no
+        /// time and leaves no tombstone.)
+        @Test func theTimerDoesNotSendAnOldWriteAfterARemovalOfEveryKey() async throws {
+            // A second: the timer's first resend comes once the removal of every key is queued.
+            let a = server(1, retryDelay: 1)
+            let queue = a.folderState.sharedTierWrites
+            backing.failCalls(of: Self.key.name)
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            #expect(backing.orderedCalls(of: Self.key.name) == 1)
+            // The queue is held by a store at the gate (reached before the removal of every key
+            // comes, which would supersede it queued); the removal waits behind it.
+            backing.closeGate()
+            try a.set(5, for: Self.other)
+            await eventually("the other key's store at the gate") { backing.storesAtGate == 1 }
+            a.removeAll()
+            #expect(backing.orderedCalls(of: Self.key.name) == 1, "the timer fired before removeAll(): too slow a run")
+            backing.restoreCalls(of: Self.key.name)
+            await eventually("the timer queuing the key's resend") { queue.hasQueuedChange(of: Self.key.name) == true }
+            backing.openGate()
+            a.waitForBackgroundWork()
+            await eventually("the queue sent") { queue.hasQueuedChange(of: Self.key.name) == false }
+            #expect(a.value(for: Self.key) == nil, "A removed it")
+            withKnownIssue("the timer queues a failed store behind a queued removeAll(): the removed value lands") {
+                #expect(backing.record(in: Self.slot) == nil, "the tier holds a value removed after it was written")
+            }
+            let b = server(2)
+            let answeredByB = try await b.value(for: Self.key) { 9 }
+            withKnownIssue("so B reads back the value A removed") {
+                #expect(answeredByB == 9, "B fetches: A removed every key")
+            }
+        }
+
+        /// The same overtaking, without the timer and without timing: a change that gets
+        /// through sends the failed ones again at once (``SharedTierWrites/ResendReason/changeReached``),
+        /// queued behind the removal of every key that came while that change was on its way.
+        @Test func aChangeGettingThroughDoesNotSendAnOldWriteAfterARemovalOfEveryKey() async throws {
+            let a = server(1)
+            backing.failCalls(of: Self.key.name)
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            backing.restoreCalls(of: Self.key.name)
+            backing.closeGate()
+            try a.set(5, for: Self.other)
+            await eventually("the other key's store at the gate") { backing.storesAtGate == 1 }
+            a.removeAll()
+            backing.openGate()
+            a.waitForBackgroundWork() // the resends the store getting through sets off included
+            #expect(backing.record(in: SharedSlot(name: Self.other.name, version: "schema-1")) == nil)
+            withKnownIssue("a resend set off by a change getting through is queued after a queued removeAll()") {
+                #expect(backing.record(in: Self.slot) == nil, "the tier holds a value removed after it was written")
+            }
+        }
+
+        // MARK: The bound of failed changes
+
+        /// At ``SharedTierWrites/FailedChanges/countLimit`` keys all within their quick resends,
+        /// a further failed store is not kept, but ``SharedTierWrites/FailedChanges/keep(_:for:resends:at:)``
+        /// has already counted its payload against the 4 MiB budget, and nothing ever takes it
+        /// back (only a removal of every key reaching the tier resets it). Here one lost 4 MiB
+        /// store leaves no budget: every later failed store, however small, is kept as a
+        /// removal, so the other instances refetch what would have been sent.
+        @Test func aFailedStoreNotKeptAtTheCountLimitTakesNoPayloadBudget() throws {
+            var failed = SharedTierWrites.FailedChanges()
+            let destination = SharedTierWrites.Destination(tier: backing.tier(1), timeout: 1, onEvent: nil)
+            let date = Date(timeIntervalSince1970: 1_000)
+            let header = EntryHeader(
+                key: "k", typeName: "Data", format: .json, createdAt: 0, validatedAt: 0, lifespan: .never,
+                schemaVersion: 1, appVersion: nil, isLocked: false, payloadLength: 0)
+            func store(_ name: String, bytes: Int) -> SharedTierWrites.Change {
+                .store(
+                    SharedSlot(name: name, version: "schema-1"), header: header, payload: Data(count: bytes),
+                    expiresAt: nil, removingOthers: true, writtenAt: date)
+            }
+            let limit = SharedTierWrites.FailedChanges.countLimit
+            for index in 0..<limit {
+                _ = failed.keep(.remove("k\(index)", at: date), for: destination, resends: 0, at: 0)
+            }
+            #expect(failed.keep(store("big", bytes: SharedTierWrites.FailedChanges.byteLimit), for: destination, resends: 0, at: 0) == nil)
+            failed.forget("k0") // room for one more key
+            #expect(failed.keep(store("small", bytes: 1), for: destination, resends: 0, at: 0) != nil)
+            let taken = failed.take(for: .reconnected, at: 0) { $0 == "small" }
+            #expect(taken.count == 1)
+            withKnownIssue("the store not kept still counts against the budget: a 1-byte store is kept as a removal") {
+                guard case .store = taken.first?.change else {
+                    Issue.record("kept as \(String(describing: taken.first?.change))")
+                    return
+                }
+            }
+        }
+
+        // MARK: Two caches on one folder, each with a tier of its own
+
+        /// Two caches on one folder share its queue, and the queue keeps each change's
+        /// destination (only a change for the same tier supersedes another). The failed changes
+        /// are kept by key alone: X's failed write of `n` is forgotten when Y's write of `n`
+        /// reaches Y's tier, so X's tier, back up, keeps its older record for good.
+        @Test func aFailedChangeIsNotForgottenForAChangeThatReachedAnotherTier() async throws {
+            let other = SharedBacking()
+            let x = server(1, tier: backing.tier(1))
+            let y = server(1, tier: other.tier(1))
+            try x.set(1, for: Self.key)
+            x.waitForBackgroundWork()
+            #expect(backing.value(Int.self, in: Self.slot) == 1)
+            clockA.advance(by: 1)
+            backing.failCalls(of: Self.key.name)
+            try x.set(2, for: Self.key) // fails to reach X's tier
+            x.waitForBackgroundWork()
+            try y.set(3, for: Self.key) // reaches Y's tier
+            y.waitForBackgroundWork()
+            #expect(other.value(Int.self, in: Self.slot) == 3)
+            backing.restoreCalls(of: Self.key.name)
+            backing.send(.all, to: 1) // X's tier is back: what failed goes again
+            try x.set(7, for: Self.other) // and a change of X's gets through
+            x.waitForBackgroundWork()
+            await withKnownIssue("a failed change is forgotten when a change of its key reaches another tier") {
+                await eventually("X's write reaching X's tier", seconds: 2) {
+                    backing.value(Int.self, in: Self.slot) == 2
+                }
+            }
+        }
+
+        // MARK: What held
+
+        /// The timer resending an old write of `n` while the instance writes `n` again and
+        /// again: whatever the interleaving, the tier ends holding the last write. All the
+        /// writes carry the same time (the test clock stands still), so a tier that orders by
+        /// time cannot hide an old change arriving last: order alone decides.
+        @Test func theTimerNeverSendsAnOldWriteAfterANewerOne() async throws {
+            let a = server(1, retryDelay: 0.001)
+            backing.failCalls(of: Self.key.name)
+            try a.set(0, for: Self.key)
+            a.waitForBackgroundWork()
+            backing.restoreCalls(of: Self.key.name)
+            for value in 1...200 {
+                try a.set(value, for: Self.key)
+                if value.isMultiple(of: 20) { try await Task.sleep(nanoseconds: 1_000_000) }
+            }
+            a.waitForBackgroundWork()
+            await eventually("the last write in the tier") { backing.value(Int.self, in: Self.slot) == 200 }
+            // Nothing older comes after it: the failed write is forgotten, the timer idle.
+            a.waitForBackgroundWork()
+            #expect(backing.value(Int.self, in: Self.slot) == 200)
+            #expect(a.folderState.sharedTierWrites.hasQueuedChange(of: Self.key.name) == false)
+        }
+
+        /// A store refused three times is sent as a removal of what is older, at its own
+        /// time: another instance's newer record of the key stays in the tier.
+        @Test func aWriteTurnedRemovalLeavesAnotherInstancesNewerRecord() async throws {
+            let a = server(1)
+            let b = server(2)
+            backing.failCalls(of: Self.key.name)
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            for index in 0..<SharedTierWrites.FailedChanges.maximumResends {
+                try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
+                a.waitForBackgroundWork()
+            }
+            // A's write is now kept as a removal; B writes the key later, then the tier is back.
+            backing.restoreCalls(of: Self.key.name)
+            clockB.advance(by: 1)
+            try b.set(2, for: Self.key)
+            b.waitForBackgroundWork()
+            let removalsBefore = backing.removals.count
+            backing.send(.all, to: 1)
+            await eventually("A's removal sent") { backing.removals.count > removalsBefore }
+            a.waitForBackgroundWork()
+            #expect(backing.removals.last == Self.key.name)
+            #expect(backing.value(Int.self, in: Self.slot) == 2)
+        }
+
+        /// A key the tier refuses for good, with the timer at its fastest: once the folder's
+        /// cache is gone, the queue goes (the timer holds it weakly) and the calls stop.
+        @Test func theTimerOfAKeyRefusedForGoodStopsWithTheLastCache() async throws {
+            weak var queue: SharedTierWrites?
+            backing.failCalls(of: Self.key.name)
+            do {
+                let a = server(1, retryDelay: 0.001)
+                try a.set(1, for: Self.key)
+                a.waitForBackgroundWork()
+                queue = a.folderState.sharedTierWrites
+                await eventually("the timer resending") { backing.orderedCalls(of: Self.key.name) >= 3 }
+                a.waitForBackgroundWork()
+            }
+            await eventually("the queue going with the cache") { queue == nil }
+            let calls = backing.orderedCalls(of: Self.key.name)
+            try await Task.sleep(nanoseconds: 100_000_000)
+            #expect(backing.orderedCalls(of: Self.key.name) == calls)
+        }
+    }
+}
+
+/// A tier that implements only the six original requirements (the change that arrives last
+/// wins), refusing every change while `down` holds.
+private struct UnorderedTier: SharedTier {
+    let inner: FakeSharedTier
+    let down = Locked(false)
+
+    private func enter() throws {
+        if down.withLock({ $0 }) { throw SharedBacking.Unavailable() }
+    }
+
+    func record(in slot: SharedSlot) async throws -> SharedRecord? { try await inner.record(in: slot) }
+    func store(_ record: SharedRecord, in slot: SharedSlot) async throws {
+        try enter()
+        try await inner.store(record, in: slot)
+    }
+    func storeRemovingOtherVersions(_ record: SharedRecord, in slot: SharedSlot) async throws {
+        try enter()
+        try await inner.storeRemovingOtherVersions(record, in: slot)
+    }
+    func removeRecords(named name: String) async throws {
+        try enter()
+        try await inner.removeRecords(named: name)
+    }
+    func removeAllRecords() async throws {
+        try enter()
+        try await inner.removeAllRecords()
+    }
+    func changes() -> AsyncStream<SharedChange> { inner.changes() }
+}
+
+extension SharedTierTests.ResendReview {
+    /// With a tier that keeps the change that arrives last (one implementing only the original
+    /// requirements, which the protocol allows), a write that failed is now always sent again
+    /// later, by the timer, even when nothing of this instance's gets through and the tier's
+    /// stream never reconnects: B's newer write, made meanwhile, is overwritten with A's older
+    /// one, and every instance but B reads A's older value until the key is written again.
+    /// OnAServer.md says "with its original time (so a newer change made elsewhere meanwhile
+    /// still wins)", which only a tier that orders changes makes true.
+    @Test func theTimerDoesNotOverwriteANewerWriteInATierWithoutOrder() async throws {
+        let tierA = UnorderedTier(inner: backing.tier(1))
+        let a = server(1, retryDelay: 0.05, tier: tierA)
+        let b = server(2, tier: UnorderedTier(inner: backing.tier(2)))
+        tierA.down.withLock { $0 = true }
+        try a.set(1, for: Self.key)
+        a.waitForBackgroundWork()
+        clockB.advance(by: 1)
+        try b.set(2, for: Self.key)
+        b.waitForBackgroundWork()
+        #expect(backing.value(Int.self, in: Self.slot) == 2)
+        let storesBefore = backing.stores(in: Self.slot)
+        tierA.down.withLock { $0 = false }
+        await eventually("A's timer resending its write") { backing.stores(in: Self.slot) > storesBefore }
+        a.waitForBackgroundWork()
+        withKnownIssue("a tier without order keeps A's older write, sent again by the timer after B's") {
+            #expect(backing.value(Int.self, in: Self.slot) == 2, "B's write is the newer")
+        }
+    }
+}
