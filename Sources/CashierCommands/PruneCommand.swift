@@ -25,6 +25,12 @@ enum PruneCommand {
         defer { if let lockToken { store.fileSystem.unlock(lockToken) } }
 
         let inventory = try Inventory.load(directory)
+        // A store that is there but cannot be read now (another process's lock, as a cache's
+        // exclusive one on a full volume): its rows are not listed, so the files alone would
+        // be pruned, the large entries' from behind their rows, and every row would stay.
+        if case .unreadable(let reason) = inventory.store.state, !options.dryRun {
+            throw ToolError("cannot prune \(directory): its store \(FolderStore.fileName) cannot be read now (\(reason)); nothing removed")
+        }
         // The log folded into the store first (without waiting for readers) when the store is
         // sound (a damaged one is `--damaged`'s): what the store's files occupy is then what its
         // entries need, which a size limit counts.

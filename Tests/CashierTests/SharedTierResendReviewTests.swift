@@ -11,8 +11,7 @@ import Testing
 /// when another change gets through (its first three resends) or on a reconnection, a store
 /// refused three times becomes a removal of what is older, and at most 65,536 keys are kept.
 ///
-/// What the review found stays here as a test wrapped in `withKnownIssue`; what held is pinned
-/// as a plain test.
+/// What the review found was fixed; its tests and those of what held pin the behaviour.
 extension SharedTierTests {
     @Suite struct ResendReview {
         let backing = SharedBacking()
@@ -41,41 +40,35 @@ extension SharedTierTests {
         // MARK: Order against a removal of every key
 
         /// A's write of `n` failed; the tier takes the key again while a `removeAll()` of A's is
-        /// queued (behind a store held at the gate). The retry timer checks only that no change
-        /// *of the key* is on its way (``SharedTierLedger/isPending(_:)`` counts no removal of
-        /// every key), so it queues the old store behind the removal of every key: the tier
-        /// clears everything, then takes the store, and every other instance reads back a value
-        /// A removed. (A tier that orders changes cannot help: `removeAllRecords()` carries no
-        /// time and leaves no tombstone.)
+        /// queued (behind a store held at the gate). A resend then, queued behind the removal
+        /// of every key, would land after it: the tier would clear everything, then take the
+        /// store, and every other instance would read back a value A removed (a tier that
+        /// orders changes cannot help: `removeAllRecords()` carries no time and leaves no
+        /// tombstone). The review found the timer did that. Now the failed change is forgotten
+        /// as the removal of every key is queued (the removal clears it from the tier), so no
+        /// timer sends it.
         @Test func theTimerDoesNotSendAnOldWriteAfterARemovalOfEveryKey() async throws {
-            // A second: the timer's first resend comes once the removal of every key is queued.
             let a = server(1, retryDelay: 1)
             let queue = a.folderState.sharedTierWrites
             backing.failCalls(of: Self.key.name)
             try a.set(1, for: Self.key)
             a.waitForBackgroundWork()
             #expect(backing.orderedCalls(of: Self.key.name) == 1)
+            #expect(queue.keptFailures == 1)
             // The queue is held by a store at the gate (reached before the removal of every key
             // comes, which would supersede it queued); the removal waits behind it.
             backing.closeGate()
             try a.set(5, for: Self.other)
             await eventually("the other key's store at the gate") { backing.storesAtGate == 1 }
             a.removeAll()
-            #expect(backing.orderedCalls(of: Self.key.name) == 1, "the timer fired before removeAll(): too slow a run")
+            #expect(queue.keptFailures == 0, "the removal of every key makes the failed write moot")
             backing.restoreCalls(of: Self.key.name)
-            await eventually("the timer queuing the key's resend") { queue.hasQueuedChange(of: Self.key.name) == true }
             backing.openGate()
             a.waitForBackgroundWork()
-            await eventually("the queue sent") { queue.hasQueuedChange(of: Self.key.name) == false }
             #expect(a.value(for: Self.key) == nil, "A removed it")
-            withKnownIssue("the timer queues a failed store behind a queued removeAll(): the removed value lands") {
-                #expect(backing.record(in: Self.slot) == nil, "the tier holds a value removed after it was written")
-            }
+            #expect(backing.record(in: Self.slot) == nil, "the tier holds no value removed after it was written")
             let b = server(2)
-            let answeredByB = try await b.value(for: Self.key) { 9 }
-            withKnownIssue("so B reads back the value A removed") {
-                #expect(answeredByB == 9, "B fetches: A removed every key")
-            }
+            #expect(try await b.value(for: Self.key) { 9 } == 9, "B fetches: A removed every key")
         }
 
         /// The same overtaking, without the timer and without timing: a change that gets
@@ -94,9 +87,7 @@ extension SharedTierTests {
             backing.openGate()
             a.waitForBackgroundWork() // the resends the store getting through sets off included
             #expect(backing.record(in: SharedSlot(name: Self.other.name, version: "schema-1")) == nil)
-            withKnownIssue("a resend set off by a change getting through is queued after a queued removeAll()") {
-                #expect(backing.record(in: Self.slot) == nil, "the tier holds a value removed after it was written")
-            }
+            #expect(backing.record(in: Self.slot) == nil, "the tier holds no value removed after it was written")
         }
 
         // MARK: The bound of failed changes
@@ -124,15 +115,13 @@ extension SharedTierTests {
                 _ = failed.keep(.remove("k\(index)", at: date), for: destination, resends: 0, at: 0)
             }
             #expect(failed.keep(store("big", bytes: SharedTierWrites.FailedChanges.byteLimit), for: destination, resends: 0, at: 0) == nil)
-            failed.forget("k0") // room for one more key
+            failed.forget("k0", of: destination) // room for one more key
             #expect(failed.keep(store("small", bytes: 1), for: destination, resends: 0, at: 0) != nil)
-            let taken = failed.take(for: .reconnected, at: 0) { $0 == "small" }
+            let taken = failed.take(for: .reconnected, at: 0) { name, _ in name == "small" }
             #expect(taken.count == 1)
-            withKnownIssue("the store not kept still counts against the budget: a 1-byte store is kept as a removal") {
-                guard case .store = taken.first?.change else {
-                    Issue.record("kept as \(String(describing: taken.first?.change))")
-                    return
-                }
+            guard case .store = taken.first?.change else {
+                Issue.record("kept as \(String(describing: taken.first?.change)): the store not kept took the budget")
+                return
             }
         }
 
@@ -160,11 +149,7 @@ extension SharedTierTests {
             backing.send(.all, to: 1) // X's tier is back: what failed goes again
             try x.set(7, for: Self.other) // and a change of X's gets through
             x.waitForBackgroundWork()
-            await withKnownIssue("a failed change is forgotten when a change of its key reaches another tier") {
-                await eventually("X's write reaching X's tier", seconds: 2) {
-                    backing.value(Int.self, in: Self.slot) == 2
-                }
-            }
+            await eventually("X's write reaching X's tier") { backing.value(Int.self, in: Self.slot) == 2 }
         }
 
         // MARK: What held
@@ -269,12 +254,12 @@ private struct UnorderedTier: SharedTier {
 
 extension SharedTierTests.ResendReview {
     /// With a tier that keeps the change that arrives last (one implementing only the original
-    /// requirements, which the protocol allows), a write that failed is now always sent again
-    /// later, by the timer, even when nothing of this instance's gets through and the tier's
-    /// stream never reconnects: B's newer write, made meanwhile, is overwritten with A's older
-    /// one, and every instance but B reads A's older value until the key is written again.
-    /// OnAServer.md says "with its original time (so a newer change made elsewhere meanwhile
-    /// still wins)", which only a tier that orders changes makes true.
+    /// requirements, which the protocol allows), a write that failed, sent again later by the
+    /// timer, would overwrite B's newer write made meanwhile, and every instance but B would
+    /// read A's older value until the key was written again (the review found it did). Such a
+    /// tier does not order changes (``SharedTier/ordersChanges``), so the failed write goes
+    /// again as a removal of the key: the tier holds nothing of A's older value, and the other
+    /// instances fetch.
     @Test func theTimerDoesNotOverwriteANewerWriteInATierWithoutOrder() async throws {
         let tierA = UnorderedTier(inner: backing.tier(1))
         let a = server(1, retryDelay: 0.05, tier: tierA)
@@ -288,10 +273,9 @@ extension SharedTierTests.ResendReview {
         #expect(backing.value(Int.self, in: Self.slot) == 2)
         let storesBefore = backing.stores(in: Self.slot)
         tierA.down.withLock { $0 = false }
-        await eventually("A's timer resending its write") { backing.stores(in: Self.slot) > storesBefore }
+        await eventually("A's timer sending its failed write as a removal") { backing.record(in: Self.slot) == nil }
         a.waitForBackgroundWork()
-        withKnownIssue("a tier without order keeps A's older write, sent again by the timer after B's") {
-            #expect(backing.value(Int.self, in: Self.slot) == 2, "B's write is the newer")
-        }
+        #expect(backing.stores(in: Self.slot) == storesBefore, "A's older write is not stored again")
+        #expect(try await a.value(for: Self.key) { 2 } == 2, "A dropped its 1 when B's write was announced, and fetches")
     }
 }

@@ -142,8 +142,9 @@ extension DiskTier {
 
     /// Plans the removal of every entry whose header `shouldRemove` accepts. Call holding the
     /// folder lock (``withFolderLock(_:)``) and no key lock: it reads every header.
+    /// Nothing while the folder's store cannot be opened (``indexForChanging()``).
     package func planRemovals(where shouldRemove: (EntryHeader) -> Bool) -> RemovalPlan {
-        currentIndex().planRemovals(where: shouldRemove)
+        indexForChanging()?.planRemovals(where: shouldRemove) ?? RemovalPlan()
     }
 
     /// Removes every entry file; temporary files of writers still running are left to them.
@@ -153,9 +154,17 @@ extension DiskTier {
     /// too. The folder is listed there as well (not before): a write that landed before the
     /// barrier must go with the rest, so no write lands between its file going and its memory
     /// record going.
+    /// While the folder's store cannot be opened, nothing is removed and that is the failure
+    /// (``indexForChanging()``).
     @discardableResult
     package func removeAllEntries() -> [SystemError] {
-        currentIndex().removeAllEntries()
+        guard let index = indexForChanging() else {
+            return [
+                storeOpenFailure()
+                    ?? SystemError(code: EIO, operation: "open the folder's store", path: path(Self.storeFileName))
+            ]
+        }
+        return index.removeAllEntries()
     }
 
     /// Plans garbage collection: damaged files out, expired entries and entries no read can
@@ -166,8 +175,10 @@ extension DiskTier {
     /// Call holding the folder lock (``withFolderLock(waiting:_:)``) and no key lock: it reads
     /// every header and asks the volume for its free space once. The plan rebuilds the index
     /// once applied (``finish(_:)``).
+    /// Nothing while the folder's store cannot be opened (``indexForChanging()``): the next
+    /// collection tries again.
     package func planGarbageCollection(now: Double, limits: Limits, reclaim: Reclaim) -> RemovalPlan {
-        currentIndex().planGarbageCollection(now: now, limits: limits, reclaim: reclaim)
+        indexForChanging()?.planGarbageCollection(now: now, limits: limits, reclaim: reclaim) ?? RemovalPlan()
     }
 
     /// Folds the store's log into it and cuts it back (without waiting for readers), and measures

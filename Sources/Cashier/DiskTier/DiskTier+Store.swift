@@ -157,6 +157,17 @@ extension DiskTier {
         return FileIndex(disk: self)
     }
 
+    /// The index for housekeeping that removes (``Cache/removeAll()``, `removeAll(where:)`,
+    /// garbage collection, size sweeps): the store's, opened if the folder has one; the files'
+    /// only when the folder has no store (or SQLite is missing). Nil while the folder has a store
+    /// this process cannot open now (another process's lock, as an exclusive one on a full
+    /// volume, or an I/O error): working from the files alone would remove large entries' files
+    /// behind their rows and leave every row, whose values a later read would find again.
+    func indexForChanging() -> (any EntryIndex)? {
+        if let store = entryStore() { return StoreIndex(disk: self, store: store) }
+        return storeOpenFailure() == nil ? FileIndex(disk: self) : nil
+    }
+
     /// The index for a read or a removal: the store's, opened if the folder has one, or why a
     /// store the folder has cannot be used now (never the files it indexes instead: one may be
     /// a removed or shadowed entry's), or the files' (no store yet, SQLite missing).

@@ -72,6 +72,7 @@ extension DiskTier {
     /// `now`: the cache's clock, which the uses of rows are counted by.
     package func planSweep(limits: Limits, at now: Double) -> RemovalPlan {
         state.withLock { $0.sweepScheduled = false }
-        return currentIndex().planSweep(limits: limits, at: now)
+        // Nothing while the folder's store cannot be opened (``indexForChanging()``).
+        return indexForChanging()?.planSweep(limits: limits, at: now) ?? RemovalPlan()
     }
 }

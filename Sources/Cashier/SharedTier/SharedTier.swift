@@ -108,9 +108,22 @@ public protocol SharedTier: Sendable {
     /// another after a pause, and drops every local entry, since it cannot know what changed
     /// in between. It ends the stream itself (cancels its iteration) when it goes.
     func changes() -> AsyncStream<SharedChange>
+
+    /// Whether the tier keeps the newest change of a key whatever order changes arrive in (see
+    /// "Order across instances" above). `false` by default.
+    var ordersChanges: Bool { get }
 }
 
 extension SharedTier {
+    /// Whether the tier keeps the newest change of a key whatever order changes arrive in: it
+    /// implements ``store(_:in:removingOtherVersions:)`` and
+    /// ``removeRecords(named:writtenBefore:)`` as "Order across instances" says. `false` by
+    /// default: the change that arrives last wins, so Cashier sends a write that failed to reach
+    /// the tier again as a removal of the key, never as the write, which could replace a newer
+    /// one made elsewhere meanwhile (the other instances then fetch the key). A tier that
+    /// orders changes says so, and gets the write itself again.
+    public var ordersChanges: Bool { false }
+
     /// Removes every record of `slot.name` (``removeRecords(named:)``), then stores `record`
     /// in `slot` (``store(_:in:)``): two calls, and two changes for the other instances.
     public func storeRemovingOtherVersions(_ record: SharedRecord, in slot: SharedSlot) async throws {

@@ -95,6 +95,9 @@ final class SharedTierWrites: Sendable {
         /// Drops the destination cache's own copy of a key whose store the tier refused as
         /// older; set once the cache is whole.
         let dropsCopies = CopyDropper()
+
+        /// The destination's identity as a dictionary key.
+        var key: ObjectIdentifier { ObjectIdentifier(id) }
     }
 
     /// Why failed changes are sent again (``resendFailed(_:)``).
@@ -120,7 +123,7 @@ final class SharedTierWrites: Sendable {
     }
 
     private struct State {
-        var queued: [Queued] = []
+        var queued = ChangeQueue()
         /// Whether a task is sending the queue (one at a time).
         var isSending = false
         /// The timeout of the change being sent.
@@ -145,14 +148,10 @@ final class SharedTierWrites: Sendable {
         ledger.begin(change.name)
         if let name = change.name, let date = change.date { ledger.noteChange(name, at: date) }
         let (superseded, startsSending) = state.withLock { state -> ([Change], Bool) in
-            var superseded: [Change] = []
-            state.queued.removeAll { queued in
-                guard queued.destination.id === destination.id, queued.change.isSuperseded(by: change) else {
-                    return false
-                }
-                superseded.append(queued.change)
-                return true
-            }
+            let superseded = state.queued.removeSuperseded(by: change, for: destination)
+            // What failed before a removal of every record needs no resending: the removal
+            // clears it from the tier (and a resend after it would bring it back).
+            if change.name == nil { state.failed.forgetAll(of: destination) }
             state.queued.append(Queued(change: change, destination: destination))
             defer { state.isSending = true }
             return (superseded, !state.isSending)
@@ -169,36 +168,44 @@ final class SharedTierWrites: Sendable {
     /// ignores cancellation, or a pool of threads all blocked, never blocks this for good).
     func waitUntilSent() {
         let timeouts = state.withLock { state in
-            state.queued.map(\.destination.timeout) + (state.isSending ? [state.sendingTimeout] : [])
+            state.queued.timeouts + (state.isSending ? [state.sendingTimeout] : [])
         }
         guard !timeouts.isEmpty else { return }
         let bound = timeouts.reduce(5) { $0 + ($1.isFinite ? min(max($1, 0), 3600) : 0) }
         _ = unsent.wait(timeout: .now() + bound)
     }
 
+    /// How many failed changes are kept to be sent again (for tests).
+    var keptFailures: Int { state.withLock { $0.failed.count } }
+
     /// Whether a change of `name` is queued and not sent yet. Call holding the key's lock, to
     /// know that none will be until the lock is released.
     func hasQueuedChange(of name: String) -> Bool {
-        state.withLock { state in state.queued.contains { $0.change.name == name } }
+        state.withLock { state in state.queued.contains(name) }
     }
 
     /// Queues again, with its original time, the last failed change (``FailedChanges``) of each
     /// key that has no change on its way and that `reason` sends: all when the tier's stream
     /// said ``SharedChange/all`` after a reconnection (the default), those not given up on a
-    /// quick resend when a change reached the tier, those whose time came on the timer.
+    /// quick resend when a change reached the tier, those whose time came on the timer. None
+    /// for a tier that a removal of every record is on its way to: sent after it, a change
+    /// made before it would bring back what it removed.
     func resendFailed(_ reason: ResendReason = .reconnected) {
         let now = DispatchTime.now().uptimeNanoseconds
         let startsSending = state.withLock { state -> Bool in
-            let busy = Set(state.queued.compactMap(\.change.name))
-            let taken = state.failed.take(for: reason, at: now) { !busy.contains($0) && !ledger.isPending($0) }.map {
-                Queued(change: $0.change, destination: $0.destination, resends: $0.resends)
+            // Taken out while the queue is read (no copy of either: the queue grows next).
+            var failed = FailedChanges()
+            swap(&failed, &state.failed)
+            let taken = failed.take(for: reason, at: now) { name, destination in
+                !state.queued.contains(name) && !state.queued.removesAll(for: destination) && !ledger.isPending(name)
             }
+            swap(&failed, &state.failed)
             guard !taken.isEmpty else { return false }
             for resent in taken {
                 unsent.enter()
                 ledger.begin(resent.change.name)
+                state.queued.append(Queued(change: resent.change, destination: resent.destination, resends: resent.resends))
             }
-            state.queued.append(contentsOf: taken)
             defer { state.isSending = true }
             return !state.isSending
         }
@@ -214,11 +221,10 @@ final class SharedTierWrites: Sendable {
 
     private func nextChange() -> Queued? {
         state.withLock { state in
-            guard !state.queued.isEmpty else {
+            guard let next = state.queued.popFirst() else {
                 state.isSending = false
                 return nil
             }
-            let next = state.queued.removeFirst()
             state.sendingTimeout = next.destination.timeout
             return next
         }
@@ -293,11 +299,17 @@ final class SharedTierWrites: Sendable {
         let (change, destination) = (queued.change, queued.destination)
         let now = DispatchTime.now().uptimeNanoseconds
         let due = state.withLock { state -> UInt64? in
-            if reached {
-                if let name = change.name { state.failed.forget(name) } else { state.failed.forgetAll() }
+            guard let name = change.name else {
+                state.queued.endRemovalOfAll(for: destination)
+                if reached { state.failed.forgetAll(of: destination) }
                 return nil
             }
-            guard change.name != nil else { return nil }
+            if reached {
+                state.failed.forget(name, of: destination)
+                return nil
+            }
+            // A removal of every record queued after it makes it moot.
+            guard !state.queued.removesAll(for: destination) else { return nil }
             return state.failed.keep(change, for: destination, resends: queued.resends, at: now)
         }
         if superseded, let name = change.name { destination.dropsCopies(name) }
@@ -325,10 +337,89 @@ extension SharedTierWrites {
         var resends = 0
     }
 
-    /// The last change of each key that failed to reach its tier, kept to be sent again with
-    /// its original time (``SharedTierWrites/resendFailed(_:)``), each with its time to go again
-    /// on the timer: the destination's ``Destination/retryDelay`` after a first failure, doubled
-    /// at each resend that failed, up to ``longestRetryDelay``.
+    /// The changes waiting to be sent, in order, with what the hot questions need counted as
+    /// they come and go: which keys have a change queued (asked for every resend candidate and
+    /// by reads), and which tiers a removal of every record is on its way to (queued or being
+    /// sent). Taking the first is O(1), and queuing a change of a key none queued is too: after
+    /// an outage the queue may hold tens of thousands of changes.
+    struct ChangeQueue {
+        private var items: [Queued] = []
+        private var head = 0
+        private var names: [String: Int] = [:]
+        private var removalsOfAll: [ObjectIdentifier: Int] = [:]
+
+        var timeouts: [TimeInterval] { items[head...].map(\.destination.timeout) }
+
+        func contains(_ name: String) -> Bool { names[name] != nil }
+
+        /// Whether a removal of every record is queued for `destination`, or being sent to it.
+        func removesAll(for destination: Destination) -> Bool { removalsOfAll[destination.key] != nil }
+
+        mutating func append(_ queued: Queued) {
+            items.append(queued)
+            if let name = queued.change.name {
+                names[name, default: 0] += 1
+            } else {
+                removalsOfAll[queued.destination.key, default: 0] += 1
+            }
+        }
+
+        /// The first change; a removal of every record still counts as on its way until
+        /// ``endRemovalOfAll(for:)``.
+        mutating func popFirst() -> Queued? {
+            guard head < items.count else { return nil }
+            let first = items[head]
+            head += 1
+            if head == items.count {
+                items.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 1024, head * 2 >= items.count {
+                items.removeSubrange(0..<head)
+                head = 0
+            }
+            if let name = first.change.name { uncount(name) }
+            return first
+        }
+
+        /// A removal of every record for `destination` was sent (or failed).
+        mutating func endRemovalOfAll(for destination: Destination) {
+            guard let count = removalsOfAll[destination.key] else { return }
+            removalsOfAll[destination.key] = count > 1 ? count - 1 : nil
+        }
+
+        /// Removes the changes for `destination` that `change`, queued after them, makes moot
+        /// (``Change/isSuperseded(by:)``), and answers them.
+        mutating func removeSuperseded(by change: Change, for destination: Destination) -> [Change] {
+            if let name = change.name, names[name] == nil { return [] }
+            if head > 0 {
+                items.removeSubrange(0..<head)
+                head = 0
+            }
+            var superseded: [Change] = []
+            items.removeAll { queued in
+                guard queued.destination.id === destination.id, queued.change.isSuperseded(by: change) else {
+                    return false
+                }
+                superseded.append(queued.change)
+                return true
+            }
+            for change in superseded {
+                if let name = change.name { uncount(name) } else { endRemovalOfAll(for: destination) }
+            }
+            return superseded
+        }
+
+        private mutating func uncount(_ name: String) {
+            guard let count = names[name] else { return }
+            names[name] = count > 1 ? count - 1 : nil
+        }
+    }
+
+    /// The last change of each key that failed to reach its tier (of each key and tier, when
+    /// caches on one folder have tiers of their own), kept to be sent again with its original
+    /// time (``SharedTierWrites/resendFailed(_:)``), each with its time to go again on the timer:
+    /// the destination's ``Destination/retryDelay`` after a first failure, doubled at each
+    /// resend that failed, up to ``longestRetryDelay``.
     ///
     /// A change is never given up while its key has no later change: a tier that was down for
     /// an hour must end holding nothing older than this folder's last change of each key.
@@ -337,6 +428,10 @@ extension SharedTierWrites {
     ///   name and a time), which clears what is older in the tier, so the other instances fetch
     ///   the key rather than read the record from before the failure. A store the tier refuses
     ///   for good (too large for its bound, say) so leaves no older record behind it.
+    /// - For a tier that does not order changes (``SharedTier/ordersChanges``), where the change
+    ///   arriving last wins, a failed store is kept as a removal at once: sent late, the store
+    ///   could replace a newer one made elsewhere meanwhile, while a removal at worst costs the
+    ///   other instances a fetch.
     /// - After ``maximumResends`` resends, a change goes again only on the timer (at most once
     ///   a ``longestRetryDelay``) or after a reconnection, no longer after each change that
     ///   gets through: one the tier refuses for good must not cost a failing call each time.
@@ -365,39 +460,51 @@ extension SharedTierWrites {
             var due: UInt64
         }
 
-        private var changes: [String: Failed] = [:]
+        /// A key's failed change for one tier.
+        private struct Slot: Hashable {
+            var name: String
+            var destination: ObjectIdentifier
+        }
+
+        private var changes: [Slot: Failed] = [:]
         private var bytes = 0
-        /// How many of `changes` are still within their quick resends.
-        private var quickCount = 0
+        /// The slots of `changes` still within their quick resends: what a change reaching the
+        /// tier sends again, without a pass over those left to the timer.
+        private var quick: Set<Slot> = []
 
         var isEmpty: Bool { changes.isEmpty }
 
+        var count: Int { changes.count }
+
         /// Whether a kept change goes again when another change reaches the tier.
-        var hasQuickResends: Bool { quickCount > 0 }
+        var hasQuickResends: Bool { !quick.isEmpty }
 
         /// The earliest time a kept change goes again on the timer (a pass over them: once a
         /// timer round).
         var earliestDue: UInt64? { changes.values.lazy.map(\.due).min() }
 
-        /// Keeps `change` (of a key), which failed at `now`, as its key's last failed change,
-        /// replacing an earlier one; `resends`: how often it was sent again already. Returns
-        /// when it goes again on the timer; nil if it could not be kept.
+        /// Keeps `change` (of a key), which failed at `now`, as its key's last failed change for
+        /// `destination`, replacing an earlier one; `resends`: how often it was sent again
+        /// already. Returns when it goes again on the timer; nil if it could not be kept.
         mutating func keep(_ change: Change, for destination: Destination, resends: Int, at now: UInt64) -> UInt64? {
             guard let name = change.name else { return nil }
-            forget(name)
+            let slot = Slot(name: name, destination: destination.key)
+            forget(slot)
+            guard changes.count < Self.countLimit || makeRoom() else { return nil }
             var (kept, resends) = (change, resends)
             if case .store(_, _, let payload, _, _, let writtenAt) = change {
-                if resends < Self.maximumResends, bytes + payload.count <= Self.byteLimit {
+                if resends < Self.maximumResends, bytes + payload.count <= Self.byteLimit,
+                    destination.tier.ordersChanges
+                {
                     bytes += payload.count
                 } else {
                     kept = .remove(name, at: writtenAt)
                     if resends >= Self.maximumResends { resends = 0 }
                 }
             }
-            if changes.count >= Self.countLimit, !makeRoom() { return nil }
             let due = now &+ Self.nanoseconds(Self.retryDelay(after: resends, first: destination.retryDelay))
-            changes[name] = Failed(change: kept, destination: destination, resends: resends, due: due)
-            if resends < Self.maximumResends { quickCount += 1 }
+            changes[slot] = Failed(change: kept, destination: destination, resends: resends, due: due)
+            if resends < Self.maximumResends { quick.insert(slot) }
             return due
         }
 
@@ -412,50 +519,53 @@ extension SharedTierWrites {
 
         /// Forgets a change past its quick resends, to keep another: whether one was.
         private mutating func makeRoom() -> Bool {
-            guard quickCount < changes.count,
-                let name = changes.first(where: { $0.value.resends >= Self.maximumResends })?.key else { return false }
-            forget(name)
+            guard quick.count < changes.count,
+                let slot = changes.first(where: { $0.value.resends >= Self.maximumResends })?.key
+            else { return false }
+            forget(slot)
             return true
         }
 
-        /// A change of `name` reached the tier: its earlier failure needs no resending.
-        mutating func forget(_ name: String) {
-            guard let old = changes.removeValue(forKey: name) else { return }
-            if case .store(_, _, let payload, _, _, _) = old.change { bytes -= payload.count }
-            if old.resends < Self.maximumResends { quickCount -= 1 }
+        /// A change of `name` reached `destination`'s tier: its earlier failure there needs no
+        /// resending.
+        mutating func forget(_ name: String, of destination: Destination) {
+            forget(Slot(name: name, destination: destination.key))
         }
 
-        /// A removal of every record reached the tier.
-        mutating func forgetAll() {
-            changes = [:]
-            bytes = 0
-            quickCount = 0
+        private mutating func forget(_ slot: Slot) {
+            guard let old = changes.removeValue(forKey: slot) else { return }
+            if case .store(_, _, let payload, _, _, _) = old.change { bytes -= payload.count }
+            if old.resends < Self.maximumResends { quick.remove(slot) }
+        }
+
+        /// A removal of every record reached `destination`'s tier, or is on its way there.
+        mutating func forgetAll(of destination: Destination) {
+            for slot in changes.keys where slot.destination == destination.key { forget(slot) }
         }
 
         /// Removes and answers the changes `reason` sends at `now` (``ResendReason``) of the
-        /// keys `isFree` accepts, each counted as sent again once more. A change due on the
-        /// timer whose key is not free waits another ``Destination/retryDelay``.
+        /// keys and tiers `isFree` accepts, each counted as sent again once more. A change due
+        /// on the timer whose key is not free waits another ``Destination/retryDelay``.
         mutating func take(
-            for reason: ResendReason, at now: UInt64, where isFree: (String) -> Bool
+            for reason: ResendReason, at now: UInt64, where isFree: (String, Destination) -> Bool
         ) -> [(change: Change, destination: Destination, resends: Int)] {
-            let names = changes.compactMap { name, failed -> String? in
-                switch reason {
-                case .reconnected: name
-                case .changeReached: failed.resends < Self.maximumResends ? name : nil
-                // Those due within the coming tenth of a second too: one round for many.
-                case .timer: failed.due <= now &+ 100_000_000 ? name : nil
-                }
+            let slots: [Slot]
+            switch reason {
+            case .reconnected: slots = Array(changes.keys)
+            case .changeReached: slots = Array(quick)
+            // Those due within the coming tenth of a second too: one round for many.
+            case .timer: slots = changes.compactMap { slot, failed in failed.due <= now &+ 100_000_000 ? slot : nil }
             }
-            return names.compactMap { name in
-                guard let taken = changes[name] else { return nil }
-                guard isFree(name) else {
+            return slots.compactMap { slot in
+                guard let taken = changes[slot] else { return nil }
+                guard isFree(slot.name, taken.destination) else {
                     if reason == .timer {
                         let wait = Self.retryDelay(after: 0, first: taken.destination.retryDelay)
-                        changes[name]?.due = now &+ Self.nanoseconds(wait)
+                        changes[slot]?.due = now &+ Self.nanoseconds(wait)
                     }
                     return nil
                 }
-                forget(name)
+                forget(slot)
                 return (taken.change, taken.destination, taken.resends + 1)
             }
         }

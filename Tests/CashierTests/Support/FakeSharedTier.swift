@@ -344,6 +344,9 @@ struct FakeSharedTier: SharedTier {
         return backing.storeInOrder(record, in: slot, removingOthers: removingOtherVersions, by: server)
     }
 
+    /// It keeps the newest change of a key, whatever order they arrive in.
+    var ordersChanges: Bool { true }
+
     func removeRecords(named name: String, writtenBefore date: Date) async throws {
         try await backing.enter()
         try backing.enterOrdered(name)

@@ -179,6 +179,10 @@ public final class PostgresSharedTier: SharedTier, Service {
         }
     }
 
+    /// Always: a store lands only over older rows and after the key's last tombstone, and a
+    /// removal deletes only older rows and leaves one.
+    public var ordersChanges: Bool { true }
+
     /// Deletes the rows of the key written no later than `date`, and keeps `date` as its
     /// tombstone (unless a later one is there) for ``Options-swift.struct/tombstoneLifetime``.
     public func removeRecords(named name: String, writtenBefore date: Date) async throws {

@@ -17,6 +17,9 @@ final class CountingTier: SharedTier {
 
     var snapshot: Counts { counts.withLock { $0 } }
 
+    /// The base's: what Cashier sends again after a failure depends on it.
+    var ordersChanges: Bool { base.ordersChanges }
+
     func record(in slot: SharedSlot) async throws -> SharedRecord? {
         counts.withLock { $0.reads += 1 }
         return try await base.record(in: slot)
