@@ -372,4 +372,71 @@ extension FullVolumeTests {
         }
         #expect(Self.wrongSeeds(cache, removed: rows.subtracting(kept)).isEmpty)
     }
+
+    /// The docs: once 256 KiB are free again, "the cache's next call opens the store as usual".
+    /// A process whose calls are all memory hits after room came back (an app showing what it
+    /// read) makes calls too: another process must be let in, not locked out until the holder
+    /// next reaches the disk.
+    @Test("FullVolume review: a holder whose calls are memory hits lets another process in once room is back")
+    func aHolderServingFromMemoryLetsOthersInOnceRoomIsBack() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-hits-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 1_000))
+        let rows = reviewSeeds.filter { $0.bytes < 10_000 }
+        for seed in rows { #expect(cache.value(for: CacheKey<Data>(seed.name)) == seedValue(seed)) }
+        #expect(Self.lacksSharedMemory(folder), "the store did not fall back")
+        unlink(filler)
+        fillerRemoved = true
+        // Memory hits only, across more than a coherence interval.
+        let started = MonotonicClock.nanoseconds()
+        var hits = 0
+        while MonotonicClock.nanoseconds() - started < 50_000_000 || hits < 100 {
+            let seed = rows[hits % rows.count]
+            #expect(cache.value(for: CacheKey<Data>(seed.name)) == seedValue(seed))
+            hits += 1
+        }
+        // The hits' uses go to the store off their thread, through the writer, which gives way.
+        #expect(poll { !Self.lacksSharedMemory(folder) }, "the holder kept the store exclusive after \(hits) hits")
+        let other = try StressSession(folderPath: folder.path)
+        #expect(other.ask("check seed-1 1500 1") == "whole", "the other process, after the holder's memory hits")
+        other.exit()
+        #expect(Self.wrongSeeds(cache).isEmpty)
+    }
+
+    /// Another process's write waiting for the store while the holder gives it back: the write
+    /// lands, and the holder's memory tier, which held the old value, serves the new one (its
+    /// coherence check sees the store it reopened as changed, `generation << 32`).
+    @Test(
+        "FullVolume review: a write waiting while the holder gives the store back lands, and the holder's memory sees it"
+    )
+    func aWriteWaitingAcrossTheReturnLandsAndMemorySeesIt() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-landing-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 1_000))
+        let key = CacheKey<Data>("seed-1")
+        #expect(cache.value(for: key) == seedValue(reviewSeeds[1]), "the holder's read (now in memory too)")
+        #expect(Self.lacksSharedMemory(folder), "the store did not fall back")
+
+        let other = try StressSession(folderPath: folder.path)
+        other.child.send("fill seed-1 1500 99") // waits for the store the holder keeps
+        unlink(filler)
+        fillerRemoved = true
+        #expect(throws: Never.self) { try cache.set(Data(repeating: 2, count: 500), for: CacheKey<Data>("trigger")) }
+        #expect(!Self.lacksSharedMemory(folder), "the holder did not give the store back")
+        #expect(other.child.readLine() == "ok", "the waiting write did not land")
+        let written = StressSession.value(for: "seed-1", bytes: 1500, seed: 99)
+        #expect(poll { cache.value(for: key) == written }, "the holder serves the value it held in memory")
+        #expect(other.ask("check seed-1 1500 99") == "whole")
+        other.close()
+    }
 }
