@@ -241,8 +241,8 @@ extension FullVolumeTests {
 
     /// `cashier-tool prune` while an app holds the store without a `-shm`: the tool cannot read
     /// the store, and must not then delete the large entries' files behind their rows (the app
-    /// lists keys that no longer read, counts bytes that are gone). `list` says the store cannot
-    /// be read, never that it is damaged.
+    /// lists keys that no longer read, counts bytes that are gone). `list` and `verify` say the
+    /// store cannot be read, never that it is damaged (`verify` exits 1 only for damage).
     @Test(
         "FullVolume review: cashier-tool prune while an app holds the store without a -shm leaves no row without its file"
     )
@@ -259,8 +259,12 @@ extension FullVolumeTests {
 
         let list = try ToolRun(["list", folder.path])
         #expect(!list.output.contains("damaged"), "\(list.output)")
+        let verify = try ToolRun(["verify", folder.path])
+        withKnownIssue("cashier-tool verify reports a store an app holds exclusively as damaged, and exits 1") {
+            #expect(
+                !verify.output.contains("damaged:"), "a lock is not damage (exit \(verify.status)): \(verify.output)")
+        }
         let prune = try ToolRun(["prune", "--max-size", String(40 * 1024), folder.path])
-        print("review: \(prune.output.prefix(600)) (exit \(prune.status))")
         let gone = reviewSeeds.filter {
             $0.bytes > 10_000
                 && !FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.fileName(for: $0.name))
