@@ -1,0 +1,484 @@
+import CashierPlatform
+import CashierStress
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// Small values (rows) and large ones (files), as `fill NAME BYTES SEED` of a stress session
+/// writes them, so that this process and its children compare what they read.
+private let reviewSeeds: [(name: String, bytes: Int, seed: UInt64)] = (0..<30).map {
+    (index: Int) -> (name: String, bytes: Int, seed: UInt64) in
+    let bytes = index % 10 == 0 ? 20 * 1024 : 1_500
+    return (name: "seed-\(index)", bytes: bytes, seed: UInt64(index))
+}
+
+private func seedValue(_ seed: (name: String, bytes: Int, seed: UInt64)) -> Data {
+    StressSession.value(for: seed.name, bytes: seed.bytes, seed: seed.seed)
+}
+
+/// A hostile review of the exclusive-locking-mode fallback (a store no process has open on a
+/// full volume opens without a `-shm`) and of the one-row-at-a-time removals on a full volume.
+/// In `FullVolumeTests`, which is serialized and runs only under `.ci/full-volume.sh`: these
+/// fill the one small volume its tests fill too.
+extension FullVolumeTests {
+    /// Writes ``reviewSeeds`` in `folder`, then waits until no connection of this process has
+    /// the store open (its `-shm` goes with the last one): a `Cache` gone may still have work
+    /// under way that holds its disk tier.
+    static func seedForReview(_ folder: URL) throws {
+        do {
+            let cache = Cache(Self.configuration(folder))
+            for seed in reviewSeeds { try cache.set(seedValue(seed), for: CacheKey<Data>(seed.name)) }
+            cache.waitForBackgroundWork()
+        }
+        let shm = folder.path + "/" + DiskTier.storeFileName + "-shm"
+        try #require(poll { !FileManager.default.fileExists(atPath: shm) }, "the store stayed open after seeding")
+    }
+
+    /// Whether the store of `folder` has no usable `-shm`: none, or the few bytes SQLite left of
+    /// one it could not size (a store open without one, in exclusive locking mode).
+    static func lacksSharedMemory(_ folder: URL) -> Bool {
+        var info = stat()
+        return lstat(folder.path + "/" + DiskTier.storeFileName + "-shm", &info) != 0 || info.st_size < 32 * 1024
+    }
+
+    /// The seeds that do not read back whole through `cache`, except those in `removed`, which must miss.
+    static func wrongSeeds(_ cache: Cache, removed: Set<String> = []) -> [String] {
+        reviewSeeds.filter { seed in
+            let read = cache.value(for: CacheKey<Data>(seed.name))
+            return removed.contains(seed.name) ? read != nil : read != seedValue(seed)
+        }.map(\.name)
+    }
+
+    /// A process killed (SIGKILL) while it held the store without a `-shm`: the log it wrote,
+    /// indexed only in its memory, is recovered by the next open, on the full volume (exclusive
+    /// again) and once room is back (as usual): every write that returned reads back whole.
+    @Test("FullVolume review: a process killed while it held the store without a -shm loses no write that returned")
+    func aKillWhileHoldingTheStoreExclusivelyLosesNoWrite() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-kill-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+
+        let holder = try StressSession(folderPath: folder.path)
+        #expect(holder.ask("check seed-1 1500 1") == "whole", "the holder's read on the full volume")
+        let large = reviewSeeds.filter { $0.bytes > 10_000 }.map(\.name)
+        for name in large { #expect(holder.ask("remove \(name)") == "ok") }
+        var written: [String] = []
+        for index in 0..<40 {
+            guard holder.ask("fill killed-\(index) 1500 \(index)") == "ok" else { break }
+            written.append("killed-\(index)")
+        }
+        #expect(!written.isEmpty, "no write fit after the removals")
+        #expect(Self.lacksSharedMemory(folder), "the holder made a -shm: it did not fall back")
+        holder.child.killAndReap()
+
+        func check(_ cache: Cache, _ when: String) {
+            #expect(Self.wrongSeeds(cache, removed: Set(large)).isEmpty, "seeds \(when)")
+            let lost = written.enumerated().filter { index, key in
+                cache.value(for: CacheKey<Data>(key)) != StressSession.value(for: key, bytes: 1500, seed: UInt64(index))
+            }.map(\.element)
+            #expect(lost.isEmpty, "writes that returned before the kill, lost \(when): \(lost)")
+        }
+        do {
+            // Still full: the store opens without a -shm again and replays the log.
+            let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
+            check(cache, "on the full volume")
+            unlink(filler)
+            fillerRemoved = true
+            check(cache, "once room was back")
+        }
+        let other = try StressSession(folderPath: folder.path)
+        #expect(other.ask("check \(written.last ?? "") 1500 \(written.count - 1)") == "whole")
+        other.close()
+    }
+
+    /// Reads racing the switch back (the exclusive writer closed for a placeholder, the store
+    /// opened as usual, readers taken from the pool again): every read of a stored value returns it.
+    @Test("FullVolume review: reads racing the store's return to shared memory all read what is stored")
+    func readsRacingTheReturnToSharedMemoryReadWhatIsStored() async throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-race-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let failures = Locked<[String]>([])
+        var configuration = Self.configuration(folder, memoryCountLimit: 0)
+        configuration.onEvent = { event in
+            if case .failure = event { failures.withLock { $0.append("\(event)") } }
+        }
+        let cache = Cache(configuration)
+        #expect(cache.value(for: CacheKey<Data>("seed-1")) == seedValue(reviewSeeds[1]))
+        let rows = reviewSeeds.filter { $0.bytes < 10_000 }
+        #expect(Self.lacksSharedMemory(folder), "the store did not fall back")
+
+        let wrong = await withTaskGroup(of: [String].self) { group in
+            for reader in 0..<3 {
+                group.addTask {
+                    var wrong: [String] = []
+                    for round in 0..<40 {
+                        let seed = rows[(round + reader * 7) % rows.count]
+                        if cache.value(for: CacheKey<Data>(seed.name)) != seedValue(seed) {
+                            wrong.append(seed.name)
+                        }
+                    }
+                    return wrong
+                }
+            }
+            group.addTask {
+                unlink(filler)
+                var wrong: [String] = []
+                for index in 0..<20 {
+                    let key = "raced-\(index)"
+                    let value = StressSession.value(for: key, bytes: 1_000, seed: 4)
+                    do { try cache.set(value, for: CacheKey<Data>(key)) } catch { wrong.append("\(key): \(error)") }
+                    if cache.value(for: CacheKey<Data>(key)) != value { wrong.append(key) }
+                }
+                return wrong
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        fillerRemoved = true
+        #expect(wrong.isEmpty, "\(wrong.count) wrong reads or failed writes: \(wrong.prefix(10))")
+        #expect(Self.wrongSeeds(cache).isEmpty)
+        #expect(!Self.lacksSharedMemory(folder), "the store did not return to shared memory")
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + ".damaged"))
+    }
+
+    /// `removeAll(where:)` and `removeAll()` on a full volume with the memory tier on: the rows
+    /// go one a transaction (the batch does not fit in the log), and every value the memory
+    /// tier held goes too; `count` and `keys` agree.
+    @Test(
+        "FullVolume review: removals a row at a time on a full volume drop what memory holds too",
+        arguments: [false, true])
+    func removalsARowAtATimeDropMemoryToo(everything: Bool) throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-memory-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let removals = Locked<Set<String>>([])
+        var configuration = Self.configuration(folder)
+        configuration.memoryCountLimit = 1_000
+        configuration.onEvent = { event in
+            if case .failure = event { removals.withLock { _ = $0.insert("failure \(event)") } }
+        }
+        let cache = Cache(configuration)
+        #expect(Self.wrongSeeds(cache).isEmpty, "the seeds read on the full volume") // now in memory too
+        if everything { cache.removeAll() } else { cache.removeAll(where: { $0.hasPrefix("seed-") }) }
+        cache.waitForBackgroundWork()
+        let all = Set(reviewSeeds.map(\.name))
+        #expect(Self.wrongSeeds(cache, removed: all).isEmpty, "removed values still read (from memory?)")
+        #expect(cache.count == 0 && cache.keys.isEmpty, "count \(cache.count), keys \(cache.keys.count)")
+        #expect(removals.withLock { $0 }.isEmpty, "\(removals.withLock { $0 })")
+        let fresh = try StressSession(folderPath: folder.path)
+        #expect(fresh.ask("check seed-1 1500 1") == "nil", "a fresh process reads a removed row")
+        #expect(fresh.ask("count").hasPrefix("count 0 "))
+        fresh.close()
+    }
+
+    /// While another process holds the store without a `-shm`, this one cannot open it. Its
+    /// `removeAll()` must then either remove every entry or say it could not: here it falls
+    /// back to the folder's files (``FileIndex``), deletes the large entries' files and
+    /// returns, leaving every row; once the holder gives the store back, the "removed" small
+    /// entries read again, and the large entries' rows point at deleted files.
+    @Test("FullVolume review: removeAll() in a process locked out of the store removes everything or says it could not")
+    func removeAllWhileAnotherProcessHoldsTheStoreExclusively() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-locked-out-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let holder = try StressSession(folderPath: folder.path)
+        #expect(holder.ask("check seed-1 1500 1") == "whole", "the holder's read on the full volume")
+
+        let failures = Locked<[String]>([])
+        var configuration = Self.configuration(folder, memoryCountLimit: 0)
+        configuration.onEvent = { event in
+            if case .failure = event { failures.withLock { $0.append("\(event)") } }
+        }
+        let cache = Cache(configuration)
+        let started = MonotonicClock.nanoseconds()
+        cache.removeAll()
+        let waited = Double(MonotonicClock.nanoseconds() - started) / 1e9
+        let large = reviewSeeds.filter { $0.bytes > 10_000 }
+        let filesLeft = large.filter {
+            FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.fileName(for: $0.name))
+        }
+        let firstFailure = failures.withLock { $0.first } ?? ""
+        let failureCount = failures.withLock { $0.count }
+        let deleted = large.count - filesLeft.count
+        print(
+            "review: removeAll() locked out of the store took \(waited) s; \(failureCount) failure events "
+                + "(\(firstFailure)); \(deleted) of \(large.count) large files deleted")
+        #expect(holder.ask("close") == "closed")
+        _ = holder.child.wait()
+        unlink(filler)
+        fillerRemoved = true
+
+        let said = !failures.withLock { $0 }.isEmpty
+        let back = reviewSeeds.filter { cache.value(for: CacheKey<Data>($0.name)) != nil }.map(\.name)
+        withKnownIssue(
+            "removeAll() in a process locked out of an exclusively held store deletes the large entries' files through the file index and leaves every row"
+        ) {
+            #expect(
+                back.isEmpty || (said && deleted == 0),
+                "removeAll() returned (failure events: \(said)); \(back.count) entries read again: \(back.prefix(8)); \(deleted) large files deleted behind their rows"
+            )
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + ".damaged"))
+    }
+
+    /// `cashier-tool prune` while an app holds the store without a `-shm`: the tool cannot read
+    /// the store, and must not then delete the large entries' files behind their rows (the app
+    /// lists keys that no longer read, counts bytes that are gone). `list` and `verify` say the
+    /// store cannot be read, never that it is damaged (`verify` exits 1 only for damage).
+    @Test(
+        "FullVolume review: cashier-tool prune while an app holds the store without a -shm leaves no row without its file"
+    )
+    func pruneWhileAnAppHoldsTheStoreExclusively() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-tool-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        #expect(cache.value(for: CacheKey<Data>("seed-1")) == seedValue(reviewSeeds[1]), "the app's read")
+        let countBefore = cache.count
+
+        let list = try ToolRun(["list", folder.path])
+        #expect(!list.output.contains("damaged"), "\(list.output)")
+        let verify = try ToolRun(["verify", folder.path])
+        withKnownIssue("cashier-tool verify reports a store an app holds exclusively as damaged, and exits 1") {
+            #expect(
+                !verify.output.contains("damaged:"), "a lock is not damage (exit \(verify.status)): \(verify.output)")
+        }
+        let prune = try ToolRun(["prune", "--max-size", String(40 * 1024), folder.path])
+        let gone = reviewSeeds.filter {
+            $0.bytes > 10_000
+                && !FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.fileName(for: $0.name))
+        }.map(\.name)
+        let (count, keys) = (cache.count, cache.keys)
+        withKnownIssue(
+            "cashier-tool prune, locked out of an exclusively held store, deletes large entries' files behind their rows, says no entry remains and exits 0"
+        ) {
+            #expect(
+                gone.isEmpty || count == keys.count,
+                "prune exited \(prune.status) and deleted the files of \(gone) behind their rows: count \(countBefore) -> \(count), keys \(keys.count), totalSize \(cache.totalSize) with \(FullVolume.describe(folder))"
+            )
+            #expect(
+                prune.status != 0 || !prune.output.contains("0 entries (0 B) remain"),
+                "prune says nothing remains while \(keys.count) entries do")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + ".damaged"))
+    }
+
+    /// While another process holds the store without a `-shm`, a process locked out of it: its
+    /// read misses and its write throws ``CacheError/Kind/busy`` (what the docs promise), it
+    /// sets nothing aside (a lock is not damage) and loses nothing of the holder's; once the
+    /// holder has gone and room is back, it reads the store. Prints how long each call waited
+    /// (the docs say: its busy timeout, 5 s).
+    @Test(
+        "FullVolume review: a process locked out of a store held without a -shm misses, throws busy and sets nothing aside"
+    )
+    func aProcessLockedOutMissesThrowsBusyAndSetsNothingAside() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-wait-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let holder = try StressSession(folderPath: folder.path)
+        #expect(holder.ask("check seed-1 1500 1") == "whole", "the holder's read on the full volume")
+
+        func seconds(_ body: () -> Void) -> Double {
+            let started = MonotonicClock.nanoseconds()
+            body()
+            return Double(MonotonicClock.nanoseconds() - started) / 1e9
+        }
+        var cache: Cache?
+        let initTook = seconds { cache = Cache(Self.configuration(folder)) }
+        let lockedOut = try #require(cache)
+        var read: Data?
+        let readTook = seconds { read = lockedOut.value(for: CacheKey<Data>("seed-1")) }
+        #expect(read == nil, "read the held store")
+        var thrown: CacheError?
+        let writeTook = seconds {
+            do { try lockedOut.set(Data(repeating: 1, count: 100), for: CacheKey<Data>("locked-out")) } catch {
+                thrown = error as? CacheError
+            }
+        }
+        #expect(thrown?.kind == .busy, "the locked-out write: \(String(describing: thrown))")
+        var count = 0
+        let countTook = seconds { count = lockedOut.count }
+        withKnownIssue("count in a process locked out of the store counts the large entries' files alone") {
+            #expect(count == reviewSeeds.count || count == 0, "count \(count) of \(reviewSeeds.count) entries")
+        }
+        print(
+            "review: locked out: init \(initTook) s, read \(readTook) s, write \(writeTook) s (\(String(describing: thrown))), count \(countTook) s (\(count) of \(reviewSeeds.count))"
+        )
+
+        for seed in reviewSeeds {
+            #expect(
+                holder.ask("check \(seed.name) \(seed.bytes) \(seed.seed)") == "whole", "the holder lost \(seed.name)")
+        }
+        #expect(holder.ask("close") == "closed")
+        _ = holder.child.wait()
+        unlink(filler)
+        fillerRemoved = true
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + ".damaged"))
+        #expect(Self.wrongSeeds(lockedOut).isEmpty, "the locked-out process once the store was given back")
+    }
+
+    /// `removeAll(where:)` on a full volume when the rows it matches free no room (no large
+    /// entry among them): one transaction does not fit, and neither does any one-row
+    /// transaction. Each failure is swallowed (`try?` in the one-row fallback), so the call
+    /// returns as if it had removed them: it must remove them or say it could not.
+    @Test("FullVolume review: removeAll(where:) that cannot remove rows on a full volume says so")
+    func removeAllWhereThatCannotRemoveRowsSaysSo() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-silent-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let failures = Locked<[String]>([])
+        var configuration = Self.configuration(folder, memoryCountLimit: 0)
+        configuration.onEvent = { event in
+            if case .failure = event { failures.withLock { $0.append("\(event)") } }
+        }
+        let cache = Cache(configuration)
+        let rows = Set(reviewSeeds.filter { $0.bytes < 10_000 }.map(\.name))
+        cache.removeAll(where: { rows.contains($0) })
+        cache.waitForBackgroundWork()
+        let kept = rows.filter { cache.value(for: CacheKey<Data>($0)) != nil }.sorted()
+        let said = failures.withLock { $0 }
+        print("review: removeAll(where:) kept \(kept.count) of \(rows.count) rows; \(said.count) failure events")
+        withKnownIssue(
+            "removeAll(where:) on a full volume: rows whose one-row removal does not fit either stay, without an event",
+            isIntermittent: true
+        ) {
+            #expect(
+                kept.isEmpty || !said.isEmpty,
+                "\(kept.count) of \(rows.count) rows kept without a failure event; \(FullVolume.describe(folder))")
+        }
+        #expect(Self.wrongSeeds(cache, removed: rows.subtracting(kept)).isEmpty)
+    }
+
+    /// The docs: once 256 KiB are free again, "the cache's next call opens the store as usual".
+    /// A process whose calls are all memory hits after room came back (an app showing what it
+    /// read) makes calls too: another process must be let in, not locked out until the holder
+    /// next reaches the disk.
+    @Test("FullVolume review: a holder whose calls are memory hits lets another process in once room is back")
+    func aHolderServingFromMemoryLetsOthersInOnceRoomIsBack() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-hits-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 1_000))
+        let rows = reviewSeeds.filter { $0.bytes < 10_000 }
+        for seed in rows { #expect(cache.value(for: CacheKey<Data>(seed.name)) == seedValue(seed)) }
+        #expect(Self.lacksSharedMemory(folder), "the store did not fall back")
+        unlink(filler)
+        fillerRemoved = true
+        // Memory hits only, across more than a coherence interval.
+        let started = MonotonicClock.nanoseconds()
+        var hits = 0
+        while MonotonicClock.nanoseconds() - started < 50_000_000 || hits < 100 {
+            let seed = rows[hits % rows.count]
+            #expect(cache.value(for: CacheKey<Data>(seed.name)) == seedValue(seed))
+            hits += 1
+        }
+        // The hits' uses go to the store off their thread, through the writer, which gives way.
+        #expect(poll { !Self.lacksSharedMemory(folder) }, "the holder kept the store exclusive after \(hits) hits")
+        let other = try StressSession(folderPath: folder.path)
+        #expect(other.ask("check seed-1 1500 1") == "whole", "the other process, after the holder's memory hits")
+        other.exit()
+        #expect(Self.wrongSeeds(cache).isEmpty)
+    }
+
+    /// Another process's write waiting for the store while the holder gives it back: the write
+    /// lands, and the holder's memory tier, which held the old value, serves the new one (its
+    /// coherence check sees the store it reopened as changed, `generation << 32`).
+    @Test(
+        "FullVolume review: a write waiting while the holder gives the store back lands, and the holder's memory sees it"
+    )
+    func aWriteWaitingAcrossTheReturnLandsAndMemorySeesIt() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-landing-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let cache = Cache(Self.configuration(folder, memoryCountLimit: 1_000))
+        let key = CacheKey<Data>("seed-1")
+        #expect(cache.value(for: key) == seedValue(reviewSeeds[1]), "the holder's read (now in memory too)")
+        #expect(Self.lacksSharedMemory(folder), "the store did not fall back")
+
+        let other = try StressSession(folderPath: folder.path)
+        other.child.send("fill seed-1 1500 99") // waits for the store the holder keeps
+        unlink(filler)
+        fillerRemoved = true
+        #expect(throws: Never.self) { try cache.set(Data(repeating: 2, count: 500), for: CacheKey<Data>("trigger")) }
+        #expect(!Self.lacksSharedMemory(folder), "the holder did not give the store back")
+        #expect(other.child.readLine() == "ok", "the waiting write did not land")
+        let written = StressSession.value(for: "seed-1", bytes: 1500, seed: 99)
+        #expect(poll { cache.value(for: key) == written }, "the holder serves the value it held in memory")
+        #expect(other.ask("check seed-1 1500 99") == "whole")
+        other.close()
+    }
+
+    /// The same root as `removeAll()`'s: `collectGarbage()` with a size limit, in a process
+    /// locked out of the store, plans on the folder's files alone and evicts the large entries'
+    /// files behind their rows; once the store is back, `count` still counts them.
+    @Test("FullVolume review: collectGarbage() in a process locked out of the store evicts no file behind its row")
+    func collectGarbageWhileAnotherProcessHoldsTheStoreExclusively() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-gc-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let holder = try StressSession(folderPath: folder.path)
+        #expect(holder.ask("check seed-1 1500 1") == "whole", "the holder's read on the full volume")
+
+        var configuration = Self.configuration(folder, memoryCountLimit: 0)
+        configuration.diskSizeLimit = 40 * 1024
+        let cache = Cache(configuration)
+        cache.collectGarbage()
+        cache.waitForBackgroundWork()
+        let gone = reviewSeeds.filter {
+            $0.bytes > 10_000
+                && !FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.fileName(for: $0.name))
+        }.map(\.name)
+        #expect(holder.ask("close") == "closed")
+        _ = holder.child.wait()
+        unlink(filler)
+        fillerRemoved = true
+        let (count, keys) = (cache.count, cache.keys)
+        withKnownIssue(
+            "collectGarbage() in a process locked out of the store evicts large entries' files behind their rows"
+        ) {
+            #expect(
+                gone.isEmpty || count == keys.count,
+                "evicted the files of \(gone) behind their rows: count \(count), keys \(keys.count)")
+        }
+    }
+}
