@@ -29,7 +29,9 @@ enum PruneCommand {
         // exclusive one on a full volume): its rows are not listed, so the files alone would
         // be pruned, the large entries' from behind their rows, and every row would stay.
         if case .unreadable(let reason) = inventory.store.state, !options.dryRun {
-            throw ToolError("cannot prune \(directory): its store \(FolderStore.fileName) cannot be read now (\(reason)); nothing removed")
+            throw ToolError(
+                "cannot prune \(directory): its store \(FolderStore.fileName) cannot be read now (\(reason)); nothing removed"
+            )
         }
         // The log folded into the store first (without waiting for readers) when the store is
         // sound (a damaged one is `--damaged`'s): what the store's files occupy is then what its

@@ -10,12 +10,16 @@ enum VerifyCommand {
         let damaged = inventory.entries.filter(\.isDamaged)
         // The store's own damage: a file that does not open, or SQLite's structural findings.
         var storeProblems = inventory.store.structuralProblems
+        // A store that cannot be read now (another process's lock, as a cache's exclusive one
+        // on a full volume) is not damage: said as such, and still not sound (exit 1: its rows
+        // went unchecked).
+        var unreadable: String?
         switch inventory.store.state {
         case .damaged(let reason): storeProblems.insert(reason, at: 0)
-        case .unreadable(let reason): storeProblems.insert("cannot read: \(reason)", at: 0)
+        case .unreadable(let reason): unreadable = reason
         case .absent, .sound, .unavailable: break
         }
-        let isSound = damaged.isEmpty && storeProblems.isEmpty
+        let isSound = damaged.isEmpty && storeProblems.isEmpty && unreadable == nil
         if json {
             let document: JSONValue = .object([
                 "directory": .string(directory),
@@ -32,6 +36,7 @@ enum VerifyCommand {
                 "foreignFiles": .array(inventory.foreign.map(JSONValue.string)),
                 "store": inventory.storeJSON,
                 "storeProblems": .array(storeProblems.map(JSONValue.string)),
+                "storeUnreadable": unreadable.map(JSONValue.string) ?? .null,
             ])
             console.print(document.text)
         } else {
@@ -41,6 +46,9 @@ enum VerifyCommand {
             }
             for problem in storeProblems {
                 console.print("damaged: the store \(FolderStore.fileName): \(Format.escaped(problem))")
+            }
+            if let unreadable {
+                console.print("unreadable: the store \(FolderStore.fileName): \(Format.escaped(unreadable))")
             }
             let checked = inventory.entries.count
             let files = checked == 1 ? "1 entry" : "\(checked) entries"

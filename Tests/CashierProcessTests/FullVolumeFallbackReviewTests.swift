@@ -228,14 +228,10 @@ extension FullVolumeTests {
 
         let said = !failures.withLock { $0 }.isEmpty
         let back = reviewSeeds.filter { cache.value(for: CacheKey<Data>($0.name)) != nil }.map(\.name)
-        withKnownIssue(
-            "removeAll() in a process locked out of an exclusively held store deletes the large entries' files through the file index and leaves every row"
-        ) {
-            #expect(
-                back.isEmpty || (said && deleted == 0),
-                "removeAll() returned (failure events: \(said)); \(back.count) entries read again: \(back.prefix(8)); \(deleted) large files deleted behind their rows"
-            )
-        }
+        #expect(
+            back.isEmpty || (said && deleted == 0),
+            "removeAll() returned (failure events: \(said)); \(back.count) entries read again: \(back.prefix(8)); \(deleted) large files deleted behind their rows"
+        )
         #expect(!FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + ".damaged"))
     }
 
@@ -260,27 +256,21 @@ extension FullVolumeTests {
         let list = try ToolRun(["list", folder.path])
         #expect(!list.output.contains("damaged"), "\(list.output)")
         let verify = try ToolRun(["verify", folder.path])
-        withKnownIssue("cashier-tool verify reports a store an app holds exclusively as damaged, and exits 1") {
-            #expect(
-                !verify.output.contains("damaged:"), "a lock is not damage (exit \(verify.status)): \(verify.output)")
-        }
+        #expect(
+            !verify.output.contains("damaged:"), "a lock is not damage (exit \(verify.status)): \(verify.output)")
         let prune = try ToolRun(["prune", "--max-size", String(40 * 1024), folder.path])
         let gone = reviewSeeds.filter {
             $0.bytes > 10_000
                 && !FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.fileName(for: $0.name))
         }.map(\.name)
         let (count, keys) = (cache.count, cache.keys)
-        withKnownIssue(
-            "cashier-tool prune, locked out of an exclusively held store, deletes large entries' files behind their rows, says no entry remains and exits 0"
-        ) {
-            #expect(
-                gone.isEmpty || count == keys.count,
-                "prune exited \(prune.status) and deleted the files of \(gone) behind their rows: count \(countBefore) -> \(count), keys \(keys.count), totalSize \(cache.totalSize) with \(FullVolume.describe(folder))"
-            )
-            #expect(
-                prune.status != 0 || !prune.output.contains("0 entries (0 B) remain"),
-                "prune says nothing remains while \(keys.count) entries do")
-        }
+        #expect(
+            gone.isEmpty || count == keys.count,
+            "prune exited \(prune.status) and deleted the files of \(gone) behind their rows: count \(countBefore) -> \(count), keys \(keys.count), totalSize \(cache.totalSize) with \(FullVolume.describe(folder))"
+        )
+        #expect(
+            prune.status != 0 || !prune.output.contains("0 entries (0 B) remain"),
+            "prune says nothing remains while \(keys.count) entries do")
         #expect(!FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + ".damaged"))
     }
 
@@ -323,9 +313,7 @@ extension FullVolumeTests {
         #expect(thrown?.kind == .busy, "the locked-out write: \(String(describing: thrown))")
         var count = 0
         let countTook = seconds { count = lockedOut.count }
-        withKnownIssue("count in a process locked out of the store counts the large entries' files alone") {
-            #expect(count == reviewSeeds.count || count == 0, "count \(count) of \(reviewSeeds.count) entries")
-        }
+        #expect(count == reviewSeeds.count || count == 0, "count \(count) of \(reviewSeeds.count) entries")
         print(
             "review: locked out: init \(initTook) s, read \(readTook) s, write \(writeTook) s (\(String(describing: thrown))), count \(countTook) s (\(count) of \(reviewSeeds.count))"
         )
@@ -473,12 +461,8 @@ extension FullVolumeTests {
         unlink(filler)
         fillerRemoved = true
         let (count, keys) = (cache.count, cache.keys)
-        withKnownIssue(
-            "collectGarbage() in a process locked out of the store evicts large entries' files behind their rows"
-        ) {
-            #expect(
-                gone.isEmpty || count == keys.count,
-                "evicted the files of \(gone) behind their rows: count \(count), keys \(keys.count)")
-        }
+        #expect(
+            gone.isEmpty || count == keys.count,
+            "evicted the files of \(gone) behind their rows: count \(count), keys \(keys.count)")
     }
 }

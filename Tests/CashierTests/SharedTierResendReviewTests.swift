@@ -114,7 +114,10 @@ extension SharedTierTests {
             for index in 0..<limit {
                 _ = failed.keep(.remove("k\(index)", at: date), for: destination, resends: 0, at: 0)
             }
-            #expect(failed.keep(store("big", bytes: SharedTierWrites.FailedChanges.byteLimit), for: destination, resends: 0, at: 0) == nil)
+            #expect(
+                failed.keep(
+                    store("big", bytes: SharedTierWrites.FailedChanges.byteLimit), for: destination, resends: 0, at: 0)
+                    == nil)
             failed.forget("k0", of: destination) // room for one more key
             #expect(failed.keep(store("small", bytes: 1), for: destination, resends: 0, at: 0) != nil)
             let taken = failed.take(for: .reconnected, at: 0) { name, _ in name == "small" }
@@ -276,6 +279,7 @@ extension SharedTierTests.ResendReview {
         await eventually("A's timer sending its failed write as a removal") { backing.record(in: Self.slot) == nil }
         a.waitForBackgroundWork()
         #expect(backing.stores(in: Self.slot) == storesBefore, "A's older write is not stored again")
-        #expect(try await a.value(for: Self.key) { 2 } == 2, "A dropped its 1 when B's write was announced, and fetches")
+        #expect(
+            try await a.value(for: Self.key) { 2 } == 2, "A dropped its 1 when B's write was announced, and fetches")
     }
 }

@@ -137,7 +137,8 @@ extension DiskTier {
     package func keys(acceptingEveryRecordOf acceptedAppVersion: String?, where include: (EntryHeader) -> Bool)
         -> [String]
     {
-        currentIndex().keys(acceptingEveryRecordOf: acceptedAppVersion, where: include)
+        // None while the folder's store cannot be opened, as its reads miss (``indexForChanging()``).
+        indexForChanging()?.keys(acceptingEveryRecordOf: acceptedAppVersion, where: include) ?? []
     }
 
     /// Plans the removal of every entry whose header `shouldRemove` accepts. Call holding the

@@ -46,8 +46,10 @@ extension DiskTier {
     ///
     /// With a store, the bytes are what the folder occupies (the store, its `-wal` and `-shm`,
     /// the large entries' files): what ``Cache/Configuration-swift.struct/diskSizeLimit`` bounds.
+    /// None while the folder has a store this process cannot open now (``indexForChanging()``):
+    /// as its reads miss, rather than the large entries' files alone.
     package func totals() -> (count: Int, size: Int) {
-        currentIndex().totals()
+        indexForChanging()?.totals() ?? (0, 0)
     }
 
     func loadIndexIfNeeded() {

@@ -130,7 +130,7 @@ final class SharedTierWrites: Sendable {
         var sendingTimeout: TimeInterval = 0
         /// The last change of each key that failed to reach its tier, to send again.
         var failed = FailedChanges()
-        /// When the retry timer waiting now fires (``DispatchTime`` uptime nanoseconds), if one is.
+        /// When the retry timer waiting now fires (`DispatchTime` uptime nanoseconds), if one is.
         var retryAt: UInt64?
     }
 
@@ -204,7 +204,8 @@ final class SharedTierWrites: Sendable {
             for resent in taken {
                 unsent.enter()
                 ledger.begin(resent.change.name)
-                state.queued.append(Queued(change: resent.change, destination: resent.destination, resends: resent.resends))
+                state.queued.append(
+                    Queued(change: resent.change, destination: resent.destination, resends: resent.resends))
             }
             defer { state.isSending = true }
             return !state.isSending
@@ -456,7 +457,7 @@ extension SharedTierWrites {
             var destination: Destination
             /// How often it was sent again already.
             var resends: Int
-            /// When it goes again on the timer (``DispatchTime`` uptime nanoseconds).
+            /// When it goes again on the timer (`DispatchTime` uptime nanoseconds).
             var due: UInt64
         }
 
