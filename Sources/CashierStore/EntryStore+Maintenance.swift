@@ -37,10 +37,14 @@ extension EntryStore {
         do throws(StoreError) {
             return try removeEveryRow(filePath: filePath, otherFiles: otherFiles)
         } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
+            // What the whole transaction answers: the large entries removed.
             var removed: [StoreEntry] = []
             for entry in try entries() {
-                let file = entry.location == .file
-                removed += try remove([entry.key], filePath: file ? filePath : nil).filter { _ in file }
+                if entry.location == .file {
+                    removed += try remove([entry.key], filePath: filePath)
+                } else {
+                    try remove([entry.key])
+                }
             }
             return removed
         }

@@ -156,16 +156,13 @@ extension DiskTier {
     /// barrier must go with the rest, so no write lands between its file going and its memory
     /// record going.
     /// While the folder's store cannot be opened, nothing is removed and that is the failure
-    /// (``indexForChanging()``).
+    /// (``indexForReading()``).
     @discardableResult
     package func removeAllEntries() -> [SystemError] {
-        guard let index = indexForChanging() else {
-            return [
-                storeOpenFailure()
-                    ?? SystemError(code: EIO, operation: "open the folder's store", path: path(Self.storeFileName))
-            ]
+        switch indexForReading() {
+        case .success(let index): index.removeAllEntries()
+        case .failure(let failure): [failure]
         }
-        return index.removeAllEntries()
     }
 
     /// Plans garbage collection: damaged files out, expired entries and entries no read can

@@ -163,9 +163,9 @@ extension DiskTier {
     /// this process cannot open now (another process's lock, as an exclusive one on a full
     /// volume, or an I/O error): working from the files alone would remove large entries' files
     /// behind their rows and leave every row, whose values a later read would find again.
+    /// ``indexForReading()``'s index, without its reason for none.
     func indexForChanging() -> (any EntryIndex)? {
-        if let store = entryStore() { return StoreIndex(disk: self, store: store) }
-        return storeOpenFailure() == nil ? FileIndex(disk: self) : nil
+        try? indexForReading().get()
     }
 
     /// The index for a read or a removal: the store's, opened if the folder has one, or why a
