@@ -43,6 +43,14 @@ extension FullVolumeTests {
         return lstat(folder.path + "/" + DiskTier.storeFileName + "-shm", &info) != 0 || info.st_size < 32 * 1024
     }
 
+    /// The large seeds (entries kept as files) whose file is no longer in `folder`.
+    static func largeFilesGone(_ folder: URL) -> [String] {
+        reviewSeeds.filter {
+            $0.bytes > 10_000
+                && !FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.fileName(for: $0.name))
+        }.map(\.name)
+    }
+
     /// The seeds that do not read back whole through `cache`, except those in `removed`, which must miss.
     static func wrongSeeds(_ cache: Cache, removed: Set<String> = []) -> [String] {
         reviewSeeds.filter { seed in
@@ -211,16 +219,13 @@ extension FullVolumeTests {
         let started = MonotonicClock.nanoseconds()
         cache.removeAll()
         let waited = Double(MonotonicClock.nanoseconds() - started) / 1e9
-        let large = reviewSeeds.filter { $0.bytes > 10_000 }
-        let filesLeft = large.filter {
-            FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.fileName(for: $0.name))
-        }
         let firstFailure = failures.withLock { $0.first } ?? ""
         let failureCount = failures.withLock { $0.count }
-        let deleted = large.count - filesLeft.count
+        let deleted = Self.largeFilesGone(folder).count
         print(
             "review: removeAll() locked out of the store took \(waited) s; \(failureCount) failure events "
-                + "(\(firstFailure)); \(deleted) of \(large.count) large files deleted")
+                + "(\(firstFailure)); \(deleted) of \(reviewSeeds.filter { $0.bytes > 10_000 }.count) large files deleted"
+        )
         #expect(holder.ask("close") == "closed")
         _ = holder.child.wait()
         unlink(filler)
@@ -259,10 +264,7 @@ extension FullVolumeTests {
         #expect(
             !verify.output.contains("damaged:"), "a lock is not damage (exit \(verify.status)): \(verify.output)")
         let prune = try ToolRun(["prune", "--max-size", String(40 * 1024), folder.path])
-        let gone = reviewSeeds.filter {
-            $0.bytes > 10_000
-                && !FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.fileName(for: $0.name))
-        }.map(\.name)
+        let gone = Self.largeFilesGone(folder)
         let (count, keys) = (cache.count, cache.keys)
         #expect(
             gone.isEmpty || count == keys.count,
@@ -452,10 +454,7 @@ extension FullVolumeTests {
         let cache = Cache(configuration)
         cache.collectGarbage()
         cache.waitForBackgroundWork()
-        let gone = reviewSeeds.filter {
-            $0.bytes > 10_000
-                && !FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.fileName(for: $0.name))
-        }.map(\.name)
+        let gone = Self.largeFilesGone(folder)
         #expect(holder.ask("close") == "closed")
         _ = holder.child.wait()
         unlink(filler)
