@@ -30,7 +30,15 @@ extension Cache {
         {
         case .hit: return found
         case .expired: return nil
-        case .miss: return valueFromDisk(for: key)
+        case .miss:
+            // The disk's value comes out as a memory hit's does: copied from its record's
+            // address into `found`, so the unspecialized read path handles no `V?`.
+            valueFromDisk(
+                for: key,
+                copy: { storage in
+                    found = storage.assumingMemoryBound(to: V.self).pointee
+                })
+            return found
         }
     }
 
@@ -94,19 +102,20 @@ extension Cache {
         return .hit
     }
 
-    /// The rest of ``value(for:)`` after a memory miss.
+    /// The rest of ``value(for:)`` after a memory miss: `copy` is given the address of the
+    /// value found, if any, as ``memoryHit(_:valueType:schemaVersion:fetching:copy:)`` gives it.
     @usableFromInline
-    func valueFromDisk<V>(for key: CacheKey<V>) -> V? {
+    func valueFromDisk<V>(for key: CacheKey<V>, copy: (UnsafeMutableRawPointer) -> Void) {
         guard let found = load(key, afterMemoryMiss: true) else {
             emit(.miss(key: key.name))
-            return nil
+            return
         }
         if found.metadata.isExpired(at: nowSeconds), !configuration.returnsExpiredValues {
             missExpired(key.name)
-            return nil
+            return
         }
         emit(.hit(key: key.name))
-        return found.value
+        copy(found.record.storage!)
     }
 
     /// Stores `value` for `key`, replacing what was there.
@@ -246,7 +255,7 @@ extension Cache {
             return nil
         }
         emit(.hit(key: key.name))
-        return CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
+        return CacheEntry(found.value(as: V.self), metadata: found.metadata, origin: found.origin, now: nowSeconds)
     }
 
     /// Whether a usable entry is stored for `key`, expired or not. Unusable entries are discarded.

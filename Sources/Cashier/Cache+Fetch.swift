@@ -115,7 +115,8 @@ extension Cache {
         case .staleWhileRevalidate:
             if let found = load(key) {
                 emit(.hit(key: key.name))
-                let entry = CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
+                let entry = CacheEntry(
+                    found.value(as: V.self), metadata: found.metadata, origin: found.origin, now: nowSeconds)
                 if entry.isExpired { revalidate(key, fetch: fetch) }
                 return entry
             }
@@ -126,7 +127,8 @@ extension Cache {
                 return try await sharedFetch(key, consultingSharedTier: false, fetch: fetch)
             } catch {
                 if let found = load(key) {
-                    return CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
+                    return CacheEntry(
+                        found.value(as: V.self), metadata: found.metadata, origin: found.origin, now: nowSeconds)
                 }
                 throw error
             }
@@ -138,7 +140,8 @@ extension Cache {
         -> CacheEntry<V>
     {
         if let found = load(key) {
-            let entry = CacheEntry(found.value, metadata: found.metadata, origin: found.origin, now: nowSeconds)
+            let entry = CacheEntry(
+                found.value(as: V.self), metadata: found.metadata, origin: found.origin, now: nowSeconds)
             if !entry.isExpired {
                 emit(.hit(key: key.name))
                 return entry

@@ -30,7 +30,8 @@ extension Cache {
         let hub = folderState.hub
         continuation.onTermination = { _ in hub.unsubscribe(id) }
         let current = load(key).flatMap { found in
-            found.metadata.isExpired(at: nowSeconds) && !configuration.returnsExpiredValues ? nil : found.value
+            found.metadata.isExpired(at: nowSeconds) && !configuration.returnsExpiredValues
+                ? nil : found.value(as: V.self)
         }
         state.withLock { state in
             guard !state.hasYielded else { return }
