@@ -10,15 +10,9 @@ import Testing
 /// judged as a disk record is (checksum, schema, type, app version, expiry), a damaged or
 /// foreign one must be a miss with an event, and what is kept must stay bounded.
 extension SharedTierTests {
-    @Suite struct AnnouncementsHostile {
-        let backing = SharedBacking()
-        let folderA = TemporaryFolder()
-        let folderB = TemporaryFolder()
-        let clockA = TestClock()
-        let clockB = TestClock()
+    @Suite struct AnnouncementsHostile: TwoServerSuite {
+        let servers = TwoServers()
         let eventsB = EventLog()
-        static let key = CacheKey<Int>("n", schemaVersion: 1)
-        static let slot = SharedSlot(name: "n", version: "schema-1")
         /// A key B holds locally, to tell when every change sent to B before it was applied.
         static let marker = CacheKey<Int>("marker", schemaVersion: 1)
 
@@ -28,17 +22,7 @@ extension SharedTierTests {
         }
 
         func server(_ server: Int, timeout: TimeInterval = 30) -> Cache {
-            var configuration = makeConfiguration(
-                server == 1 ? folderA : folderB, clock: server == 1 ? clockA : clockB,
-                events: server == 2 ? eventsB : nil)
-            configuration.sharedTier = backing.tier(server)
-            configuration.sharedTierTimeout = timeout
-            return Cache(configuration)
-        }
-
-        static let noFetch: @Sendable () async throws -> Int = {
-            Issue.record("fetched")
-            return -1
+            Cache(servers.configuration(server, events: server == 2 ? eventsB : nil, timeout: timeout))
         }
 
         /// The record a cache of `appVersion` stores in the tier for `value` (made on a tier of its own).

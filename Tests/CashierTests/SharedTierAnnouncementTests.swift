@@ -10,30 +10,12 @@ import Testing
 /// without asking the tier, unless a change of the key made here is on its way to the tier, or
 /// was made no earlier than the record was written (the tier may keep that change instead).
 extension SharedTierTests {
-    @Suite struct Announcements {
-        let backing = SharedBacking()
-        let folderA = TemporaryFolder()
-        let folderB = TemporaryFolder()
-        let clockA = TestClock()
-        let clockB = TestClock()
-        static let key = CacheKey<Int>("n", schemaVersion: 1)
-        static let slot = SharedSlot(name: "n", version: "schema-1")
+    @Suite struct Announcements: TwoServerSuite {
+        let servers = TwoServers()
 
         init() { backing.announcesRecords = true }
 
-        func server(_ server: Int) -> Cache {
-            var configuration = makeConfiguration(
-                server == 1 ? folderA : folderB, clock: server == 1 ? clockA : clockB)
-            configuration.sharedTier = backing.tier(server)
-            configuration.sharedTierTimeout = 30
-            return Cache(configuration)
-        }
-
-        /// A fetch that must not run: every read here is answered by the tier.
-        static let noFetch: @Sendable () async throws -> Int = {
-            Issue.record("fetched")
-            return -1
-        }
+        func server(_ server: Int) -> Cache { Cache(servers.configuration(server)) }
 
         @Test func aStoredChangeServesTheNextReadWithoutAskingTheTier() async throws {
             let (a, b) = (server(1), server(2))

@@ -11,14 +11,8 @@ import Testing
 /// instance made must end up in the tier once it is back. (The review found that keeping them
 /// in memory only broke most of what follows; they are kept on disk too since.)
 extension SharedTierTests {
-    @Suite struct CarriedRecordReview {
-        let backing = SharedBacking()
-        let folderA = TemporaryFolder()
-        let folderB = TemporaryFolder()
-        let clockA = TestClock()
-        let clockB = TestClock()
-        static let key = CacheKey<Int>("n", schemaVersion: 1)
-        static let slot = SharedSlot(name: "n", version: "schema-1")
+    @Suite struct CarriedRecordReview: TwoServerSuite {
+        let servers = TwoServers()
         /// Another key, whose writes reach the tier while `key`'s do not.
         static let other = CacheKey<Int>("x", schemaVersion: 1)
 
@@ -28,17 +22,9 @@ extension SharedTierTests {
         func server(
             _ server: Int, events: EventLog? = nil, _ configure: (inout Cache.Configuration) -> Void = { _ in }
         ) -> Cache {
-            var configuration = makeConfiguration(
-                server == 1 ? folderA : folderB, clock: server == 1 ? clockA : clockB, events: events)
-            configuration.sharedTier = backing.tier(server)
-            configuration.sharedTierTimeout = 30
+            var configuration = servers.configuration(server, events: events)
             configure(&configuration)
             return Cache(configuration)
-        }
-
-        static let noFetch: @Sendable () async throws -> Int = {
-            Issue.record("fetched")
-            return -1
         }
 
         /// B (`b`, else a default server 2) wrote 1, A's newer 2 (of `lifespan`) was announced

@@ -13,24 +13,13 @@ import Testing
 /// Each server has a clock of its own, so a test sets the order of the times apart from the
 /// order of arrival (the fake's gate holds one server's stores).
 extension SharedTierTests {
-    @Suite struct Order {
-        let backing = SharedBacking()
-        let folderA = TemporaryFolder()
-        let folderB = TemporaryFolder()
-        let clockA = TestClock()
-        let clockB = TestClock()
-        static let key = CacheKey<Int>("n", schemaVersion: 1)
-        static let slot = SharedSlot(name: "n", version: "schema-1")
+    @Suite struct Order: TwoServerSuite {
+        let servers = TwoServers()
 
         /// `retryDelay`: the first wait of the retry timer (``SharedTierWrites/FailedChanges``);
         /// an hour, so that only what a test does sends a failed change again.
         func server(_ server: Int, retryDelay: TimeInterval = 3600) -> Cache {
-            var configuration = makeConfiguration(
-                server == 1 ? folderA : folderB, clock: server == 1 ? clockA : clockB)
-            configuration.sharedTier = backing.tier(server)
-            configuration.sharedTierTimeout = 30
-            configuration.sharedTierRetryDelay = retryDelay
-            return Cache(configuration)
+            Cache(servers.configuration(server, retryDelay: retryDelay))
         }
 
         // MARK: Times

@@ -13,14 +13,8 @@ import Testing
 ///
 /// What the review found was fixed; its tests and those of what held pin the behaviour.
 extension SharedTierTests {
-    @Suite struct ResendReview {
-        let backing = SharedBacking()
-        let folderA = TemporaryFolder()
-        let folderB = TemporaryFolder()
-        let clockA = TestClock()
-        let clockB = TestClock()
-        static let key = CacheKey<Int>("n", schemaVersion: 1)
-        static let slot = SharedSlot(name: "n", version: "schema-1")
+    @Suite struct ResendReview: TwoServerSuite {
+        let servers = TwoServers()
         static let other = CacheKey<Int>("other", schemaVersion: 1)
 
         /// Server `server`'s cache (1 on folder A, 2 on folder B) on `tier` (the backing's by
@@ -29,12 +23,7 @@ extension SharedTierTests {
         func server(
             _ server: Int, retryDelay: TimeInterval = 3600, tier: (any SharedTier)? = nil
         ) -> Cache {
-            var configuration = makeConfiguration(
-                server == 1 ? folderA : folderB, clock: server == 1 ? clockA : clockB)
-            configuration.sharedTier = tier ?? backing.tier(server)
-            configuration.sharedTierTimeout = 30
-            configuration.sharedTierRetryDelay = retryDelay
-            return Cache(configuration)
+            Cache(servers.configuration(server, tier: tier, retryDelay: retryDelay))
         }
 
         // MARK: Order against a removal of every key
