@@ -1,4 +1,5 @@
 import CashierPlatform
+import CashierStore
 import Foundation
 
 /// A persistent cache of `Codable` values behind typed keys.
@@ -45,7 +46,9 @@ public final class Cache: Sendable {
         folder = path.map { URL(fileURLWithPath: $0, isDirectory: true) }
         folderState = FolderState.forFolder(
             path, fileSystem: configuration.fileSystem, rowSizeLimit: configuration.rowSizeLimit,
-            usesStore: configuration.usesStore, recheckInterval: configuration.folderRecheckNanoseconds)
+            usesStore: configuration.usesStore, recheckInterval: configuration.folderRecheckNanoseconds,
+            busyTimeoutMilliseconds: Self.milliseconds(configuration.busyTimeout),
+            storeOpenBackoff: StoreOpenBackoff(clock: configuration.storeOpenClock))
         // Each new cache judges the folder again on first use (its sharing may differ; the
         // folder may have changed): one lstat then, none here.
         folderState.disk?.forgetFolderStatus()

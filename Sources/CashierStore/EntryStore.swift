@@ -58,6 +58,9 @@ package final class EntryStore: @unchecked Sendable {
         /// The latest moment opening may wait for another process's lock (a write's wait, shared
         /// with its statements); nil: the busy timeout. Later calls wait as they each say.
         package var openDeadline: MonotonicDeadline?
+        /// Shortens the openings' waits after one found another process's lock held past it
+        /// (shared by every opening of the folder's store in the process); nil: each waits.
+        package var openBackoff: StoreOpenBackoff?
 
         package init() {}
     }
@@ -195,23 +198,31 @@ package final class EntryStore: @unchecked Sendable {
                 !options.readOnly
                 ? SQLiteCode.openReadWrite | SQLiteCode.openCreate
                 : exclusive ? SQLiteCode.openReadWrite : SQLiteCode.openReadOnly
-            let connection = try SQLiteConnection(
-                path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
-            if exclusive { try connection.execute("PRAGMA locking_mode = EXCLUSIVE") }
-            try StoreSchema.configure(
-                connection, synchronized: options.synchronized,
-                busyTimeout: options.openDeadline?.remainingMilliseconds ?? options.busyTimeoutMilliseconds,
-                tightVolume: options.tightVolume)
-            if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
-                throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
+            let planned = options.openDeadline?.remainingMilliseconds ?? options.busyTimeoutMilliseconds
+            let wait = options.openBackoff?.wait(planned) ?? planned
+            do throws(SQLiteError) {
+                let connection = try SQLiteConnection(
+                    path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
+                if exclusive { try connection.execute("PRAGMA locking_mode = EXCLUSIVE") }
+                try StoreSchema.configure(
+                    connection, synchronized: options.synchronized, busyTimeout: wait,
+                    tightVolume: options.tightVolume)
+                if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
+                    throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
+                }
+                if exclusive && options.readOnly { try connection.execute("PRAGMA query_only = ON") }
+                if wait != options.busyTimeoutMilliseconds {
+                    try connection.setBusyTimeout(milliseconds: options.busyTimeoutMilliseconds)
+                }
+                options.openBackoff?.note(busy: false, waited: wait)
+                return StoreConnection(
+                    connection, identity: FileIdentity(device: info.st_dev, inode: info.st_ino),
+                    busyTimeout: options.busyTimeoutMilliseconds, isExclusive: exclusive)
+            } catch {
+                let busy = error.primaryCode == SQLiteCode.busy || error.primaryCode == SQLiteCode.locked
+                if busy { options.openBackoff?.note(busy: true, waited: wait) }
+                throw error
             }
-            if exclusive && options.readOnly { try connection.execute("PRAGMA query_only = ON") }
-            if options.openDeadline != nil {
-                try connection.setBusyTimeout(milliseconds: options.busyTimeoutMilliseconds)
-            }
-            return StoreConnection(
-                connection, identity: FileIdentity(device: info.st_dev, inode: info.st_ino),
-                busyTimeout: options.busyTimeoutMilliseconds, isExclusive: exclusive)
         } catch {
             // The file this call created, if still empty: another process may have opened it
             // since and begun a store in it, which stays.

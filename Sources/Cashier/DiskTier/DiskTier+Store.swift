@@ -216,7 +216,23 @@ extension DiskTier {
     }
 
     private func openStore(creatingWith options: WriteOptions?, until deadline: MonotonicDeadline?) -> EntryStore? {
-        storeOpenLock.lock()
+        // Another thread opening the store may be waiting for another process's lock: a call
+        // with a deadline waits for it no longer than that (then fails as that opening would).
+        if let deadline {
+            let limit = Date(timeIntervalSinceNow: Double(deadline.remainingMilliseconds) / 1000)
+            guard storeOpenLock.lock(before: limit) else {
+                storeState.withLock {
+                    if $0.openFailure == nil {
+                        $0.openFailure = SystemError(
+                            code: EBUSY, operation: "wait for this process's opening of the folder's store",
+                            path: path(Self.storeFileName))
+                    }
+                }
+                return nil
+            }
+        } else {
+            storeOpenLock.lock()
+        }
         defer { storeOpenLock.unlock() }
         if case .open(let store) = storeState.withLock({ $0.phase }) { return store }
         let existed = fileSystem.info(Self.storeFileName, in: folder) != nil
@@ -227,6 +243,8 @@ extension DiskTier {
         storeOptions.permissions = options?.filePermissions ?? 0o600
         storeOptions.synchronized = options?.synchronize ?? false
         storeOptions.openDeadline = deadline
+        storeOptions.busyTimeoutMilliseconds = storeBusyTimeoutMilliseconds
+        storeOptions.openBackoff = storeOpenBackoff
         storeOptions.tightVolume = isVolumeTight
         let store: EntryStore
         do throws(StoreError) {
