@@ -120,7 +120,7 @@ extension Cache {
         /// first cache on a folder decides.
         package var folderRecheckNanoseconds: UInt64 = DiskTier.defaultRecheckInterval
         /// The monotonic clock (nanoseconds) that spaces the store's openings after one found
-        /// another process's lock held (``StoreOpenBackoff``): tests step it. The first cache on
+        /// another process's lock held (`StoreOpenBackoff`): tests step it. The first cache on
         /// a folder decides.
         package var storeOpenClock: @Sendable () -> UInt64 = MonotonicDeadline.nanosecondsNow
 

@@ -49,7 +49,7 @@ package final class DiskTier: Sendable {
     /// nothing (a read's), in milliseconds: the first cache's ``Cache/Configuration-swift.struct/busyTimeout``.
     package let storeBusyTimeoutMilliseconds: Int32
     /// Shared by every opening of the store in this process: after one waited in vain, the
-    /// others try without waiting for a while (``StoreOpenBackoff``).
+    /// others try without waiting for a while (`StoreOpenBackoff`).
     package let storeOpenBackoff: StoreOpenBackoff
 
     /// `usesStore`: `nil` uses the store with the real file system, and not with a test double
