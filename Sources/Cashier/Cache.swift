@@ -165,11 +165,12 @@ public final class Cache: Sendable {
     }
 
     /// Reports what befell the folder's store since the last report (a damaged store set aside,
-    /// SQLite missing) as failures without a key: the cache went on without what was lost.
+    /// SQLite missing) as failures without a key: the cache went on without what was lost; and
+    /// removals the volume had no room for, as failures naming their keys.
     func reportStoreNotices() {
         guard let disk else { return }
         for notice in disk.takeStoreNotices() {
-            emit(.failure(key: nil, error: notice.cacheError))
+            emit(.failure(key: notice.key, error: notice.cacheError))
         }
     }
 

@@ -40,6 +40,13 @@ extension DiskTier {
         case unavailable(String)
         /// The folder's store could not be opened (reads miss, writes throw it until it can).
         case openFailed(SystemError)
+        /// A bulk removal left the entry of `key`: the volume had no room for its removal.
+        case removalAwaitingRoom(key: String, SystemError)
+
+        /// The key the notice is about, if one.
+        package var key: String? {
+            if case .removalAwaitingRoom(let key, _) = self { key } else { nil }
+        }
     }
 
     /// The store's phase and what is still to be reported.
