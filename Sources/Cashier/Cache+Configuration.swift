@@ -1,3 +1,4 @@
+import CashierStore
 import Foundation
 
 extension Cache {
@@ -64,9 +65,13 @@ extension Cache {
         /// of kind ``CacheError/Kind/busy`` and leaves what was stored as it was. 5 by default.
         ///
         /// Only writes wait: a read from memory never does, and a read from disk does not wait
-        /// for writers. An app that writes on its main thread may want less (an iOS app's main
-        /// thread is watched: a few seconds blocked there is a kill); a negative or NaN value
-        /// counts as 0 (fail at once when another process holds the store).
+        /// for writers. (A process locked out of the store altogether, by another process that
+        /// holds it exclusively during a call on a full volume, waits once a call, reads too, and
+        /// its calls in the second after such a wait fail at once; the first cache on a folder
+        /// sets the wait of the openings of its store.) An app that writes on its main thread
+        /// may want less (an iOS app's main thread is watched: a few seconds blocked there is a
+        /// kill); a negative or NaN value counts as 0 (fail at once when another process holds
+        /// the store).
         public var busyTimeout: TimeInterval = 5
         /// How often ``Cache/collectGarbage()`` runs by itself, in seconds; `nil` for never.
         ///
@@ -114,6 +119,10 @@ extension Cache {
         /// file anew (``DiskTier/judgesAnew(rowWrite:)``); 0 at every write, as tests do. The
         /// first cache on a folder decides.
         package var folderRecheckNanoseconds: UInt64 = DiskTier.defaultRecheckInterval
+        /// The monotonic clock (nanoseconds) that spaces the store's openings after one found
+        /// another process's lock held (`StoreOpenBackoff`): tests step it. The first cache on
+        /// a folder decides.
+        package var storeOpenClock: @Sendable () -> UInt64 = MonotonicDeadline.nanosecondsNow
 
         /// A configuration with every setting at its default.
         public init(name: String) {

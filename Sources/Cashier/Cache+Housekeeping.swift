@@ -79,7 +79,10 @@ extension Cache {
     ///
     /// Reads each entry's header (keys are stored whole in them), not file names. With a
     /// ``Configuration-swift.struct/sharedTier``, the records there of the keys removed here go
-    /// too (the tier lists no keys: a key stored only there stays).
+    /// too (the tier lists no keys: a key stored only there stays). On a full volume, an entry
+    /// whose removal finds no room stays, and ``Configuration-swift.struct/onEvent`` receives a
+    /// ``CacheEvent/failure(key:error:)`` of kind ``CacheError/Kind/noSpace`` naming it; it goes
+    /// once removals have made room (see <doc:StorageAndLimits>).
     public func removeAll(where shouldRemove: (String) -> Bool) {
         withoutActuallyEscaping(shouldRemove) { shouldRemove in
             removeAll { key, _ in shouldRemove(key) }

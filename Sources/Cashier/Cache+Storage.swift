@@ -39,9 +39,11 @@ extension Cache {
 
     /// ``Configuration-swift.struct/busyTimeout`` in milliseconds: NaN and negative values are 0,
     /// and a day at most.
-    var busyTimeoutMilliseconds: Int32 {
-        let wait = configuration.busyTimeout
-        return wait.isNaN ? 0 : Int32(min(max(wait, 0), 86_400) * 1000)
+    var busyTimeoutMilliseconds: Int32 { Self.milliseconds(configuration.busyTimeout) }
+
+    /// A wait in seconds as milliseconds: NaN and negative values are 0, and a day at most.
+    static func milliseconds(_ wait: TimeInterval) -> Int32 {
+        wait.isNaN ? 0 : Int32(min(max(wait, 0), 86_400) * 1000)
     }
 
     var limits: DiskTier.Limits {

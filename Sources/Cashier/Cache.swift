@@ -1,4 +1,5 @@
 import CashierPlatform
+import CashierStore
 import Foundation
 
 /// A persistent cache of `Codable` values behind typed keys.
@@ -45,7 +46,9 @@ public final class Cache: Sendable {
         folder = path.map { URL(fileURLWithPath: $0, isDirectory: true) }
         folderState = FolderState.forFolder(
             path, fileSystem: configuration.fileSystem, rowSizeLimit: configuration.rowSizeLimit,
-            usesStore: configuration.usesStore, recheckInterval: configuration.folderRecheckNanoseconds)
+            usesStore: configuration.usesStore, recheckInterval: configuration.folderRecheckNanoseconds,
+            busyTimeoutMilliseconds: Self.milliseconds(configuration.busyTimeout),
+            storeOpenBackoff: StoreOpenBackoff(clock: configuration.storeOpenClock))
         // Each new cache judges the folder again on first use (its sharing may differ; the
         // folder may have changed): one lstat then, none here.
         folderState.disk?.forgetFolderStatus()
@@ -162,11 +165,12 @@ public final class Cache: Sendable {
     }
 
     /// Reports what befell the folder's store since the last report (a damaged store set aside,
-    /// SQLite missing) as failures without a key: the cache went on without what was lost.
+    /// SQLite missing) as failures without a key: the cache went on without what was lost; and
+    /// removals the volume had no room for, as failures naming their keys.
     func reportStoreNotices() {
         guard let disk else { return }
         for notice in disk.takeStoreNotices() {
-            emit(.failure(key: nil, error: notice.cacheError))
+            emit(.failure(key: notice.key, error: notice.cacheError))
         }
     }
 

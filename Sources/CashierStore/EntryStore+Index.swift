@@ -172,7 +172,7 @@ extension EntryStore {
     /// waits. Neither reopens a replaced file nor waits for SQLite: the caller compares the file's
     /// identity itself (``writerIdentity``, `lstat`) and reopens off its thread.
     package func dataVersionIfFree() throws(StoreError) -> Int64? {
-        try withWriterIfFree { connection throws(SQLiteError) in try dataVersion(of: connection) }
+        try withWriterIfFree(evenClosed: true) { connection throws(SQLiteError) in try dataVersion(of: connection) }
     }
 
     /// Copies the `-wal` into the store and truncates it, without waiting: a reader (in any

@@ -79,15 +79,43 @@ extension EntryStore {
     /// `filePath`: where a key's large-entry file is (nil: there is none, as the caller knows);
     /// the file of each entry removed (a large entry's, or one left behind a row) is removed
     /// inside the transaction, before its row goes, so no reader finds a removed entry's file
-    /// without its row, even after a kill. Called inside the transaction, under the store's
-    /// write lock.
+    /// without its row, even after a kill.
+    ///
+    /// On a full volume one transaction for many rows may need more room in the log than the
+    /// volume has (a page of log for every page it touches: removing the 40 rows of a 110 KiB
+    /// store did not fit in the 98 KiB its files' removal freed). The rows then go one a
+    /// transaction, which needs a few pages (the writer folds the log back into the store when a
+    /// commit finds no room); a row whose own transaction does not fit either stays as it was
+    /// and is reported in ``StoreRemovals/awaitingRoom``, never dropped silently. Another failure
+    /// of a one-row transaction ends the removals there: thrown if none was removed yet.
     @discardableResult
     package func remove(
         unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil,
         filePath: ((String) -> String?)? = nil
+    ) throws(StoreError) -> StoreRemovals {
+        guard !entries.isEmpty else { return StoreRemovals() }
+        do throws(StoreError) {
+            return StoreRemovals(removed: try removeInOneTransaction(entries, evictedIn: order, filePath: filePath))
+        } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
+            var outcome = StoreRemovals()
+            for entry in entries {
+                do throws(StoreError) {
+                    outcome.removed += try removeInOneTransaction([entry], evictedIn: order, filePath: filePath)
+                } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
+                    outcome.awaitingRoom.append(entry)
+                } catch {
+                    if outcome.removed.isEmpty && outcome.awaitingRoom.isEmpty { throw error }
+                    break
+                }
+            }
+            return outcome
+        }
+    }
+
+    private func removeInOneTransaction(
+        _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?, filePath: ((String) -> String?)?
     ) throws(StoreError) -> [StoreEntry] {
-        guard !entries.isEmpty else { return [] }
-        return try withWriter { connection throws(SQLiteError) in
+        try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 // Whatever the row's location: a row that replaced a large entry may have its old
                 // file still under the key's name (a kill between its two transactions); with the

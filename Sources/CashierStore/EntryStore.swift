@@ -26,24 +26,16 @@ import Foundation
 /// up to ``maximumIdleReaders`` readers (`PRAGMA query_only`), taken from a pool for reads, so
 /// reads run beside each other and beside a write (WAL), and no lock is held across a read's I/O.
 ///
-/// A store no process has open, on a full volume: SQLite cannot size a new `-shm` (the log's
-/// shared index, 32 KiB; `SQLITE_IOERR_SHMSIZE`), and the file would not open at all, so the
-/// cache could neither read nor remove the entries that would make room. The store then opens
-/// in exclusive locking mode (sqlite.org/wal.html, "Use of WAL Without Shared-Memory": set
-/// before the first access, the log's index lives in this process's memory and no `-shm` is
-/// used). That connection alone can use the file: every call, reads included, goes through the
-/// writer, and other processes wait their busy timeout and fail (their reads miss, their writes
-/// throw) until it closes. It closes, and the store opens as usual, at the first call that
-/// finds ``sharedMemoryRoom`` free on the volume (``returnToSharedMemoryIfRoom(until:)``).
-/// Until then it is the one lock that outlives a call: an app suspended meanwhile holds it
-/// (iOS may end such an app when the store is in an App Group container, `0xdead10cc`),
-/// which is better than a cache that can neither read nor make room.
+/// A store no process has open, on a full volume: SQLite cannot size a new `-shm`, and the
+/// store opens in exclusive locking mode instead (EntryStore+Exclusive.swift): every call,
+/// reads included, goes through the writer, which is opened for the call and closed (its lock
+/// released) before the call returns, so no lock outlives a call there either.
 ///
 /// Invariant for `@unchecked Sendable`: `connection` is read and written only
 /// while `writeLock` is held; `readers` only while `poolLock` is held; `generation` is written
 /// with both held (recovery, reopening) and read with either; `openedIdentity` and
 /// `openedExclusively` are written with both held (in `connection`'s `didSet`) and read under
-/// `poolLock`; `sharedMemoryRetryFloor` only under `writeLock`. A reader is used by one call at a
+/// `poolLock`; `closedFiles` only under `writeLock`. A reader is used by one call at a
 /// time: it is out of the pool while in use. The `let`s never change.
 package final class EntryStore: @unchecked Sendable {
     /// How the store is opened.
@@ -66,6 +58,9 @@ package final class EntryStore: @unchecked Sendable {
         /// The latest moment opening may wait for another process's lock (a write's wait, shared
         /// with its statements); nil: the busy timeout. Later calls wait as they each say.
         package var openDeadline: MonotonicDeadline?
+        /// Shortens the openings' waits after one found another process's lock held past it
+        /// (shared by every opening of the folder's store in the process); nil: each waits.
+        package var openBackoff: StoreOpenBackoff?
 
         package init() {}
     }
@@ -76,10 +71,10 @@ package final class EntryStore: @unchecked Sendable {
     /// Set when opening found a file it could not use and moved it aside.
     package let setAsideAtOpen: StoreSetAside?
 
-    private let writeLock = NSLock()
+    let writeLock = NSLock()
     /// The writer; its ``StoreConnection/identity`` is the file it has open, which another
     /// process may set aside or delete.
-    private var connection: StoreConnection {
+    var connection: StoreConnection {
         didSet {
             poolLock.lock()
             openedIdentity = connection.identity
@@ -92,9 +87,10 @@ package final class EntryStore: @unchecked Sendable {
     /// The writer's ``StoreConnection/isExclusive``, read without the write lock (under `poolLock`):
     /// reads then go through the writer.
     private var openedExclusively = false
-    /// Free bytes on the volume at which an exclusive writer tries to open the store as usual
-    /// again: ``sharedMemoryRoom``, or more after an attempt failed (under `writeLock`).
-    private var sharedMemoryRetryFloor = EntryStore.sharedMemoryRoom
+    /// The store's files as an exclusive writer left them when it closed (under `writeLock`):
+    /// what its next opening, or a memory hit's check, compares to tell whether another process
+    /// wrote meanwhile (``StoreFilesState``).
+    var closedFiles: StoreFilesState?
     /// Whether the writer keeps the log small (``Options/tightVolume``), under `writeLock`.
     private var tightVolume: Bool
     /// Set (under `poolLock`) when a read met a row whose shape the file lost: the writer forgets
@@ -107,7 +103,7 @@ package final class EntryStore: @unchecked Sendable {
     /// Idle readers of the current file.
     private var readers: [StoreConnection] = []
     /// Counts the times the file was replaced (set aside, reopened): older readers are dropped.
-    private var generation = 0
+    var generation = 0
 
     /// Readers kept open between reads; more run at once when more threads read, then close.
     package static let maximumIdleReaders = 4
@@ -165,6 +161,7 @@ package final class EntryStore: @unchecked Sendable {
         }
         openedIdentity = connection.identity
         openedExclusively = connection.isExclusive
+        closeIfExclusive()
     }
 
     /// 3.31 (2020): `trusted_schema`, `SQLITE_OPEN_NOFOLLOW`; defensive mode is 3.26.
@@ -177,22 +174,6 @@ package final class EntryStore: @unchecked Sendable {
         return String(cString: resolved)
     }
 
-    /// Opens the store as ``open(_:_:exclusive:)`` does, or, when SQLite cannot size a `-shm`
-    /// for it (`SQLITE_IOERR_SHMSIZE`, a full volume), in exclusive locking mode, without one
-    /// (see the type's overview).
-    private static func openFallingBack(_ path: String, _ options: Options) throws(SQLiteError) -> StoreConnection {
-        do throws(SQLiteError) {
-            return try open(path, options)
-        } catch  where error.code == SQLiteCode.ioErrorShmSize {
-            return try open(path, options, exclusive: true)
-        }
-    }
-
-    /// Free bytes on the volume before an exclusive writer opens the store as usual again: the
-    /// `-shm`'s first 32 KiB and room for the log to grow, so that the store does not fall back
-    /// again at its next write.
-    static let sharedMemoryRoom = 256 << 10
-
     /// Opens, configures and checks the store at `path`; a schema that is not ours throws
     /// `SQLITE_NOTADB`, and so does anything but a regular file at `path`. A store file this
     /// call created and could not open is removed again (with any `-wal` and `-shm` SQLite made).
@@ -201,7 +182,7 @@ package final class EntryStore: @unchecked Sendable {
     /// lock needs the file open for writing: a read-only store is then opened read-write, and
     /// `query_only` keeps its statements from writing (closing it still folds the log into the
     /// file, as the last connection to a store does).
-    private static func open(_ path: String, _ options: Options, exclusive: Bool = false)
+    static func open(_ path: String, _ options: Options, exclusive: Bool = false)
         throws(SQLiteError) -> StoreConnection
     {
         let created = options.readOnly ? false : try createFile(path, permissions: options.permissions)
@@ -217,23 +198,31 @@ package final class EntryStore: @unchecked Sendable {
                 !options.readOnly
                 ? SQLiteCode.openReadWrite | SQLiteCode.openCreate
                 : exclusive ? SQLiteCode.openReadWrite : SQLiteCode.openReadOnly
-            let connection = try SQLiteConnection(
-                path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
-            if exclusive { try connection.execute("PRAGMA locking_mode = EXCLUSIVE") }
-            try StoreSchema.configure(
-                connection, synchronized: options.synchronized,
-                busyTimeout: options.openDeadline?.remainingMilliseconds ?? options.busyTimeoutMilliseconds,
-                tightVolume: options.tightVolume)
-            if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
-                throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
+            let planned = options.openDeadline?.remainingMilliseconds ?? options.busyTimeoutMilliseconds
+            let wait = options.openBackoff?.wait(planned) ?? planned
+            do throws(SQLiteError) {
+                let connection = try SQLiteConnection(
+                    path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
+                if exclusive { try connection.execute("PRAGMA locking_mode = EXCLUSIVE") }
+                try StoreSchema.configure(
+                    connection, synchronized: options.synchronized, busyTimeout: wait,
+                    tightVolume: options.tightVolume)
+                if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
+                    throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
+                }
+                if exclusive && options.readOnly { try connection.execute("PRAGMA query_only = ON") }
+                if wait != options.busyTimeoutMilliseconds {
+                    try connection.setBusyTimeout(milliseconds: options.busyTimeoutMilliseconds)
+                }
+                options.openBackoff?.note(busy: false, waited: wait)
+                return StoreConnection(
+                    connection, identity: FileIdentity(device: info.st_dev, inode: info.st_ino),
+                    busyTimeout: options.busyTimeoutMilliseconds, isExclusive: exclusive)
+            } catch {
+                let busy = error.primaryCode == SQLiteCode.busy || error.primaryCode == SQLiteCode.locked
+                if busy { options.openBackoff?.note(busy: true, waited: wait) }
+                throw error
             }
-            if exclusive && options.readOnly { try connection.execute("PRAGMA query_only = ON") }
-            if options.openDeadline != nil {
-                try connection.setBusyTimeout(milliseconds: options.busyTimeoutMilliseconds)
-            }
-            return StoreConnection(
-                connection, identity: FileIdentity(device: info.st_dev, inode: info.st_ino),
-                busyTimeout: options.busyTimeoutMilliseconds, isExclusive: exclusive)
         } catch {
             // The file this call created, if still empty: another process may have opened it
             // since and begun a store in it, which stays.
@@ -269,7 +258,9 @@ package final class EntryStore: @unchecked Sendable {
             }
         }
         defer { writeLock.unlock() }
-        if connection.isExclusive { returnToSharedMemoryIfRoom(until: deadline) }
+        // An exclusive writer is opened for the call and closed before it returns (the lock with it).
+        if connection.isExclusive { try reopenExclusive(until: deadline) }
+        defer { closeIfExclusive() }
         if takeShapesLost() { connection.forgetShapes() }
         var reopened = false
         var madeRoom = false
@@ -330,9 +321,14 @@ package final class EntryStore: @unchecked Sendable {
     /// nil at once: for work that gives up its turn rather than wait (a memory hit's check of the
     /// store). `body`'s statements do not wait for another process's lock either. Damage is not
     /// recovered from here (that is I/O): it is ``StoreError/failed(_:)``, and the next write sets it aside.
-    func withWriterIfFree<R>(_ body: (StoreConnection) throws(SQLiteError) -> R) throws(StoreError) -> R? {
+    /// An exclusive writer is closed between calls and not opened here (opening is I/O that may
+    /// wait): nil, unless `evenClosed`, when `body` gets the closed writer (a placeholder).
+    func withWriterIfFree<R>(evenClosed: Bool = false, _ body: (StoreConnection) throws(SQLiteError) -> R)
+        throws(StoreError) -> R?
+    {
         guard writeLock.try() else { return nil }
         defer { writeLock.unlock() }
+        guard !connection.isPlaceholder || evenClosed else { return nil }
         do throws(SQLiteError) {
             try connection.waitAtMost(0)
             defer { try? connection.waitAtMost(options.busyTimeoutMilliseconds) }
@@ -372,6 +368,7 @@ package final class EntryStore: @unchecked Sendable {
             defer { writeLock.unlock() }
             // Another call may have set this file aside already, or another process replaced it:
             // then this one only failed, and the next call reads the file now in place.
+            defer { closeIfExclusive() }
             guard generation == readerGeneration, reader?.identity == identity,
                 (try? reopenIfReplaced()) == false
             else { throw .failed(error) }
@@ -398,7 +395,7 @@ package final class EntryStore: @unchecked Sendable {
 
     /// Drops the pooled readers: the file they have open is no longer the store. Called with
     /// `writeLock` held.
-    private func replaceFile() {
+    func replaceFile() {
         poolLock.lock()
         generation += 1
         readers.removeAll()
@@ -412,7 +409,8 @@ package final class EntryStore: @unchecked Sendable {
         let damaged = identity
         // Close the damaged file before it moves: a placeholder connection to memory takes its place.
         if let placeholder = try? SQLiteConnection(path: ":memory:", flags: SQLiteCode.openReadWrite) {
-            connection = StoreConnection(placeholder, identity: nil, busyTimeout: options.busyTimeoutMilliseconds)
+            connection = StoreConnection(
+                placeholder, identity: nil, busyTimeout: options.busyTimeoutMilliseconds, isPlaceholder: true)
         }
         let setAside =
             Self.setAside(path, reason: reason, expected: damaged)
@@ -430,34 +428,16 @@ package final class EntryStore: @unchecked Sendable {
         return true
     }
 
-    /// Closes an exclusive writer and opens the store as usual once the volume has
-    /// ``sharedMemoryRoom`` free (one `statvfs` a call until then), or exclusively again when the
-    /// `-shm` still cannot be made: then not before the volume has that much more free. When
-    /// neither opens, the writer is a placeholder marked exclusive, and the next call tries again.
-    /// Opening waits for another process's lock no later than `deadline` (the call's), if any.
-    /// Called with `writeLock` held.
-    private func returnToSharedMemoryIfRoom(until deadline: MonotonicDeadline?) {
-        let free = Platform.availableBytes(path) ?? 0
-        guard connection.identity == nil || free >= sharedMemoryRetryFloor,
-            let placeholder = try? SQLiteConnection(path: ":memory:", flags: SQLiteCode.openReadWrite)
-        else { return }
-        replaceFile()
-        // The exclusive lock goes with the connection: it must close before the store opens again.
-        connection = StoreConnection(
-            placeholder, identity: nil, busyTimeout: options.busyTimeoutMilliseconds, isExclusive: true)
-        var opening = options
-        opening.openDeadline = deadline
-        guard let reopened = try? Self.openFallingBack(path, opening) else { return }
-        connection = reopened
-        sharedMemoryRetryFloor = reopened.isExclusive ? free + Self.sharedMemoryRoom : Self.sharedMemoryRoom
-    }
-
     /// The writer's `data_version`, told apart from an earlier connection's to the same file: a
     /// connection counts from scratch, and one opened after another closed (an exclusive writer
-    /// giving way, ``returnToSharedMemoryIfRoom(until:)``) may count as the closed one did although
-    /// another process wrote in between. Called with `writeLock` held.
+    /// reopened, or giving way to a shared one) may count as the closed one did although another
+    /// process wrote in between: ``generation`` moves on whenever that may be so. An exclusive
+    /// writer's own count says nothing (no other connection can commit while it is open): its
+    /// version is the generation alone, which ``exclusiveGeneration()`` moves on when the files
+    /// changed since it closed. Called with `writeLock` held.
     func dataVersion(of connection: StoreConnection) throws(SQLiteError) -> Int64 {
-        try (connection.integer(.dataVersion) ?? 0) &+ Int64(generation) << 32
+        if connection.isExclusive { return Int64(exclusiveGeneration()) << 32 }
+        return try (connection.integer(.dataVersion) ?? 0) &+ Int64(generation) << 32
     }
 
     /// Device and inode of the file the writer has open. Called with `writeLock` held.

@@ -18,6 +18,10 @@ final class StoreConnection {
     /// a `-shm` (``EntryStore`` falls back to it when no `-shm` can be made): the only connection
     /// to the file, which no other connection or process can use until it closes.
     let isExclusive: Bool
+    /// A connection to an empty in-memory database standing in for the writer while the store
+    /// file is closed (being set aside, or an exclusive writer between calls): no statement of
+    /// the store's runs on it.
+    let isPlaceholder: Bool
     /// The busy timeout in force, in milliseconds: set again only when a call needs another.
     private var busyTimeout: Int32
     private var kept: [SQLiteStatement?] = Array(repeating: nil, count: StoreStatement.allCases.count)
@@ -37,10 +41,14 @@ final class StoreConnection {
     /// Set by a read that met a row naming a shape the file no longer has.
     var metMissingShape = false
 
-    init(_ sqlite: SQLiteConnection, identity: FileIdentity?, busyTimeout: Int32, isExclusive: Bool = false) {
+    init(
+        _ sqlite: SQLiteConnection, identity: FileIdentity?, busyTimeout: Int32, isExclusive: Bool = false,
+        isPlaceholder: Bool = false
+    ) {
         self.sqlite = sqlite
         self.identity = identity
         self.isExclusive = isExclusive
+        self.isPlaceholder = isPlaceholder
         self.busyTimeout = busyTimeout
     }
 

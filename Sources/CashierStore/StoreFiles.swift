@@ -16,11 +16,14 @@ package struct MonotonicDeadline: Sendable {
     }
 
     /// What is left, in whole milliseconds (0 once passed: a lock held elsewhere then fails at once).
-    var remainingMilliseconds: Int32 {
+    package var remainingMilliseconds: Int32 {
         let now = Self.now()
         guard nanoseconds > now else { return 0 }
         return Int32(clamping: (nanoseconds - now) / 1_000_000)
     }
+
+    /// `CLOCK_MONOTONIC` now, in nanoseconds.
+    @Sendable package static func nanosecondsNow() -> UInt64 { now() }
 
     private static func now() -> UInt64 {
         var time = timespec()

@@ -101,3 +101,17 @@ package enum StoreError: Error, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// What a removal of planned rows did (``EntryStore/remove(unchanged:evictedIn:filePath:)``).
+package struct StoreRemovals: Sendable, Equatable {
+    /// The rows removed, as they were planned.
+    package var removed: [StoreEntry] = []
+    /// The rows the volume had no room to remove, even one a transaction (`SQLITE_FULL`): they
+    /// stay as they were, for the caller to try again once other removals have made room.
+    package var awaitingRoom: [StoreEntry] = []
+
+    package init(removed: [StoreEntry] = [], awaitingRoom: [StoreEntry] = []) {
+        self.removed = removed
+        self.awaitingRoom = awaitingRoom
+    }
+}

@@ -175,13 +175,12 @@ extension FullVolumeTests {
         Self.checkFreshInstanceOnFullVolume(on: folder, volume: volume)
     }
 
-    /// While a store no process held is open without a `-shm` on a full volume (exclusive locking
-    /// mode, ``EntryStore``), another process cannot use it: its read misses and its write
-    /// throws, each within its busy timeout, never a hang. Once the volume has room again, the
-    /// next call of the instance holding it opens the store as usual, without a relaunch, and the
-    /// other process reads and writes again.
+    /// While a store no process held is opened without a `-shm` on a full volume (exclusive locking
+    /// mode, ``EntryStore``), its lock lasts one call: another process reads it between the
+    /// holder's calls. Once the volume has room again, the next call of the instance opens the
+    /// store as usual, without a relaunch, and the other process reads and writes.
     @Test(
-        "On a full volume, while a store is open without a -shm another process is locked out within its wait, and it is let in once room is back"
+        "On a full volume, a store opened without a -shm lets another process read between calls, and opens as usual once room is back"
     )
     func aStoreOpenWithoutSharedMemoryLetsOthersInOnceRoomIsBack() throws {
         let volume = try #require(FullVolume.folder)
@@ -204,9 +203,9 @@ extension FullVolumeTests {
         }
 
         let other = try StressSession(folderPath: folder.path)
-        #expect(other.ask("check \(seeded[1].key.name) 1500 1") == "nil", "the other process read the held store")
-        let lockedOut = other.ask("fill other 1000 1")
-        #expect(lockedOut.hasPrefix("error"), "the other process's write: \(lockedOut)")
+        // The seeded value is not what `fill` writes: a read of it says "other", a miss "nil".
+        #expect(
+            other.ask("check \(seeded[1].key.name) 1500 1") == "other", "the other process, between the holder's calls")
 
         unlink(filler)
         fillerRemoved = true

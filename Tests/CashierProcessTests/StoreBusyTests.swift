@@ -1,3 +1,4 @@
+import CashierPlatform
 import CashierTestSupport
 import Foundation
 import Testing
@@ -112,6 +113,48 @@ struct StoreBusyTests {
 
     private struct ReadMissed: Error {}
 
+    /// Finding 5 of the full-volume review: a process locked out of the store (another process
+    /// holds it in exclusive locking mode, as one on a full volume does during a call) waited two
+    /// to four busy timeouts a call, one at each opening of the store the call made (the memory
+    /// tier's ticket, the call's own, one in the background). Now once: after an opening waited
+    /// in vain, the openings within the retry interval try without waiting. The openings' clock
+    /// is the test's: each call after the first comes an interval later, or within one.
+    @Test("A call locked out of the store waits for another process's lock at most once")
+    func aLockedOutCallWaitsForTheLockAtMostOnce() throws {
+        let folder = TemporaryFolder()
+        let seeding = try StressSession(folder)
+        #expect(seeding.ask("set kept stored") == "ok")
+        seeding.close()
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, exclusive: true)
+        defer { holder.release() }
+        let clock = Locked<UInt64>(1 << 40)
+        var configuration = folder.configuration(memoryCountLimit: nil) // its ticket opens the store too
+        configuration.busyTimeout = 0.1
+        configuration.storeOpenClock = { clock.withLock { $0 } }
+        let cache = Cache(configuration)
+        let backoff = try #require(cache.folderState.disk?.storeOpenBackoff)
+        let key = CacheKey<String>("kept", schemaVersion: 1)
+        func anIntervalLater() { clock.withLock { $0 += backoff.retryInterval } }
+
+        #expect(cache.value(for: key) == nil, "read a store another process holds exclusively")
+        #expect(backoff.failedWaits == 1, "a read")
+        anIntervalLater()
+        #expect {
+            try cache.set("new", for: key)
+        } throws: { error in
+            (error as? CacheError)?.kind == .busy
+        }
+        #expect(backoff.failedWaits == 2, "a write")
+        anIntervalLater()
+        #expect(cache.count == 0)
+        #expect(backoff.failedWaits == 3, "count")
+        // Within the interval a call fails at once; once the holder lets go, it gets the store.
+        #expect(cache.value(for: CacheKey<String>("other", schemaVersion: 1)) == nil)
+        #expect(backoff.failedWaits == 3, "a read within the interval")
+        holder.release()
+        #expect(cache.value(for: key) == "stored", "a read once the holder let go, within the interval")
+    }
+
     /// The last use of the one row of the folder's store, read by `python3`'s SQLite.
     static func lastUse(in folder: TemporaryFolder) -> Int? {
         folder.storeInteger("select max(last_use) from entry")
@@ -119,7 +162,8 @@ struct StoreBusyTests {
 }
 
 /// A `python3` process holding `BEGIN IMMEDIATE` on a store (SQLite's write lock, in WAL mode
-/// readers still read), until ``release()``.
+/// readers still read), or with `exclusive` the store in exclusive locking mode (as a process
+/// does on a full volume: no other connection can even open it), until ``release()``.
 final class WriteLockHolder {
     private let process = Process()
     private let input = Pipe()
@@ -136,9 +180,20 @@ final class WriteLockHolder {
         print("released", flush=True)
         """
 
-    init(store: String) throws {
+    static let exclusiveScript = """
+        import sqlite3, sys
+        connection = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+        connection.execute("PRAGMA locking_mode = EXCLUSIVE")
+        connection.execute("SELECT count(*) FROM entry").fetchall()
+        print("holding", flush=True)
+        sys.stdin.readline()
+        connection.close()
+        print("released", flush=True)
+        """
+
+    init(store: String, exclusive: Bool = false) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, store]
+        process.arguments = ["python3", "-c", exclusive ? Self.exclusiveScript : Self.script, store]
         process.standardInput = input
         process.standardOutput = output
         try process.run()

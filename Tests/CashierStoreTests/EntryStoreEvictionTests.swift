@@ -124,7 +124,7 @@ import Testing
         for index in 0..<20 { try write("k\(index)", at: Int64(index + 1)) }
         try store.remove("k0")
         let k1 = try #require(try store.entry(for: "k1"))
-        #expect(try store.remove(unchanged: [k1], evictedIn: .frequencyAware).map(\.key) == ["k1"])
+        #expect(try store.remove(unchanged: [k1], evictedIn: .frequencyAware).removed.map(\.key) == ["k1"])
         try write("k0", at: 40)
         try write("k1", at: 40)
         let order = try store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key)
@@ -154,7 +154,7 @@ import Testing
                 defer { left -= entry.size }
                 return left > bytes
             }
-            let removed = try planned.remove(unchanged: Array(chosen), evictedIn: .frequencyAware)
+            let removed = try planned.remove(unchanged: Array(chosen), evictedIn: .frequencyAware).removed
             #expect(removed == swept)
             try planned.compact(afterRemoving: removed.count) // as the disk tier does after a sweep
             for target in [store, planned] {

@@ -34,7 +34,7 @@ extension EntryStore {
             left -= entry.size
             return left > bytes
         }
-        let removed = try remove(unchanged: victims, evictedIn: order)
+        let removed = try remove(unchanged: victims, evictedIn: order).removed
         try? compact(afterRemoving: removed.count)
         return removed
     }
@@ -42,7 +42,7 @@ extension EntryStore {
     /// Removes up to `count` unlocked entries, least recently used first; returns them.
     @discardableResult
     package func removeLeastRecentlyUsed(_ count: Int) throws(StoreError) -> [StoreEntry] {
-        try remove(unchanged: evictionCandidates(limit: count))
+        try remove(unchanged: evictionCandidates(limit: count)).removed
     }
 
     /// Records a use of each of `keys` at `time`, as the disk tier records exact uses.

@@ -40,6 +40,13 @@ extension DiskTier {
         case unavailable(String)
         /// The folder's store could not be opened (reads miss, writes throw it until it can).
         case openFailed(SystemError)
+        /// A bulk removal left the entry of `key`: the volume had no room for its removal.
+        case removalAwaitingRoom(key: String, SystemError)
+
+        /// The key the notice is about, if one.
+        package var key: String? {
+            if case .removalAwaitingRoom(let key, _) = self { key } else { nil }
+        }
     }
 
     /// The store's phase and what is still to be reported.
@@ -216,7 +223,23 @@ extension DiskTier {
     }
 
     private func openStore(creatingWith options: WriteOptions?, until deadline: MonotonicDeadline?) -> EntryStore? {
-        storeOpenLock.lock()
+        // Another thread opening the store may be waiting for another process's lock: a call
+        // with a deadline waits for it no longer than that (then fails as that opening would).
+        if let deadline {
+            let limit = Date(timeIntervalSinceNow: Double(deadline.remainingMilliseconds) / 1000)
+            guard storeOpenLock.lock(before: limit) else {
+                storeState.withLock {
+                    if $0.openFailure == nil {
+                        $0.openFailure = SystemError(
+                            code: EBUSY, operation: "wait for this process's opening of the folder's store",
+                            path: path(Self.storeFileName))
+                    }
+                }
+                return nil
+            }
+        } else {
+            storeOpenLock.lock()
+        }
         defer { storeOpenLock.unlock() }
         if case .open(let store) = storeState.withLock({ $0.phase }) { return store }
         let existed = fileSystem.info(Self.storeFileName, in: folder) != nil
@@ -227,6 +250,8 @@ extension DiskTier {
         storeOptions.permissions = options?.filePermissions ?? 0o600
         storeOptions.synchronized = options?.synchronize ?? false
         storeOptions.openDeadline = deadline
+        storeOptions.busyTimeoutMilliseconds = storeBusyTimeoutMilliseconds
+        storeOptions.openBackoff = storeOpenBackoff
         storeOptions.tightVolume = isVolumeTight
         let store: EntryStore
         do throws(StoreError) {

@@ -135,6 +135,28 @@ extension DiskTier {
         }
     }
 
+    /// Notes rows a bulk removal could not remove, even one a transaction, for want of room
+    /// (``StoreIndex/removeRows(_:evictionOrder:)``), by the keys the removals name: each is
+    /// reported as a failure of kind ``CacheError/Kind/noSpace`` naming its key, and the next
+    /// reclaim removes it, once other removals may have made room, if its row is unchanged (as
+    /// ``removeFromStore(_:key:until:)`` does for one key).
+    func noteRemovalsAwaitingRoom(_ rows: [(key: String, row: StoreEntry)]) {
+        guard !rows.isEmpty else { return }
+        let store = path(Self.storeFileName)
+        storeState.withLock { state in
+            for (key, row) in rows {
+                state.removalsAwaitingRoom[key] = row
+                state.notices.append(
+                    .removalAwaitingRoom(
+                        key: key,
+                        SystemError(
+                            code: ENOSPC, operation: "remove (no room even for its own transaction; tried again later)",
+                            path: store)))
+            }
+        }
+        scheduleReclaim()
+    }
+
     /// Gives the store's free pages back and truncates its log, on the sweep queue (what
     /// ``waitForSweeps()`` waits for): after removals, so what they freed goes back to the
     /// volume (on a full one, that is what lets writes resume). One scheduled at a time.

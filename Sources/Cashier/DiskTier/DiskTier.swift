@@ -45,6 +45,12 @@ package final class DiskTier: Sendable {
     /// How often at most, in nanoseconds, a row write judges the folder and the store file
     /// anew (``judgesAnew(rowWrite:)``); 0 at every write.
     package let recheckInterval: UInt64
+    /// How long an opening of the store waits for another process's lock when its call says
+    /// nothing (a read's), in milliseconds: the first cache's ``Cache/Configuration-swift.struct/busyTimeout``.
+    package let storeBusyTimeoutMilliseconds: Int32
+    /// Shared by every opening of the store in this process: after one waited in vain, the
+    /// others try without waiting for a while (`StoreOpenBackoff`).
+    package let storeOpenBackoff: StoreOpenBackoff
 
     /// `usesStore`: `nil` uses the store with the real file system, and not with a test double
     /// of it (the store's I/O is SQLite's, which a double does not see).
@@ -52,13 +58,17 @@ package final class DiskTier: Sendable {
     package init(
         folder: String, fileSystem: any FileSystem = POSIXFileSystem(), usesStore: Bool? = nil,
         rowSizeLimit: Int? = nil,
-        recheckInterval: UInt64 = DiskTier.defaultRecheckInterval
+        recheckInterval: UInt64 = DiskTier.defaultRecheckInterval,
+        storeBusyTimeoutMilliseconds: Int32 = EntryStore.Options().busyTimeoutMilliseconds,
+        storeOpenBackoff: StoreOpenBackoff = StoreOpenBackoff()
     ) {
         self.folder = folder
         self.fileSystem = fileSystem
         self.usesStore = usesStore ?? (fileSystem is POSIXFileSystem)
         self.rowLimit = rowSizeLimit ?? Self.rowSizeLimit
         self.recheckInterval = recheckInterval
+        self.storeBusyTimeoutMilliseconds = storeBusyTimeoutMilliseconds
+        self.storeOpenBackoff = storeOpenBackoff
     }
 
     // MARK: Reading

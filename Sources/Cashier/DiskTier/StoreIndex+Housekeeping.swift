@@ -264,18 +264,14 @@ extension StoreIndex {
             guard present?.contains(name) ?? true else { return nil }
             return disk.path(name)
         }
-        // On a full volume one transaction for many rows may need more room in the log than the
-        // volume has (a page of log for every page it touches: removing the 40 rows of a 110 KiB
-        // store did not fit in the 98 KiB its files' removal freed). One row at a time needs a
-        // few pages, and the writer folds the log back into the store when a commit finds no room.
+        // On a full volume the store removes the rows one a transaction; those that find no
+        // room even so stay, reported (EntryStore's `remove(unchanged:evictedIn:filePath:)`).
+        var awaitingRoom: [StoreEntry] = []
         func remove(_ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?) throws(StoreError) -> [StoreEntry] {
-            do throws(StoreError) {
-                return try store.remove(unchanged: entries, evictedIn: order, filePath: filePath)
-            } catch .failed(let error) where error.primaryCode == SQLiteCode.full && entries.count > 1 {
-                return entries.flatMap { entry in
-                    (try? store.remove(unchanged: [entry], evictedIn: order, filePath: filePath)) ?? []
-                }
-            }
+            let outcome = try store.remove(unchanged: entries, evictedIn: order, filePath: filePath)
+            // An eviction that finds no room is left to the next sweep, which chooses again.
+            if order == nil { awaitingRoom += outcome.awaitingRoom }
+            return outcome.removed
         }
         do throws(StoreError) {
             removed += try remove(choices.filter { !isEviction($0) }.compactMap(\.stored), evictedIn: nil)
@@ -284,6 +280,13 @@ extension StoreIndex {
         } catch {
             if case .setAside(let setAside) = error { disk.noteSetAside(setAside, of: store) }
             return []
+        }
+        if !awaitingRoom.isEmpty {
+            let rows = Dictionary(awaitingRoom.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+            disk.noteRemovalsAwaitingRoom(
+                choices.compactMap { choice in
+                    choice.stored.flatMap { rows[$0.key] }.map { (choice.removal.key, $0) }
+                })
         }
         // The oldest survivors move to the end of the table, so the pages the sweep left partly
         // empty go back whole; not on a tight volume, where the moves' pages may not fit.
@@ -351,13 +354,10 @@ extension StoreIndex {
                     return
                 }
                 let file = disk.path(DiskTier.fileName(for: key))
-                do throws(StoreError) {
-                    // Only the row as it was: another process's later write of the key stays.
-                    try store.remove(unchanged: [row], filePath: { _ in file })
-                } catch {
-                    if case .failed(let failure) = error, failure.primaryCode == SQLiteCode.full {
-                        disk.storeState.withLock { $0.removalsAwaitingRoom[key] = row }
-                    }
+                // Only the row as it was: another process's later write of the key stays.
+                let outcome = try? store.remove(unchanged: [row], filePath: { _ in file })
+                if outcome?.awaitingRoom.isEmpty == false {
+                    disk.storeState.withLock { $0.removalsAwaitingRoom[key] = row }
                 }
             }
         }

@@ -41,7 +41,7 @@ package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension DiskTier.StoreNotice {
-    /// The failure a cache reports for it, with no key: it concerns the folder's store.
+    /// The failure a cache reports for it: with no key when it concerns the folder's store.
     package var cacheError: CacheError {
         switch self {
         case .setAside(let setAside):
@@ -56,6 +56,8 @@ extension DiskTier.StoreNotice {
                 kind: .ioFailure, message: "SQLite is unavailable (\(reason)): every entry is kept as a file")
         case .openFailed(let failure):
             failure.cacheError(key: nil)
+        case .removalAwaitingRoom(let key, let failure):
+            failure.cacheError(key: key)
         }
     }
 }

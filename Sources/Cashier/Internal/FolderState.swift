@@ -1,4 +1,5 @@
 import CashierPlatform
+import CashierStore
 import Foundation
 
 /// State shared by every ``Cache`` instance of this process on one folder.
@@ -28,15 +29,17 @@ final class FolderState: Sendable {
     /// one the shared store's files are named by.
     static func forFolder(
         _ path: String?, fileSystem: (any FileSystem)?, rowSizeLimit: Int? = nil, usesStore: Bool = true,
-        recheckInterval: UInt64 = DiskTier.defaultRecheckInterval
+        recheckInterval: UInt64 = DiskTier.defaultRecheckInterval,
+        busyTimeoutMilliseconds: Int32 = EntryStore.Options().busyTimeoutMilliseconds,
+        storeOpenBackoff: @autoclosure () -> StoreOpenBackoff = StoreOpenBackoff()
     ) -> FolderState {
         guard let path else { return FolderState(disk: nil) }
         if let fileSystem {
             return FolderState(
                 disk: DiskTier(
                     folder: path, fileSystem: fileSystem, usesStore: usesStore ? nil : false,
-                    rowSizeLimit: rowSizeLimit,
-                    recheckInterval: recheckInterval))
+                    rowSizeLimit: rowSizeLimit, recheckInterval: recheckInterval,
+                    storeBusyTimeoutMilliseconds: busyTimeoutMilliseconds, storeOpenBackoff: storeOpenBackoff()))
         }
         let identity = DiskTier.resolvedPath(of: path)
         return shared.withLock { stores in
@@ -44,7 +47,8 @@ final class FolderState: Sendable {
             stores = stores.filter { $0.value.store != nil }
             let store = FolderState(
                 disk: DiskTier(
-                    folder: path, usesStore: usesStore, rowSizeLimit: rowSizeLimit, recheckInterval: recheckInterval))
+                    folder: path, usesStore: usesStore, rowSizeLimit: rowSizeLimit, recheckInterval: recheckInterval,
+                    storeBusyTimeoutMilliseconds: busyTimeoutMilliseconds, storeOpenBackoff: storeOpenBackoff()))
             stores[identity] = WeakFolderState(store: store)
             return store
         }
