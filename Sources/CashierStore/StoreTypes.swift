@@ -36,6 +36,14 @@ package struct StoreEntry: Sendable, Equatable {
         self.isLocked = isLocked
         self.frequency = frequency
     }
+
+    /// Whether this row is still the one `noted` described, as a removal of unchanged rows
+    /// judges it (`EntryStore.remove(unchanged:evictedIn:filePath:)`): the same key, kind,
+    /// size and lock, and no later use or write (`last_use` no newer).
+    package func isUnchanged(since noted: StoreEntry) -> Bool {
+        key == noted.key && (location == .file) == (noted.location == .file) && size == noted.size
+            && lastUse <= noted.lastUse && isLocked == noted.isLocked
+    }
 }
 
 /// The first use of a row a read found never used since written (`frequency = 0`): recorded on

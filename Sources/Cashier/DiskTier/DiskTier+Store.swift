@@ -134,6 +134,12 @@ extension DiskTier {
         /// the next reclaim, once other removals may have made room, if their rows are unchanged
         /// (another process's later write of the key stays).
         var removalsAwaitingRoom: [String: StoreEntry] = [:]
+
+        /// The row `key`'s removal awaiting room noted, if any: one dictionary lookup only
+        /// while some removal awaits room (a full volume), none on every other read.
+        func removalAwaitingRoom(of key: String) -> StoreEntry? {
+            removalsAwaitingRoom.isEmpty ? nil : removalsAwaitingRoom[key]
+        }
     }
 
     /// The open store, opening it if the folder has one (or, with `options`, creating it);

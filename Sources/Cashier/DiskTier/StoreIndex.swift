@@ -18,8 +18,8 @@ struct StoreIndex: EntryIndex {
     /// A key without a row is absent: its file, if any, is read only while the folder's files
     /// older than the store may still lack rows (an import is under way).
     func read(key: String, fileName: String) -> DiskTier.ReadResult {
-        let importing = disk.storeState.withLock { $0.importPending }
-        if let found = readRow(key: key, fileName: fileName) { return found }
+        let (importing, removal) = disk.storeState.withLock { ($0.importPending, $0.removalAwaitingRoom(of: key)) }
+        if let found = readRow(key: key, fileName: fileName, removalAwaitingRoom: removal) { return found }
         guard importing else { return .absent }
         return disk.read(fileName)
     }
@@ -27,8 +27,8 @@ struct StoreIndex: EntryIndex {
     func readHeader(key: String, fileName: String) -> Result<(EntryHeader, FileInfo), DiskTier.HeaderFailure> {
         // Whether files may lack rows, asked before the row is: an import that gives this
         // key's file a row meanwhile still leaves the file to read.
-        let importing = disk.storeState.withLock { $0.importPending }
-        switch readRow(key: key, fileName: fileName, headerOnly: true) {
+        let (importing, removal) = disk.storeState.withLock { ($0.importPending, $0.removalAwaitingRoom(of: key)) }
+        switch readRow(key: key, fileName: fileName, headerOnly: true, removalAwaitingRoom: removal) {
         case nil: guard importing else { return .failure(.absent) }
         case .absent?: return .failure(.absent)
         case .entry(let header, _, let info)?: return .success((header, info))
@@ -42,8 +42,14 @@ struct StoreIndex: EntryIndex {
     /// or `nil` when the store has no row for it (the caller then reads the file).
     /// `rereads`: how many times the row was read again because the file of the row read
     /// before was gone (another process replaced the entry meanwhile).
+    /// `removalAwaitingRoom`: the row as it was when this process's removal of the key found the
+    /// volume full (``DiskTier/StoreState/removalsAwaitingRoom``). That removal returned to its
+    /// caller: for this process's reads it is done, so the row, if unchanged since, reads as
+    /// absent, as it will once the next reclaim has room to remove it. (A later write of the
+    /// key, here or in another process, changes the row, which then reads as usual.)
     func readRow(
-        key: String, fileName: String, headerOnly: Bool = false, rereads: Int = 0
+        key: String, fileName: String, headerOnly: Bool = false, rereads: Int = 0,
+        removalAwaitingRoom: StoreEntry? = nil
     ) -> DiskTier.ReadResult? {
         let stored: StoredRecord?
         do throws(StoreError) {
@@ -52,6 +58,7 @@ struct StoreIndex: EntryIndex {
             return readFailure(error, operation: "read")
         }
         guard let stored else { return nil }
+        if let removalAwaitingRoom, stored.entry.isUnchanged(since: removalAwaitingRoom) { return .absent }
         guard stored.entry.location == .row else {
             // A large entry: its header is its file's (only the header, for `headerOnly`).
             let found: DiskTier.ReadResult
@@ -75,7 +82,8 @@ struct StoreIndex: EntryIndex {
                 // second; what tells is whether its file is there now.)
                 if rereads < Self.rereadsOfAReplacedRow {
                     return readRow(
-                        key: key, fileName: fileName, headerOnly: headerOnly, rereads: rereads + 1)
+                        key: key, fileName: fileName, headerOnly: headerOnly, rereads: rereads + 1,
+                        removalAwaitingRoom: removalAwaitingRoom)
                 }
                 // The row of a file that is gone: the entry is (the row goes if the file is still
                 // missing under the store's lock, where no write of the key is under way).
