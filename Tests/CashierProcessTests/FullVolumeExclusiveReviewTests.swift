@@ -1,0 +1,201 @@
+import CashierPlatform
+import CashierStress
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// A second hostile review of the full-volume changes: the exclusive connection that lasts one
+/// call (829fa8a), the locked-out process's backoff (9afa85f) and the removals that wait for room
+/// (a13feb7). In `FullVolumeTests` (serialized, run by `.ci/full-volume.sh`): these fill its volume.
+extension FullVolumeTests {
+    /// The seeds the review seeds write (`seedForReview`): a row, and a large entry (a file).
+    static let reviewRow = (name: "seed-1", bytes: 1_500, seed: UInt64(1))
+    static let reviewLarge = (name: "seed-0", bytes: 20 * 1024, seed: UInt64(0))
+
+    static func rowValue() -> Data {
+        StressSession.value(for: reviewRow.name, bytes: reviewRow.bytes, seed: reviewRow.seed)
+    }
+
+    /// The `.noSpace` failures a cache reports, by key.
+    static func noSpaceKeys(_ failures: Locked<[(key: String?, kind: CacheError.Kind)]>) -> Set<String> {
+        Set(failures.withLock { $0 }.filter { $0.kind == .noSpace }.compactMap(\.key))
+    }
+
+    /// DESIGN.md: "Nothing removed is read again". `removeValue(for:)` of a row on a volume so
+    /// full that even its one-row transaction has no room: the row stays, on
+    /// `removalsAwaitingRoom`, reported as `.noSpace`. The very next `value(for:)` of this
+    /// process reads the row back from the store (nothing in the read path consults
+    /// `removalsAwaitingRoom`) and puts it in memory; once room is back the next reclaim removes
+    /// the row (another process reads nil), but not the memory copy: this process keeps serving
+    /// the removed value, while `count` and `keys` no longer list it.
+    @Test("FullVolume review 2: a removeValue that waits for room is read back, and memory keeps it after the retry")
+    func aRemovalAwaitingRoomReadsBackAndMemoryOutlivesItsRetry() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-undone-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+        // The default memory tier (on), as apps run it.
+        var configuration = Self.configuration(folder)
+        configuration.onEvent = { event in
+            if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
+        }
+        let cache = Cache(configuration)
+        let key = CacheKey<Data>(Self.reviewRow.name)
+
+        cache.removeValue(for: key)
+        try #require(
+            Self.noSpaceKeys(failures).contains(key.name),
+            "the removal found room (no noSpace failure): the case this test pins did not arise; \(FullVolume.describe(folder))"
+        )
+        withKnownIssue("a removal waiting for room (removalsAwaitingRoom) is read back by this process's next read") {
+            #expect(cache.value(for: key) == nil, "removeValue returned, and the removed value reads")
+        }
+
+        // Some room back (a large entry's file, far less than the 256 KiB that would reopen the
+        // store as usual): the removal's reclaim retries the one waiting, through the exclusive writer.
+        cache.removeValue(for: CacheKey<Data>(Self.reviewLarge.name))
+        cache.waitForBackgroundWork()
+        let other = try StressSession(folderPath: folder.path)
+        #expect(
+            other.ask("check \(Self.reviewRow.name) \(Self.reviewRow.bytes) \(Self.reviewRow.seed)") == "nil",
+            "the retry did not remove the row")
+        other.close()
+        #expect(!cache.keys.contains(key.name), "keys lists the removed key")
+        withKnownIssue("the retry removes the row but not the memory copy the read-back made") {
+            #expect(cache.value(for: key) == nil, "this process serves the removed value from memory after its retry")
+        }
+    }
+
+    /// The same with `removeAll(where:)` (the author's own admission), in a cache whose memory
+    /// already held the value before the removal: the value must not come back.
+    @Test(
+        "FullVolume review 2: removeAll(where:) that waits for room: the value read back stays in memory after the retry"
+    )
+    func removeAllWhereAwaitingRoomLeavesAMemoryCopyAfterItsRetry() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-where-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+        var configuration = Self.configuration(folder)
+        configuration.onEvent = { event in
+            if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
+        }
+        let cache = Cache(configuration)
+        let key = CacheKey<Data>(Self.reviewRow.name)
+        #expect(cache.value(for: key) == Self.rowValue(), "the read on the full volume (now in memory)")
+
+        cache.removeAll(where: { $0 == key.name })
+        try #require(
+            Self.noSpaceKeys(failures).contains(key.name),
+            "removeAll(where:) found room: the case this test pins did not arise; \(FullVolume.describe(folder))")
+        withKnownIssue("a bulk removal waiting for room is read back (and put in memory) by this process") {
+            #expect(cache.value(for: key) == nil)
+        }
+        cache.removeValue(for: CacheKey<Data>(Self.reviewLarge.name)) // room for the retry, still exclusive
+        cache.waitForBackgroundWork()
+        #expect(cache.count == reviewSeedCount - 2, "count after the retry: \(cache.count)")
+        withKnownIssue("the retry removes the row but not the memory copy") {
+            #expect(cache.value(for: key) == nil)
+        }
+    }
+
+    /// DESIGN.md: "Nothing removed is read again, after a kill, in any process". A removal that
+    /// finds no room is kept only in the memory of the process that made it
+    /// (`DiskTier.storeState.removalsAwaitingRoom`): a process that exits (or is killed) before a
+    /// reclaim finds room loses it, the row stays for good, and once room is back every process
+    /// reads the removed value.
+    @Test("FullVolume review 2: a removal waiting for room is lost when its process exits: the value reads again")
+    func aRemovalAwaitingRoomIsLostWithItsProcess() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-exit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let remover = try StressSession(folderPath: folder.path)
+        #expect(remover.ask("remove \(Self.reviewRow.name)") == "ok")
+        #expect(remover.ask("wait") == "ok")
+        remover.exit()
+        unlink(filler)
+        fillerRemoved = true
+
+        let fresh = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        // A write and a removal with room: this process's reclaims know nothing of the other's.
+        #expect(throws: Never.self) { try fresh.set(Data(repeating: 1, count: 300), for: CacheKey<Data>("after")) }
+        fresh.removeValue(for: CacheKey<Data>(Self.reviewLarge.name))
+        fresh.waitForBackgroundWork()
+        withKnownIssue("removalsAwaitingRoom lives only in the remover's memory: the row outlives its process") {
+            #expect(
+                fresh.value(for: CacheKey<Data>(Self.reviewRow.name)) == nil,
+                "the value removed before its process exited reads again")
+        }
+    }
+
+    /// Two processes alternating on the full volume, each taking the store between the other's
+    /// calls (exclusive for one call each): every write that returned reads back whole in both,
+    /// the last write of a key wins in both (no stale memory hit), and no lock outlives a call.
+    @Test("FullVolume review 2: two processes alternating on a full volume lose no write and serve no stale value")
+    func twoProcessesAlternatingOnAFullVolume() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-alternate-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        // Room for a few rows' log pages, then full: the large seeds' removals below make it.
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        var configuration = Self.configuration(folder, memoryCountLimit: 1_000)
+        configuration.memoryCoherenceNanoseconds = 0
+        let cache = Cache(configuration)
+        let other = try StressSession(arguments: ["session", folder.path, "1000"])
+        defer { other.exit() }
+        #expect(other.ask("check seed-2 1500 2") == "whole")
+        #expect(cache.value(for: CacheKey<Data>("seed-2")) == StressSession.value(for: "seed-2", bytes: 1500, seed: 2))
+        #expect(Self.lacksSharedMemory(folder), "the store did not fall back")
+        cache.removeValue(for: CacheKey<Data>("seed-10"))
+        #expect(other.ask("remove seed-20") == "ok")
+        /// Both processes' background work (reclaims, uses) done: no call of either is under way.
+        func settled() -> Bool {
+            cache.waitForBackgroundWork()
+            return other.ask("wait") == "ok"
+        }
+        #expect(settled() && Self.storeLockIsFree(folder), "a lock outlived the calls and their background work")
+
+        var lastSeed: UInt64 = 2
+        var stale: [String] = []
+        for round in 0..<12 {
+            let seed = UInt64(100 + round)
+            let writerIsOther = round.isMultiple(of: 2)
+            if writerIsOther {
+                guard other.ask("fill seed-2 1500 \(seed)") == "ok" else { continue }
+            } else {
+                let value = StressSession.value(for: "seed-2", bytes: 1500, seed: seed)
+                guard (try? cache.set(value, for: CacheKey<Data>("seed-2"))) != nil else { continue }
+            }
+            lastSeed = seed
+            let expected = StressSession.value(for: "seed-2", bytes: 1500, seed: lastSeed)
+            if cache.value(for: CacheKey<Data>("seed-2")) != expected { stale.append("here, round \(round)") }
+            // A memory hit checks the store at most every 10 ms (documented): a hit just after the
+            // other process's write may serve the value it held; the next checks must not.
+            let check = "check seed-2 1500 \(lastSeed)"
+            if other.ask(check) != "whole", !poll(seconds: 2, { other.ask(check) == "whole" }) {
+                stale.append("there, round \(round): \(other.ask(check))")
+            }
+            #expect(settled() && Self.storeLockIsFree(folder), "round \(round): a lock outlived a call")
+        }
+        #expect(lastSeed != 2, "no write fit on the volume: \(FullVolume.describe(folder))")
+        #expect(stale.isEmpty, "a read served another value than the last write: \(stale)")
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + ".damaged"))
+    }
+}
+
+/// How many entries `seedForReview` writes.
+private let reviewSeedCount = 30
