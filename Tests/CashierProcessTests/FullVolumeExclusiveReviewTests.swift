@@ -201,6 +201,60 @@ extension FullVolumeTests {
         }
     }
 
+    /// StorageAndLimits.md: "A bulk removal whose transaction still does not fit removes its rows
+    /// one a transaction; a row whose own removal finds no room either stays, and the cache
+    /// reports it as a failure of kind noSpace naming its key, then removes it at the next
+    /// reclaim". `removeAll()` is a bulk removal, but `EntryStore.removeAll` falls back to
+    /// `remove([key])`, which throws at the first row without room: the rest are never tried,
+    /// none is named or put on `removalsAwaitingRoom`, and once room is back they all read again.
+    @Test(
+        "FullVolume review 2: removeAll() of rows only on a full volume: the rows without room are named and removed later"
+    )
+    func removeAllOfRowsOnlyOnAFullVolume() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-all-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        do { // no large entry left: nothing removeAll() unlinks makes room
+            let cache = Cache(Self.configuration(folder, memoryCountLimit: 0))
+            for index in [0, 10, 20] { cache.removeValue(for: CacheKey<Data>("seed-\(index)")) }
+            cache.waitForBackgroundWork()
+        }
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+        var configuration = Self.configuration(folder)
+        configuration.onEvent = { event in
+            if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
+        }
+        let cache = Cache(configuration)
+        cache.removeAll()
+        cache.waitForBackgroundWork()
+        let kept = reviewSeedNames.filter { cache.value(for: CacheKey<Data>($0)) != nil }
+        try #require(!kept.isEmpty, "removeAll() found room for every row: the case this test pins did not arise")
+        #expect(
+            failures.withLock { $0 }.contains { $0.key == nil && $0.kind == .noSpace },
+            "removeAll() kept \(kept.count) rows without a noSpace failure: \(failures.withLock { $0 })")
+        withKnownIssue("removeAll()'s one-row fallback throws at the first row without room: the others are not named")
+        {
+            #expect(
+                Set(kept).isSubset(of: Self.noSpaceKeys(failures)),
+                "rows kept without a noSpace failure naming them: \(Set(kept).subtracting(Self.noSpaceKeys(failures)).sorted())"
+            )
+        }
+        unlink(filler)
+        fillerRemoved = true
+        cache.removeValue(for: CacheKey<Data>("absent"))
+        #expect(throws: Never.self) { try cache.set(Data(repeating: 3, count: 100), for: CacheKey<Data>("later")) }
+        cache.removeValue(for: CacheKey<Data>("later")) // a removal that succeeds: its reclaim retries
+        cache.waitForBackgroundWork()
+        let back = reviewSeedNames.filter { cache.value(for: CacheKey<Data>($0)) != nil }
+        withKnownIssue("nothing retries the rows removeAll() left: with room back, the removed values read again") {
+            #expect(back.isEmpty, "\(back.count) values removeAll() removed read again: \(back.prefix(5))")
+        }
+    }
+
     /// DESIGN.md: "Nothing removed is read again, after a kill, in any process". A removal that
     /// finds no room is kept only in the memory of the process that made it
     /// (`DiskTier.storeState.removalsAwaitingRoom`): a process that exits (or is killed) before a
@@ -293,3 +347,6 @@ extension FullVolumeTests {
 
 /// How many entries `seedForReview` writes.
 private let reviewSeedCount = 30
+
+/// The names `seedForReview` writes.
+private let reviewSeedNames = (0..<reviewSeedCount).map { "seed-\($0)" }
