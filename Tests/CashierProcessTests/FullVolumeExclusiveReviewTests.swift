@@ -255,6 +255,44 @@ extension FullVolumeTests {
         }
     }
 
+    /// DESIGN.md: "A memory hit never waits". On the full volume the store is closed between
+    /// calls, and another process may hold it (here for good, as one suspended mid-call would):
+    /// every memory hit still checks coherence (interval 0), by the files' state alone, and
+    /// serves its value without opening the store. The disk tier's background queue is held so
+    /// that only the hits could have opened the store (their uses are flushed off their thread).
+    @Test(
+        "FullVolume review 2: memory hits while another process holds the closed store open nothing and wait for nothing"
+    )
+    func memoryHitsWhileAnotherProcessHoldsTheStoreNeverWait() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-hits-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        var configuration = Self.configuration(folder, memoryCountLimit: 1_000)
+        configuration.memoryCoherenceNanoseconds = 0
+        configuration.busyTimeout = 0.2
+        let cache = Cache(configuration)
+        let disk = try #require(cache.folderState.disk)
+        let key = CacheKey<Data>(Self.reviewRow.name)
+        #expect(cache.value(for: key) == Self.rowValue(), "the read that fills memory")
+        cache.waitForBackgroundWork()
+        #expect(Self.lacksSharedMemory(folder), "the store did not fall back")
+
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, exclusive: true)
+        defer { holder.release() }
+        let blocker = DispatchSemaphore(value: 0)
+        disk.inBackground { blocker.wait() }
+        defer { blocker.signal() }
+        let waitsBefore = disk.storeOpenBackoff.failedWaits
+        var served = 0
+        for _ in 0..<200 where cache.value(for: key) == Self.rowValue() { served += 1 }
+        #expect(served == 200, "memory hits served \(served) of 200 while another process held the store")
+        #expect(disk.storeOpenBackoff.failedWaits == waitsBefore, "a memory hit waited for the other process's lock")
+        #expect(cache.entry(for: key)?.origin == .memory)
+    }
+
     /// DESIGN.md: "Nothing removed is read again, after a kill, in any process". A removal that
     /// finds no room is kept only in the memory of the process that made it
     /// (`DiskTier.storeState.removalsAwaitingRoom`): a process that exits (or is killed) before a
