@@ -293,6 +293,37 @@ extension FullVolumeTests {
         #expect(cache.entry(for: key)?.origin == .memory)
     }
 
+    /// Another process opening the store while the holder's background work (the reclaim its
+    /// removal scheduled) opens it too, both in exclusive locking mode: in runs here the other
+    /// process's first read waited its whole busy timeout (200 ms) and failed, the lock then
+    /// freed some 30 ms later, and `StoreOpenBackoff` made every opening of the next second fail
+    /// at once: every read missed. The existing `theExclusiveLockIsReleasedWhenEachCallReturns`
+    /// fails the same way (5 runs of 6 here). Timing decides whether the openings meet, so the
+    /// issue is intermittent.
+    @Test("FullVolume review 2: a process opening the store while the holder's reclaim runs reads the holder's rows")
+    func openingBesideTheHoldersReclaimReads() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-beside-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let holder = try StressSession(folderPath: folder.path)
+        defer { holder.close() }
+        #expect(holder.ask("check seed-1 1500 1") == "whole")
+        #expect(holder.ask("remove seed-0") == "ok") // schedules the holder's reclaim
+        var configuration = Self.configuration(folder, memoryCountLimit: 0)
+        configuration.busyTimeout = 0.2
+        let beside = Cache(configuration)
+        let missed = (1..<6).map { "seed-\($0)" }.filter { beside.value(for: CacheKey<Data>($0)) == nil }
+        withKnownIssue(
+            "openings in exclusive mode meeting the holder's background reclaim fail, then back off",
+            isIntermittent: true
+        ) {
+            #expect(missed.isEmpty, "reads that missed beside the holder's reclaim: \(missed)")
+        }
+    }
+
     /// DESIGN.md: "Nothing removed is read again, after a kill, in any process". A removal that
     /// finds no room is kept only in the memory of the process that made it
     /// (`DiskTier.storeState.removalsAwaitingRoom`): a process that exits (or is killed) before a
