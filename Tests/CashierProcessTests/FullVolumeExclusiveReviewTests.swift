@@ -53,9 +53,7 @@ extension FullVolumeTests {
             "the removal found room (no noSpace failure): the case this test pins did not arise; \(FullVolume.describe(folder))"
         )
         cache.waitForBackgroundWork() // the reclaim the failed removal scheduled: still no room
-        withKnownIssue("a removal waiting for room (removalsAwaitingRoom) is read back by this process's next read") {
-            #expect(cache.value(for: key) == nil, "removeValue returned, and the removed value reads")
-        }
+        #expect(cache.value(for: key) == nil, "removeValue returned, and the removed value reads")
 
         // Some room back (a large entry's file, far less than the 256 KiB that would reopen the
         // store as usual): the removal's reclaim retries the one waiting, through the exclusive writer.
@@ -67,9 +65,7 @@ extension FullVolumeTests {
             "the retry did not remove the row")
         other.close()
         #expect(!cache.keys.contains(key.name), "keys lists the removed key")
-        withKnownIssue("the retry removes the row but not the memory copy the read-back made") {
-            #expect(cache.value(for: key) == nil, "this process serves the removed value from memory after its retry")
-        }
+        #expect(cache.value(for: key) == nil, "this process serves the removed value from memory after its retry")
     }
 
     /// The same with `removeAll(where:)` (the author's own admission), in a cache whose memory
@@ -98,15 +94,11 @@ extension FullVolumeTests {
             Self.noSpaceKeys(failures).contains(key.name),
             "removeAll(where:) found room: the case this test pins did not arise; \(FullVolume.describe(folder))")
         cache.waitForBackgroundWork() // the reclaim the failed removal scheduled: still no room
-        withKnownIssue("a bulk removal waiting for room is read back (and put in memory) by this process") {
-            #expect(cache.value(for: key) == nil)
-        }
+        #expect(cache.value(for: key) == nil, "a bulk removal waiting for room reads back in this process")
         cache.removeValue(for: CacheKey<Data>(Self.reviewLarge.name)) // room for the retry, still exclusive
         cache.waitForBackgroundWork()
         #expect(cache.count == reviewSeedCount - 2, "count after the retry: \(cache.count)")
-        withKnownIssue("the retry removes the row but not the memory copy") {
-            #expect(cache.value(for: key) == nil)
-        }
+        #expect(cache.value(for: key) == nil, "the retry removed the row and memory still serves it")
     }
 
     /// A write of a key whose removal awaits room takes the removal off `removalsAwaitingRoom`
@@ -147,11 +139,9 @@ extension FullVolumeTests {
         let other = try StressSession(folderPath: folder.path)
         let there = other.ask("check \(Self.reviewRow.name) \(Self.reviewRow.bytes) \(Self.reviewRow.seed)")
         other.close()
-        withKnownIssue("the failed write took its key's removal off removalsAwaitingRoom: the removal is undone") {
-            #expect(stillListed, "the failed write took the key off removalsAwaitingRoom")
-            #expect(there == "nil", "another process reads the value removed before the failed write: \(there)")
-            #expect(cache.value(for: key) == nil, "this process reads it too")
-        }
+        #expect(stillListed, "the failed write took the key off removalsAwaitingRoom")
+        #expect(there == "nil", "another process reads the value removed before the failed write: \(there)")
+        #expect(cache.value(for: key) == nil, "this process reads it too")
     }
 
     /// `StoreIndex.retryRemovalsAwaitingRoom` takes each key off the list, tries `try?
@@ -197,10 +187,8 @@ extension FullVolumeTests {
         let other = try StressSession(folderPath: folder.path)
         let there = other.ask("check \(Self.reviewRow.name) \(Self.reviewRow.bytes) \(Self.reviewRow.seed)")
         other.close()
-        withKnownIssue("a retry that throws (busy) drops the removal from removalsAwaitingRoom instead of keeping it") {
-            #expect(stillListed, "the retry that met the lock took the key off removalsAwaitingRoom")
-            #expect(there == "nil", "the removed value reads again once room is back: \(there)")
-        }
+        #expect(stillListed, "the retry that met the lock took the key off removalsAwaitingRoom")
+        #expect(there == "nil", "the removed value reads again once room is back: \(there)")
     }
 
     /// StorageAndLimits.md: "A bulk removal whose transaction still does not fit removes its rows
@@ -357,7 +345,7 @@ extension FullVolumeTests {
         unlink(filler) // room, but no reclaim yet: none is scheduled until the next removal
         fillerRemoved = true
         clock.withLock { $0 = $0.addingTimeInterval(3_600) }
-        _ = cache.value(for: key) // reads back (the issue above), noting a use an hour later
+        _ = cache.value(for: key) // a read an hour later: it must neither read back nor note a use
         cache.waitForBackgroundWork() // the use reaches the row
         let disk = try #require(cache.folderState.disk)
         let listed = disk.storeState.withLock { $0.removalsAwaitingRoom[key.name] != nil }
@@ -367,11 +355,7 @@ extension FullVolumeTests {
         let other = try StressSession(folderPath: folder.path)
         let there = other.ask("check \(Self.reviewRow.name) \(Self.reviewRow.bytes) \(Self.reviewRow.seed)")
         other.close()
-        withKnownIssue(
-            "the retry removes only the row as it was; the read-back's use changed it, so nothing is removed"
-        ) {
-            #expect(there == "nil", "the removed value reads again after the retry: \(there)")
-        }
+        #expect(there == "nil", "the removed value reads again after the retry: \(there)")
     }
 
     /// DESIGN.md: "Nothing removed is read again, after a kill, in any process". A removal that

@@ -354,9 +354,11 @@ extension StoreIndex {
                     return
                 }
                 let file = disk.path(DiskTier.fileName(for: key))
-                // Only the row as it was: another process's later write of the key stays.
+                // Only the row as it was: another process's later write of the key stays. A
+                // retry that could not be made (no room yet, the store busy: another process's
+                // call, as processes alternating on a full volume make) waits for the next.
                 let outcome = try? store.remove(unchanged: [row], filePath: { _ in file })
-                if outcome?.awaitingRoom.isEmpty == false {
+                if outcome?.awaitingRoom.isEmpty != true {
                     disk.storeState.withLock { $0.removalsAwaitingRoom[key] = row }
                 }
             }

@@ -138,21 +138,34 @@ struct StoreIndex: EntryIndex {
         // A row keeps a stored lock in its own statement; a file, or a row while files older
         // than the store may lack rows (an import is pending), reads the stored header first.
         let row = keepsAsRow(size: size)
-        let importing = disk.storeState.withLock { state in
-            // A write of a key whose removal awaits room is the newer word on it.
-            if !state.removalsAwaitingRoom.isEmpty { state.removalsAwaitingRoom[header.key] = nil }
-            return state.importPending
+        let (importing, removal) = disk.storeState.withLock { state in
+            // A write of a key whose removal awaits room is the newer word on it: the removal
+            // is taken off the list before the write (no retry may remove what it writes)…
+            (
+                state.importPending,
+                state.removalsAwaitingRoom.isEmpty ? nil : state.removalsAwaitingRoom.removeValue(forKey: header.key)
+            )
+        }
+        var written = false
+        defer {
+            // …and put back if the write did not land (a full volume, most likely): the row is
+            // still the removed one, and the removal still the last word on it.
+            if !written, let removal {
+                disk.storeState.withLock { state in
+                    if state.removalsAwaitingRoom[header.key] == nil {
+                        state.removalsAwaitingRoom[header.key] = removal
+                    }
+                }
+            }
         }
         let lockInRow = row && options.keepsStoredLock && !importing
         if options.keepsStoredLock, !lockInRow, !header.isLocked { header.isLocked = disk.storedLock(of: header.key) }
         if row {
-            return (
-                size,
-                try disk.writeRow(
-                    store, fileName: fileName, header: header, payload: payload, options: options,
-                    keepingLock: lockInRow,
-                    removingFile: importing, until: deadline)
-            )
+            let isLocked = try disk.writeRow(
+                store, fileName: fileName, header: header, payload: payload, options: options,
+                keepingLock: lockInRow, removingFile: importing, until: deadline)
+            written = true
+            return (size, isLocked)
         }
         let temporary = try disk.writeTemporaryFile(header: header, payload: payload, options: options)
         // The file is renamed into place and its row written in one store transaction.
@@ -164,6 +177,7 @@ struct StoreIndex: EntryIndex {
             try? disk.fileSystem.removeFile(temporary)
             throw error
         }
+        written = true
         return (size, header.isLocked)
     }
 
