@@ -357,6 +357,7 @@ extension FullVolumeTests {
         let rows = reviewSeeds.filter { $0.bytes < 10_000 }
         for seed in rows { #expect(cache.value(for: CacheKey<Data>(seed.name)) == seedValue(seed)) }
         #expect(Self.lacksSharedMemory(folder), "the store did not fall back")
+        cache.waitForBackgroundWork() // the reads' uses written: the rounds start from a quiet store
         let dropsBefore = cache.memory.coherenceDrops
         for round in 0..<20 {
             // A miss reopens the store (and closes it); the uses of the hits are written too.
