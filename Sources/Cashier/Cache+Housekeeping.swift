@@ -37,6 +37,8 @@ extension Cache {
                 return failures
             }
         }
+        // On a full volume, the rows left for want of room, by key.
+        reportStoreNotices()
         for failure in failures {
             emit(.failure(key: nil, error: failure.cacheError(key: nil)))
         }

@@ -32,21 +32,25 @@ extension EntryStore {
     /// back into the store whenever a commit finds no room.
     @discardableResult
     package func removeAll(filePath: ((String) -> String)? = nil, otherFiles: (() -> [String])? = nil)
-        throws(StoreError) -> [StoreEntry]
+        throws(StoreError) -> StoreRemovals
     {
         do throws(StoreError) {
-            return try removeEveryRow(filePath: filePath, otherFiles: otherFiles)
+            return StoreRemovals(removed: try removeEveryRow(filePath: filePath, otherFiles: otherFiles))
         } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
-            // What the whole transaction answers: the large entries removed.
+            // What the whole transaction answers: the large entries removed (their files first,
+            // which makes room), then the rows one a transaction, as any bulk removal on a full
+            // volume goes (``remove(unchanged:evictedIn:filePath:)``): those that find no room
+            // even so stay as they were, in `awaitingRoom`, for the caller to name and retry.
             var removed: [StoreEntry] = []
+            var rows: [StoreEntry] = []
             for entry in try entries() {
                 if entry.location == .file {
                     removed += try remove([entry.key], filePath: filePath)
                 } else {
-                    try remove([entry.key])
+                    rows.append(entry)
                 }
             }
-            return removed
+            return StoreRemovals(removed: removed, awaitingRoom: try remove(unchanged: rows).awaitingRoom)
         }
     }
 

@@ -194,9 +194,10 @@ extension FullVolumeTests {
     /// StorageAndLimits.md: "A bulk removal whose transaction still does not fit removes its rows
     /// one a transaction; a row whose own removal finds no room either stays, and the cache
     /// reports it as a failure of kind noSpace naming its key, then removes it at the next
-    /// reclaim". `removeAll()` is a bulk removal, but `EntryStore.removeAll` falls back to
-    /// `remove([key])`, which throws at the first row without room: the rest are never tried,
-    /// none is named or put on `removalsAwaitingRoom`, and once room is back they all read again.
+    /// reclaim". `removeAll()` is a bulk removal; its fallback used `remove([key])`, which threw
+    /// at the first row without room: the rest were never tried, none was named or put on
+    /// `removalsAwaitingRoom`, and once room was back they all read again. Now its rows go as
+    /// every bulk removal's do, and this pins it.
     @Test(
         "FullVolume review 2: removeAll() of rows only on a full volume: the rows without room are named and removed later"
     )
@@ -221,18 +222,14 @@ extension FullVolumeTests {
         let cache = Cache(configuration)
         cache.removeAll()
         cache.waitForBackgroundWork()
-        let kept = reviewSeedNames.filter { cache.value(for: CacheKey<Data>($0)) != nil }
+        let kept = Set(reviewSeedNames).intersection(cache.keys)
         try #require(!kept.isEmpty, "removeAll() found room for every row: the case this test pins did not arise")
         #expect(
-            failures.withLock { $0 }.contains { $0.key == nil && $0.kind == .noSpace },
-            "removeAll() kept \(kept.count) rows without a noSpace failure: \(failures.withLock { $0 })")
-        withKnownIssue("removeAll()'s one-row fallback throws at the first row without room: the others are not named")
-        {
-            #expect(
-                Set(kept).isSubset(of: Self.noSpaceKeys(failures)),
-                "rows kept without a noSpace failure naming them: \(Set(kept).subtracting(Self.noSpaceKeys(failures)).sorted())"
-            )
-        }
+            kept.isSubset(of: Self.noSpaceKeys(failures)),
+            "rows kept without a noSpace failure naming them: \(kept.subtracting(Self.noSpaceKeys(failures)).sorted())")
+        let readBack = reviewSeedNames.filter { cache.value(for: CacheKey<Data>($0)) != nil }
+        #expect(
+            readBack.isEmpty, "removeAll() returned, and \(readBack.count) removed values read: \(readBack.prefix(5))")
         unlink(filler)
         fillerRemoved = true
         cache.removeValue(for: CacheKey<Data>("absent"))
@@ -240,9 +237,8 @@ extension FullVolumeTests {
         cache.removeValue(for: CacheKey<Data>("later")) // a removal that succeeds: its reclaim retries
         cache.waitForBackgroundWork()
         let back = reviewSeedNames.filter { cache.value(for: CacheKey<Data>($0)) != nil }
-        withKnownIssue("nothing retries the rows removeAll() left: with room back, the removed values read again") {
-            #expect(back.isEmpty, "\(back.count) values removeAll() removed read again: \(back.prefix(5))")
-        }
+        #expect(back.isEmpty, "\(back.count) values removeAll() removed read again: \(back.prefix(5))")
+        #expect(Set(reviewSeedNames).isDisjoint(with: cache.keys), "the retry left rows removeAll() removed")
     }
 
     /// DESIGN.md: "A memory hit never waits". On the full volume the store is closed between

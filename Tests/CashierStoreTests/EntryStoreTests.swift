@@ -187,7 +187,8 @@ import Testing
                 askedInside = (try? store.count()) == 2
                 return [leftBehind]
             })
-        #expect(removed.map(\.key) == ["large"])
+        #expect(removed.removed.map(\.key) == ["large"])
+        #expect(removed.awaitingRoom.isEmpty)
         #expect(askedInside)
         #expect(!FileManager.default.fileExists(atPath: leftBehind))
         #expect(!FileManager.default.fileExists(atPath: large))

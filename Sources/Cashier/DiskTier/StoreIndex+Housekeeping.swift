@@ -326,9 +326,11 @@ extension StoreIndex {
     /// behind a row); then the store gives its pages back off the caller's thread.
     func removeEveryRow() -> [SystemError] {
         do throws(StoreError) {
-            try store.removeAll(
+            let outcome = try store.removeAll(
                 filePath: { [self] key in disk.path(DiskTier.fileName(for: key)) },
                 otherFiles: { [self] in (disk.entryFileNames() ?? []).map(disk.path) })
+            // On a full volume, rows whose own removal found no room: named, and retried.
+            disk.noteRemovalsAwaitingRoom(outcome.awaitingRoom.map { ($0.key, $0) })
         } catch {
             if case .setAside(let setAside) = error {
                 disk.noteSetAside(setAside, of: store)

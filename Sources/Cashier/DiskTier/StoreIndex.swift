@@ -317,8 +317,11 @@ struct StoreIndex: EntryIndex {
     func removeAllEntries() -> [SystemError] {
         disk.forgetPendingUses(of: nil)
         let failures = removeEveryRow()
-        disk.storeState.withLock { $0.occupiedEstimate = nil }
-        disk.state.withLock { $0.reset(loadedEmpty: failures.isEmpty) }
+        let complete = disk.storeState.withLock { state in
+            state.occupiedEstimate = nil
+            return state.removalsAwaitingRoom.isEmpty
+        }
+        disk.state.withLock { $0.reset(loadedEmpty: failures.isEmpty && complete) }
         return failures
     }
 
