@@ -115,7 +115,8 @@ extension Cache {
             return
         }
         emit(.hit(key: key.name))
-        copy(found.record.storage!)
+        // The record owns the value's storage (its deinit frees it): kept alive through the copy.
+        withExtendedLifetime(found.record) { record in copy(record.storage!) }
     }
 
     /// Stores `value` for `key`, replacing what was there.
