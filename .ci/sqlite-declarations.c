@@ -46,5 +46,5 @@ _Static_assert(SQLITE_OPEN_READONLY == 0x1 && SQLITE_OPEN_READWRITE == 0x2 && SQ
 _Static_assert(SQLITE_OPEN_NOMUTEX == 0x8000 && SQLITE_OPEN_PRIVATECACHE == 0x40000, "open");
 _Static_assert(SQLITE_OPEN_NOFOLLOW == 0x01000000, "open");
 _Static_assert(SQLITE_PREPARE_PERSISTENT == 0x01, "prepare");
-_Static_assert(SQLITE_DBCONFIG_DEFENSIVE == 1010, "db_config");
+_Static_assert(SQLITE_DBCONFIG_DEFENSIVE == 1010 && SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE == 1006, "db_config");
 _Static_assert(SQLITE_NULL == 5, "column type");

@@ -95,6 +95,17 @@ package final class SQLiteConnection {
         }
     }
 
+    /// Keeps the last connection's close from checkpointing the log and deleting it
+    /// (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`, SQLite 3.16): the files are as they were just before
+    /// the close, which the caller may have noted. Throws where SQLite does not know the option.
+    package func disableCheckpointOnClose() throws(SQLiteError) {
+        let (code, now) = library.dbConfig(handle, SQLiteCode.dbConfigNoCheckpointOnClose, 1)
+        guard code == SQLiteCode.ok, now == 1 else {
+            throw code == SQLiteCode.ok
+                ? SQLiteError(unavailable: "SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE not supported") : error(code, "db_config")
+        }
+    }
+
     /// Rows the last INSERT, UPDATE or DELETE changed.
     package var changes: Int { Int(library.changes(handle)) }
 

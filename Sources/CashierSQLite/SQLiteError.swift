@@ -100,6 +100,7 @@ package enum SQLiteCode {
     package static let preparePersistent: UInt32 = 0x01
 
     package static let dbConfigDefensive: Int32 = 1010
+    package static let dbConfigNoCheckpointOnClose: Int32 = 1006
 
     package static let typeNull: Int32 = 5
 }

@@ -200,28 +200,49 @@ package final class EntryStore: @unchecked Sendable {
                 : exclusive ? SQLiteCode.openReadWrite : SQLiteCode.openReadOnly
             let planned = options.openDeadline?.remainingMilliseconds ?? options.busyTimeoutMilliseconds
             let wait = options.openBackoff?.wait(planned) ?? planned
-            do throws(SQLiteError) {
-                let connection = try SQLiteConnection(
-                    path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
-                if exclusive { try connection.execute("PRAGMA locking_mode = EXCLUSIVE") }
-                try StoreSchema.configure(
-                    connection, synchronized: options.synchronized, busyTimeout: wait,
-                    tightVolume: options.tightVolume)
-                if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
-                    throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
+            // In exclusive locking mode two openings at once each hold a shared lock while
+            // SQLite's busy handler waits for the exclusive one: both wait out the timeout and
+            // fail (two processes opening a store of a few rows together: 40 pairs of 40). So an
+            // exclusive opening does not wait in SQLite: it tries again from scratch, its
+            // connection closed (its shared lock gone) in between, every few milliseconds until
+            // `wait` has passed (the same 40 pairs: every opening then succeeded).
+            let until = MonotonicDeadline(milliseconds: wait)
+            while true {
+                let busyTimeout = exclusive ? 0 : wait
+                do throws(SQLiteError) {
+                    let connection = try SQLiteConnection(
+                        path: path, flags: access | SQLiteCode.openNoMutex | SQLiteCode.openNoFollow)
+                    if exclusive {
+                        try connection.execute("PRAGMA locking_mode = EXCLUSIVE")
+                        // Closed at the end of each call, after its own checkpoint, with the
+                        // files noted (EntryStore+Exclusive.swift): a checkpoint by the close
+                        // itself would change them after the note, and the next call would take
+                        // its own close for another process's write and empty the memory tier.
+                        if !options.readOnly { try? connection.disableCheckpointOnClose() }
+                    }
+                    try StoreSchema.configure(
+                        connection, synchronized: options.synchronized, busyTimeout: busyTimeout,
+                        tightVolume: options.tightVolume)
+                    if let problem = try StoreSchema.prepare(connection, readOnly: options.readOnly) {
+                        throw SQLiteError(code: SQLiteCode.notADatabase, message: problem, operation: "schema check")
+                    }
+                    if exclusive && options.readOnly { try connection.execute("PRAGMA query_only = ON") }
+                    if busyTimeout != options.busyTimeoutMilliseconds {
+                        try connection.setBusyTimeout(milliseconds: options.busyTimeoutMilliseconds)
+                    }
+                    options.openBackoff?.note(busy: false, waited: wait)
+                    return StoreConnection(
+                        connection, identity: FileIdentity(device: info.st_dev, inode: info.st_ino),
+                        busyTimeout: options.busyTimeoutMilliseconds, isExclusive: exclusive)
+                } catch {
+                    let busy = error.primaryCode == SQLiteCode.busy || error.primaryCode == SQLiteCode.locked
+                    if busy, exclusive, until.remainingMilliseconds > 0 {
+                        usleep(UInt32.random(in: 1_000...5_000))
+                        continue
+                    }
+                    if busy { options.openBackoff?.note(busy: true, waited: wait) }
+                    throw error
                 }
-                if exclusive && options.readOnly { try connection.execute("PRAGMA query_only = ON") }
-                if wait != options.busyTimeoutMilliseconds {
-                    try connection.setBusyTimeout(milliseconds: options.busyTimeoutMilliseconds)
-                }
-                options.openBackoff?.note(busy: false, waited: wait)
-                return StoreConnection(
-                    connection, identity: FileIdentity(device: info.st_dev, inode: info.st_ino),
-                    busyTimeout: options.busyTimeoutMilliseconds, isExclusive: exclusive)
-            } catch {
-                let busy = error.primaryCode == SQLiteCode.busy || error.primaryCode == SQLiteCode.locked
-                if busy { options.openBackoff?.note(busy: true, waited: wait) }
-                throw error
             }
         } catch {
             // The file this call created, if still empty: another process may have opened it
