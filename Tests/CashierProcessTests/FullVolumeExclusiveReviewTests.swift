@@ -18,9 +18,20 @@ extension FullVolumeTests {
         StressSession.value(for: reviewRow.name, bytes: reviewRow.bytes, seed: reviewRow.seed)
     }
 
-    /// The `.noSpace` failures a cache reports, by key.
-    static func noSpaceKeys(_ failures: Locked<[(key: String?, kind: CacheError.Kind)]>) -> Set<String> {
-        Set(failures.withLock { $0 }.filter { $0.kind == .noSpace }.compactMap(\.key))
+    /// The failures a cache reports (`configuration.onEvent = failures.handler`), by key and kind.
+    final class FailureLog: Sendable {
+        private let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+
+        var handler: @Sendable (CacheEvent) -> Void {
+            { [failures] event in
+                if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
+            }
+        }
+
+        /// The keys of the `.noSpace` failures reported.
+        var noSpaceKeys: Set<String> {
+            Set(failures.withLock { $0 }.filter { $0.kind == .noSpace }.compactMap(\.key))
+        }
     }
 
     /// DESIGN.md: "Nothing removed is read again". `removeValue(for:)` of a row on a volume so
@@ -38,18 +49,16 @@ extension FullVolumeTests {
         try Self.seedForReview(folder)
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
-        let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+        let failures = FailureLog()
         // The default memory tier (on), as apps run it.
         var configuration = Self.configuration(folder)
-        configuration.onEvent = { event in
-            if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
-        }
+        configuration.onEvent = failures.handler
         let cache = Cache(configuration)
         let key = CacheKey<Data>(Self.reviewRow.name)
 
         cache.removeValue(for: key)
         try #require(
-            Self.noSpaceKeys(failures).contains(key.name),
+            failures.noSpaceKeys.contains(key.name),
             "the removal found room (no noSpace failure): the case this test pins did not arise; \(FullVolume.describe(folder))"
         )
         cache.waitForBackgroundWork() // the reclaim the failed removal scheduled: still no room
@@ -80,18 +89,16 @@ extension FullVolumeTests {
         try Self.seedForReview(folder)
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
-        let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+        let failures = FailureLog()
         var configuration = Self.configuration(folder)
-        configuration.onEvent = { event in
-            if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
-        }
+        configuration.onEvent = failures.handler
         let cache = Cache(configuration)
         let key = CacheKey<Data>(Self.reviewRow.name)
         #expect(cache.value(for: key) == Self.rowValue(), "the read on the full volume (now in memory)")
 
         cache.removeAll(where: { $0 == key.name })
         try #require(
-            Self.noSpaceKeys(failures).contains(key.name),
+            failures.noSpaceKeys.contains(key.name),
             "removeAll(where:) found room: the case this test pins did not arise; \(FullVolume.describe(folder))")
         cache.waitForBackgroundWork() // the reclaim the failed removal scheduled: still no room
         #expect(cache.value(for: key) == nil, "a bulk removal waiting for room reads back in this process")
@@ -115,16 +122,14 @@ extension FullVolumeTests {
         try Self.seedForReview(folder)
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
-        let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+        let failures = FailureLog()
         var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = { event in
-            if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
-        }
+        configuration.onEvent = failures.handler
         let cache = Cache(configuration)
         let key = CacheKey<Data>(Self.reviewRow.name)
         cache.removeValue(for: key)
         try #require(
-            Self.noSpaceKeys(failures).contains(key.name),
+            failures.noSpaceKeys.contains(key.name),
             "the removal found room: the case this test pins did not arise; \(FullVolume.describe(folder))")
         let replacement = Data(repeating: 9, count: 1_500)
         let threw = (try? cache.set(replacement, for: key)) == nil
@@ -158,12 +163,10 @@ extension FullVolumeTests {
         try Self.seedForReview(folder)
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
-        let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+        let failures = FailureLog()
         var configuration = Self.configuration(folder, memoryCountLimit: 0)
         configuration.busyTimeout = 0.1
-        configuration.onEvent = { event in
-            if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
-        }
+        configuration.onEvent = failures.handler
         let cache = Cache(configuration)
         let disk = try #require(cache.folderState.disk)
         let key = CacheKey<Data>(Self.reviewRow.name)
@@ -173,7 +176,7 @@ extension FullVolumeTests {
         disk.inBackground { blocker.wait() } // the reclaim the removal schedules waits behind it
         cache.removeValue(for: key)
         try #require(
-            Self.noSpaceKeys(failures).contains(key.name),
+            failures.noSpaceKeys.contains(key.name),
             "the removal found room: the case this test pins did not arise; \(FullVolume.describe(folder))")
         let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, exclusive: true)
         blocker.signal()
@@ -214,19 +217,17 @@ extension FullVolumeTests {
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
-        let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+        let failures = FailureLog()
         var configuration = Self.configuration(folder)
-        configuration.onEvent = { event in
-            if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
-        }
+        configuration.onEvent = failures.handler
         let cache = Cache(configuration)
         cache.removeAll()
         cache.waitForBackgroundWork()
         let kept = Set(reviewSeedNames).intersection(cache.keys)
         try #require(!kept.isEmpty, "removeAll() found room for every row: the case this test pins did not arise")
         #expect(
-            kept.isSubset(of: Self.noSpaceKeys(failures)),
-            "rows kept without a noSpace failure naming them: \(kept.subtracting(Self.noSpaceKeys(failures)).sorted())")
+            kept.isSubset(of: failures.noSpaceKeys),
+            "rows kept without a noSpace failure naming them: \(kept.subtracting(failures.noSpaceKeys).sorted())")
         let readBack = reviewSeedNames.filter { cache.value(for: CacheKey<Data>($0)) != nil }
         #expect(
             readBack.isEmpty, "removeAll() returned, and \(readBack.count) removed values read: \(readBack.prefix(5))")
@@ -321,18 +322,16 @@ extension FullVolumeTests {
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
-        let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+        let failures = FailureLog()
         let clock = Locked(Date())
         var configuration = Self.configuration(folder, memoryCountLimit: 0)
         configuration.now = { clock.withLock { $0 } }
-        configuration.onEvent = { event in
-            if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
-        }
+        configuration.onEvent = failures.handler
         let cache = Cache(configuration)
         let key = CacheKey<Data>(Self.reviewRow.name)
         cache.removeValue(for: key)
         try #require(
-            Self.noSpaceKeys(failures).contains(key.name),
+            failures.noSpaceKeys.contains(key.name),
             "the removal found room: the case this test pins did not arise; \(FullVolume.describe(folder))")
         cache.waitForBackgroundWork() // the reclaim the failed removal scheduled: still no room
         unlink(filler) // room, but no reclaim yet: none is scheduled until the next removal

@@ -395,16 +395,14 @@ extension FullVolumeTests {
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
-        let failures = Locked<[(key: String?, kind: CacheError.Kind)]>([])
+        let failures = FailureLog()
         var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = { event in
-            if case .failure(let key, let error) = event { failures.withLock { $0.append((key, error.kind)) } }
-        }
+        configuration.onEvent = failures.handler
         let cache = Cache(configuration)
         let rows = Set(reviewSeeds.filter { $0.bytes < 10_000 }.map(\.name))
         cache.removeAll(where: { rows.contains($0) })
         let kept = rows.intersection(cache.keys)
-        let reported = Set(failures.withLock { $0 }.filter { $0.kind == .noSpace }.compactMap(\.key))
+        let reported = failures.noSpaceKeys
         print("review: removeAll(where:) kept \(kept.count) of \(rows.count) rows; \(reported.count) reported")
         #expect(
             kept.isSubset(of: reported),
