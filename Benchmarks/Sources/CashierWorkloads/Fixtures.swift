@@ -26,15 +26,50 @@ public struct User: Codable, Sendable, Equatable {
 }
 
 /// A folder under the system's temporary directory, removed with the value.
+///
+/// Every scratch folder of a process lies in one folder of its own, `cashier-bench-<pid>-<id>`,
+/// removed when the process exits: fixtures held by globals (package-benchmark registers every
+/// pair in each of its benchmark processes) are never deinitialized, and their folders, about
+/// 90 MB a process, once filled the volume of a CI machine. Folders left by processes that
+/// died are removed by the next process that makes one.
 public final class Scratch: @unchecked Sendable {
     public let url: URL
     public var path: String { url.path }
 
     public init(_ label: String) {
-        url = URL(fileURLWithPath: NSTemporaryDirectory())
-            .appendingPathComponent(
-                "cashier-bench-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        url = Self.processFolder.appendingPathComponent(
+            "\(label)-\(UUID().uuidString.prefix(8))", isDirectory: true)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// This process's folder of scratch folders, made (and set to be removed at exit) on first use.
+    private static let processFolder: URL = {
+        let temporary = URL(fileURLWithPath: NSTemporaryDirectory())
+        removeFoldersOfDeadProcesses(in: temporary)
+        let folder = temporary.appendingPathComponent(
+            "cashier-bench-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        processFolderPath = folder.path
+        atexit { if let path = processFolderPath { try? FileManager.default.removeItem(atPath: path) } }
+        return folder
+    }()
+
+    /// Read by the `atexit` handler, which can capture nothing; set once, before the handler is.
+    nonisolated(unsafe) private static var processFolderPath: String?
+
+    /// Removes the folders of processes that no longer run (killed or crashed): this layout's
+    /// `cashier-bench-<pid>-<id>` and the earlier `cashier-bench-<label>-<pid>-<id>`.
+    private static func removeFoldersOfDeadProcesses(in temporary: URL) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
+        for name in names where name.hasPrefix("cashier-bench-") {
+            let fields = name.split(separator: "-")
+            guard fields.count >= 4, fields[fields.count - 1].count == 8,
+                let pid = pid_t(fields[fields.count - 2]), pid > 0, pid != getpid()
+            else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH {
+                try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))
+            }
+        }
     }
 
     deinit { try? FileManager.default.removeItem(at: url) }
