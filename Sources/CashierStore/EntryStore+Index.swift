@@ -206,14 +206,22 @@ extension EntryStore {
     /// so the store file itself shrinks. Slow work: call it off the caller's thread, after removals.
     /// Returns the bytes the store's files gave back.
     ///
+    /// Without `foldingLog`, when no page was free (a removal of one small row frees room inside
+    /// a page, not a page) and the volume has room, there is nothing to give back and no
+    /// checkpoint is made: the log is folded in by SQLite's own checkpoints, as after writes. A checkpoint there cost
+    /// every single removal a `fdatasync` and a `ftruncate` (issue 37's profile: a third of the
+    /// server CPU a shared tier added, where every change elsewhere removes a row here). On a
+    /// tight volume the log is still cut back every time: its room may be what the next write needs.
+    ///
     /// Works in steps of ``reclaimStep`` pages, each its own transaction, so writers (this
     /// process's and others') wait for one step, not the whole reclaim: 100,000 entries of 187
     /// bytes, half evicted, give back 17.5 MB in about 56 ms (`cashier-ratios --only
     /// sqlite-evict-reclaim` times a whole eviction, this included).
     @discardableResult
-    package func reclaimSpace(pages: Int = 1 << 20) throws(StoreError) -> Int {
+    package func reclaimSpace(pages: Int = 1 << 20, foldingLog: Bool = true) throws(StoreError) -> Int {
         let before = storeFileBytes()
         var remaining = max(0, pages)
+        var vacuumed = false
         while remaining > 0 {
             let step = min(remaining, Self.reclaimStep)
             let freed = try withWriter(until: MonotonicDeadline(milliseconds: 0)) {
@@ -224,12 +232,26 @@ extension EntryStore {
                 return free - Int(try connection.integer("PRAGMA freelist_count") ?? 0)
             }
             guard freed > 0 else { break }
+            vacuumed = true
             remaining -= freed
         }
+        guard vacuumed || foldingLog || keepsLogSmall else { return 0 }
         try checkpoint()
         return max(0, before - storeFileBytes())
     }
 
-    /// Pages one step of ``reclaimSpace(pages:)`` returns: 2 MiB of 4 KiB pages.
+    /// Whether a ``reclaimSpace(pages:foldingLog:)`` without `foldingLog` would do anything now:
+    /// the store has free pages, or its log is kept small. True, without waiting, while another
+    /// call of this process holds the writer. One `PRAGMA freelist_count`, prepared once.
+    package func mayGiveSpaceBack() -> Bool {
+        let free = try? withWriter(until: MonotonicDeadline(milliseconds: 0)) {
+            connection throws(SQLiteError) -> Int64? in
+            tightVolume ? nil : try connection.integer(.freePages)
+        }
+        guard let free else { return true } // a tight volume, the writer busy, or a failure
+        return free > 0
+    }
+
+    /// Pages one step of ``reclaimSpace(pages:foldingLog:)`` returns: 2 MiB of 4 KiB pages.
     package static let reclaimStep = 512
 }

@@ -92,7 +92,7 @@ package final class EntryStore: @unchecked Sendable {
     /// wrote meanwhile (``StoreFilesState``).
     var closedFiles: StoreFilesState?
     /// Whether the writer keeps the log small (``Options/tightVolume``), under `writeLock`.
-    private var tightVolume: Bool
+    var tightVolume: Bool
     /// Set (under `poolLock`) when a read met a row whose shape the file lost: the writer forgets
     /// the shapes it knows before its next call, and finds or adds them anew.
     private var shapesLost = false
@@ -317,6 +317,14 @@ package final class EntryStore: @unchecked Sendable {
                 throw StoreError(error)
             }
         }
+    }
+
+    /// Whether the writer keeps the log small now (``Options/tightVolume``, or a write that met
+    /// a full volume); true, without waiting, while another call of this process holds the writer.
+    var keepsLogSmall: Bool {
+        guard writeLock.try() else { return true }
+        defer { writeLock.unlock() }
+        return tightVolume
     }
 
     /// Keeps the log small, or not, from now on (see ``Options/tightVolume``): what the volume's

@@ -120,6 +120,51 @@ extension Pairs {
             fixtures: [folder, tableFolder])
     }
 
+    /// Removals of single keys from a folder of `storeEntries` entries, one after the other, then
+    /// the background work they scheduled (`waitForBackgroundWork()`: reclaims of the store's
+    /// space, one at a time), against the table's `DELETE` by key. `waitingEach`: each removal's
+    /// background work is waited for before the next removal, as on a server where removals
+    /// come one at a time (a shared tier's changes from elsewhere) and none shares a reclaim. The removed keys are written back, untimed,
+    /// before each round. Not a goal of issue 35: the row that shows what a removal costs once
+    /// its reclaim no longer checkpoints when it freed no page (goal as for writes, 1.2x).
+    public static func defaultRemove(_ scale: Scale, waitingEach: Bool = false) -> Pair {
+        let entries = scale.storeEntries
+        let operations = min(entries, scale.times(waitingEach ? 250 : 1_000))
+        let folder = Scratch("default-remove")
+        let tableFolder = Scratch("default-remove-baseline")
+        fill(folder, count: entries)
+        let table = SQLiteTable(path: tableFolder.file("kv.sqlite").path)
+        table.fill(count: entries, value: payload)
+        let cache = Cache(folder.configuration())
+        let keys = (0..<operations).map { userKey($0 &* 7_919 % entries) }
+        let names = (0..<operations).map { "user-\($0 &* 7_919 % entries)" }
+        return Pair(
+            name: waitingEach
+                ? "default config: remove one key, wait for its background work"
+                : "default config: remove single keys, background work too",
+            baselineName: "SQLite DELETE by key (C API)", goal: .atMost(1.2),
+            baseline: Workload(
+                operations: operations,
+                prepare: { for name in names { table.upsert(name, payload, lastUse: 0) } }
+            ) {
+                for name in names { table.delete(name) }
+            },
+            cashier: Workload(
+                operations: operations,
+                prepare: {
+                    for key in keys { try? cache.set(.sample, for: key) }
+                    cache.waitForBackgroundWork()
+                }
+            ) {
+                for key in keys {
+                    cache.removeValue(for: key)
+                    if waitingEach { cache.waitForBackgroundWork() }
+                }
+                cache.waitForBackgroundWork()
+            },
+            fixtures: [folder, tableFolder, table, cache])
+    }
+
     /// A default instance on `folder`, its store opened before the timed reads begin.
     static func freshDefaultCache(_ folder: Scratch) -> Cache {
         let cache = Cache(folder.configuration())

@@ -77,7 +77,8 @@ public enum Pairs {
         ("default-read", defaultColdRead), ("default-sqlite-read", defaultSQLiteColdRead),
         ("default-write", { sqliteWrite($0, asConfigured: true) }),
         ("default-overwrite", { sqliteOverwrite($0, asConfigured: true) }), ("fetch-hit", fetchHit),
-        ("count-keys", countAndKeys),
+        ("count-keys", countAndKeys), ("default-remove", { defaultRemove($0) }),
+        ("default-remove-each", { defaultRemove($0, waitingEach: true) }),
     ]
 
     /// Memory hits spread over `keyCount` keys: 100 stay in the CPU caches, 10,000 mostly do not.

@@ -47,6 +47,7 @@ public final class SQLiteTable {
     private lazy var sumStatement = prepare("SELECT SUM(size) FROM kv")
     private lazy var countStatement = prepare("SELECT count(*) FROM kv")
     private lazy var keysStatement = prepare("SELECT key FROM kv ORDER BY key")
+    private lazy var deleteStatement = prepare("DELETE FROM kv WHERE key = ?1")
     private lazy var evictStatement = prepare(
         "DELETE FROM kv WHERE key IN (SELECT key FROM kv ORDER BY last_use LIMIT ?1)")
 
@@ -108,6 +109,20 @@ public final class SQLiteTable {
                     as: UTF8.self))
         }
         return keys
+    }
+
+    /// Deletes the row of `key`: one statement, its own transaction.
+    public func delete(_ key: String) {
+        let statement = deleteStatement
+        var key = key
+        let code = key.withUTF8 { key in
+            _ = key.withMemoryRebound(to: CChar.self) {
+                sqlite3_bind_text(statement, 1, $0.baseAddress, Int32($0.count), nil)
+            }
+            return sqlite3_step(statement)
+        }
+        sqlite3_reset(statement)
+        precondition(code == SQLITE_DONE, "delete: \(message)")
     }
 
     /// Deletes the `count` least recently used rows, in the index's order, in one statement.

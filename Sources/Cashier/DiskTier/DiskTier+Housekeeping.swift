@@ -116,7 +116,7 @@ extension DiskTier {
     /// collection, which also removed files it does not report). Call after the barrier.
     package func finish(_ plan: RemovalPlan) {
         if plan.reclaimsStore {
-            if !plan.isEmpty { openedIndex.reclaimSpace(retryingRemovals: false) }
+            if !plan.isEmpty { openedIndex.reclaimSpace(retryingRemovals: false, foldingLog: true) }
             return
         }
         if plan.rescansAfterwards { rescan() }

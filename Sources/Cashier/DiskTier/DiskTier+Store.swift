@@ -128,8 +128,9 @@ extension DiskTier {
         /// entry left locked, or a limit under an empty store's size): the next sweep waits until
         /// the folder has grown past it by a tenth of the limit, instead of running after every write.
         var fruitlessSweepAt: Int?
-        /// Whether a reclaim of the store's space is scheduled (``scheduleReclaim()``).
+        /// Whether a reclaim is scheduled (``scheduleReclaim(foldingLog:)``), and one folding the log.
         var reclaimScheduled = false
+        var reclaimFoldsLog = false
         /// Entries whose removal found the volume full, by key, as their rows were then: removed by
         /// the next reclaim, once other removals may have made room, if their rows are unchanged
         /// (another process's later write of the key stays).

@@ -116,8 +116,12 @@ extension DiskTier {
     func removeFromStore(_ store: EntryStore, key: String, until deadline: MonotonicDeadline) throws(SystemError) {
         let file = path(Self.fileName(for: key))
         do throws(StoreError) {
-            if !(try store.remove([Self.storeKey(key)], filePath: { _ in file }, until: deadline)).isEmpty {
-                scheduleReclaim()
+            // A small row's removal usually frees no page: then there is nothing to give back,
+            // and no reclaim (a thread hop, the writer, a `statvfs`) unless a removal awaits room.
+            if !(try store.remove([Self.storeKey(key)], filePath: { _ in file }, until: deadline)).isEmpty,
+                store.mayGiveSpaceBack() || storeState.withLock({ !$0.removalsAwaitingRoom.isEmpty })
+            {
+                scheduleReclaim(foldingLog: false)
             }
         } catch {
             if case .setAside(let setAside) = error {
@@ -159,18 +163,24 @@ extension DiskTier {
 
     /// Gives the store's free pages back and truncates its log, on the sweep queue (what
     /// ``waitForSweeps()`` waits for): after removals, so what they freed goes back to the
-    /// volume (on a full one, that is what lets writes resume). One scheduled at a time.
-    func scheduleReclaim() {
+    /// volume (on a full one, that is what lets writes resume). One scheduled at a time; it folds
+    /// the log in even when no page was freed if any of the calls it answers asked (`foldingLog`:
+    /// all but the removal of one key, whose checkpoint cost a sync and a truncation each time).
+    func scheduleReclaim(foldingLog: Bool = true) {
         guard
             storeState.withLock({ state in
                 defer { state.reclaimScheduled = true }
+                state.reclaimFoldsLog = state.reclaimFoldsLog || foldingLog
                 return !state.reclaimScheduled
             })
         else { return }
         inBackground { [self] in
-            storeState.withLock { $0.reclaimScheduled = false }
+            let foldingLog = storeState.withLock { state in
+                defer { (state.reclaimScheduled, state.reclaimFoldsLog) = (false, false) }
+                return state.reclaimFoldsLog
+            }
             _ = withBackgroundActivity("Cashier store reclaim") {
-                openedIndex.reclaimSpace(retryingRemovals: true)
+                openedIndex.reclaimSpace(retryingRemovals: true, foldingLog: foldingLog)
             }
         }
     }

@@ -77,8 +77,10 @@ protocol EntryIndex: Sendable {
     func mayExceed(_ limit: Int) -> Bool
     /// Removes what `plan` chose that is still as it was chosen; what it removed.
     func apply(_ plan: DiskTier.RemovalPlan) -> [DiskTier.Removal]
-    /// Gives back what removals freed (with `retryingRemovals`, retrying those that found the volume full first).
-    func reclaimSpace(retryingRemovals: Bool)
+    /// Gives back what removals freed (with `retryingRemovals`, retrying those that found the
+    /// volume full first). `foldingLog`: the log is checkpointed and cut back even when no page
+    /// was freed (after bulk removals and `removeAll`, so the folder shrinks to what is left).
+    func reclaimSpace(retryingRemovals: Bool, foldingLog: Bool)
     /// Measures what the folder occupies now: whether that is over `limit`.
     func settle(over limit: Int) -> Bool
 

@@ -241,7 +241,7 @@ struct FileIndex: EntryIndex {
         disk.removeChosenFiles(plan)
     }
 
-    func reclaimSpace(retryingRemovals: Bool) {}
+    func reclaimSpace(retryingRemovals: Bool, foldingLog: Bool) {}
 
     func settle(over limit: Int) -> Bool { false }
 

@@ -300,9 +300,11 @@ extension StoreIndex {
 
     /// After a plan that removed rows: the freed pages go back to the file system and the log
     /// is checkpointed, so what the folder occupies goes down, not only the entries' total.
-    func reclaimStoreSpace() {
+    /// Without `foldingLog` (after removals of single keys) the log is left to SQLite's own
+    /// checkpoints when no page was freed (``EntryStore/reclaimSpace(pages:foldingLog:)``).
+    func reclaimStoreSpace(foldingLog: Bool = true) {
         store.adjustLog(tightVolume: disk.isVolumeTight)
-        _ = try? store.reclaimSpace()
+        _ = try? store.reclaimSpace(foldingLog: foldingLog)
         let occupied = try? store.occupiedBytes()
         disk.storeState.withLock { $0.occupiedEstimate = occupied }
     }

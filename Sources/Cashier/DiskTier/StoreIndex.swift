@@ -366,9 +366,9 @@ struct StoreIndex: EntryIndex {
             + disk.removeChosenFiles(plan)
     }
 
-    func reclaimSpace(retryingRemovals: Bool) {
+    func reclaimSpace(retryingRemovals: Bool, foldingLog: Bool) {
         if retryingRemovals { retryRemovalsAwaitingRoom() }
-        reclaimStoreSpace()
+        reclaimStoreSpace(foldingLog: foldingLog)
     }
 
     /// One `lstat` and, if no call of this process holds the store's writer, `PRAGMA

@@ -1,0 +1,53 @@
+import CashierTestSupport
+import Foundation
+import Testing
+
+@testable import Cashier
+
+/// What removals give back, and what the removal of one key no longer pays for. Removing one
+/// small row frees room inside a page, not a page: the store's log is then left to SQLite's own
+/// checkpoints (a checkpoint there cost every such removal a `fdatasync` and a `ftruncate`).
+/// Removals that free pages, and `removeAll()`, still give them back and cut the log back.
+@Suite struct StoreReclaimTests {
+    let folder = TemporaryFolder()
+    let clock = TestClock()
+
+    func bytes(of path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+
+    var logBytes: Int { bytes(of: folder.storePath + "-wal") }
+
+    @Test func removingOneSmallRowLeavesTheLogToSQLiteAndRemoveAllCutsItBack() throws {
+        let cache = Cache(makeConfiguration(folder, clock: clock))
+        for index in 0..<20 { try cache.set(Data(repeating: 7, count: 200), for: CacheKey<Data>("k\(index)")) }
+        cache.waitForBackgroundWork()
+
+        cache.removeValue(for: CacheKey<Data>("k3"))
+        cache.waitForBackgroundWork()
+        #expect(cache.value(for: CacheKey<Data>("k3")) == nil)
+        #expect(Cache(makeConfiguration(folder, clock: clock)).value(for: CacheKey<Data>("k3")) == nil)
+        // The removal's commit is still in the log: no checkpoint cut it back.
+        #expect(logBytes > 0)
+
+        cache.removeAll()
+        cache.waitForBackgroundWork()
+        #expect(logBytes == 0)
+        #expect(cache.totalSize <= TemporaryFolder.emptyStoreBytes)
+    }
+
+    @Test func removingRowsOneByOneThatFreePagesGivesThemBack() throws {
+        let cache = Cache(makeConfiguration(folder, clock: clock))
+        let value = Data(repeating: 9, count: 3_000) // about one row a page
+        for index in 0..<200 { try cache.set(value, for: CacheKey<Data>("k\(index)")) }
+        cache.waitForBackgroundWork()
+        let before = bytes(of: folder.storePath) + logBytes
+
+        for index in 0..<150 { cache.removeValue(for: CacheKey<Data>("k\(index)")) }
+        cache.waitForBackgroundWork()
+
+        #expect(cache.count == 50)
+        // 150 pages of 4 KiB freed: at least 100 of them are back with the file system.
+        #expect(bytes(of: folder.storePath) + logBytes <= before - 100 * 4_096)
+    }
+}
