@@ -63,6 +63,8 @@ extension FullVolumeTests {
         )
         cache.waitForBackgroundWork() // the reclaim the failed removal scheduled: still no room
         #expect(cache.value(for: key) == nil, "removeValue returned, and the removed value reads")
+        #expect(!cache.keys.contains(key.name), "keys lists a key whose removal returned (awaiting room)")
+        #expect(cache.count == reviewSeedCount - 1, "count includes a removal awaiting room: \(cache.count)")
 
         // Some room back (a large entry's file, far less than the 256 KiB that would reopen the
         // store as usual): the removal's reclaim retries the one waiting, through the exclusive writer.
@@ -102,6 +104,8 @@ extension FullVolumeTests {
             "removeAll(where:) found room: the case this test pins did not arise; \(FullVolume.describe(folder))")
         cache.waitForBackgroundWork() // the reclaim the failed removal scheduled: still no room
         #expect(cache.value(for: key) == nil, "a bulk removal waiting for room reads back in this process")
+        #expect(!cache.keys.contains(key.name), "keys lists a key whose bulk removal awaits room")
+        #expect(cache.count == reviewSeedCount - 1, "count includes a bulk removal awaiting room: \(cache.count)")
         cache.removeValue(for: CacheKey<Data>(Self.reviewLarge.name)) // room for the retry, still exclusive
         cache.waitForBackgroundWork()
         #expect(cache.count == reviewSeedCount - 2, "count after the retry: \(cache.count)")

@@ -108,6 +108,8 @@ extension StoreIndex {
         } catch {
             if case .setAside(let setAside) = error { disk.noteSetAside(setAside, of: store) }
         }
+        let removed = keysRemovedAwaitingRoom()
+        if !removed.isEmpty { keys.removeAll(where: removed.contains) }
         guard !fileKeys.isEmpty || importing else { return keys }
         for name in disk.entryFileNames() ?? [] {
             guard case .success(let (header, _)) = disk.readHeader(name), DiskTier.isHome(name, of: header.key),
@@ -115,7 +117,8 @@ extension StoreIndex {
             else { continue }
             // A large entry's file is listed; a file without a row only while an import is under way.
             let key = DiskTier.storeKey(header.key)
-            guard fileKeys.contains(key) || (importing && !rowKeys.contains(key)) else { continue }
+            guard fileKeys.contains(key) || (importing && !rowKeys.contains(key)), !removed.contains(header.key)
+            else { continue }
             keys.append(header.key)
         }
         return keys

@@ -297,8 +297,26 @@ struct StoreIndex: EntryIndex {
     /// entries' files): what ``Cache/Configuration-swift.struct/diskSizeLimit`` bounds. A store
     /// that cannot say is counted as files are.
     func totals() -> (count: Int, size: Int) {
-        if let count = try? store.count(), let size = try? store.occupiedBytes() { return (count, size) }
+        if let count = try? store.count(), let size = try? store.occupiedBytes() {
+            return (max(0, count - keysRemovedAwaitingRoom().count), size)
+        }
         return FileIndex(disk: disk).totals()
+    }
+
+    /// The keys whose removal by this process awaits room and whose rows are unchanged since:
+    /// removed, as far as this process's reads go (``readRow(key:fileName:headerOnly:rereads:removalAwaitingRoom:)``),
+    /// so `count` and `keys` leave them out too. Empty, with one lock and no query, unless some
+    /// removal awaits room (a full volume).
+    func keysRemovedAwaitingRoom() -> Set<String> {
+        let awaiting = disk.storeState.withLock { $0.removalsAwaitingRoom }
+        guard !awaiting.isEmpty else { return [] }
+        var removed = Set<String>()
+        for (key, noted) in awaiting {
+            if let row = try? store.entry(for: DiskTier.storeKey(key)), row.isUnchanged(since: noted) {
+                removed.insert(key)
+            }
+        }
+        return removed
     }
 
     func scanHeaders() -> (
