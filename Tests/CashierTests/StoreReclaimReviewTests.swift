@@ -50,4 +50,32 @@ import Testing
         let fresh = Cache(makeConfiguration(folder, clock: clock))
         #expect(fresh.totalSize <= before + (1 << 20), "a fresh instance reads \(fresh.totalSize) bytes, \(before) before the removals")
     }
+
+    /// Removals of single keys from several threads at once, beside writes and bulk removals:
+    /// each removal reads `tightVolume` under the writer (`mayGiveSpaceBack`), while reclaims set
+    /// it (`adjustLog`) and test it (`keepsLogSmall`). For the thread sanitizer; at rest, what
+    /// this instance reads is what a fresh one reads.
+    @Test func concurrentRemovalsWritesAndReclaimsAgree() async throws {
+        let cache = Cache(makeConfiguration(folder, clock: clock))
+        let keys = (0..<120).map { CacheKey<Data>("k\($0)") }
+        for key in keys { try cache.set(Data(repeating: 1, count: 300), for: key) }
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    for round in 0..<150 {
+                        let key = keys[(round * 7 + worker * 31) % keys.count]
+                        switch (round + worker) % 5 {
+                        case 0: try? cache.set(Data(repeating: UInt8(worker), count: 3_000), for: key)
+                        case 1: cache.removeAll(where: { $0 == key.name })
+                        default: cache.removeValue(for: key)
+                        }
+                    }
+                }
+            }
+        }
+        cache.waitForBackgroundWork()
+        let fresh = Cache(makeConfiguration(folder, clock: clock))
+        for key in keys { #expect(cache.value(for: key) == fresh.value(for: key), "\(key.name)") }
+        #expect(cache.count == fresh.count)
+    }
 }
