@@ -208,10 +208,13 @@ extension EntryStore {
     ///
     /// Without `foldingLog`, when no page was free (a removal of one small row frees room inside
     /// a page, not a page) and the volume has room, there is nothing to give back and no
-    /// checkpoint is made: the log is folded in by SQLite's own checkpoints, as after writes. A checkpoint there cost
-    /// every single removal a `fdatasync` and a `ftruncate` (issue 37's profile: a third of the
-    /// server CPU a shared tier added, where every change elsewhere removes a row here). On a
-    /// tight volume the log is still cut back every time: its room may be what the next write needs.
+    /// checkpoint is made while the log holds at most ``removalLogBytes``: past them it is folded
+    /// in and cut back. A checkpoint at every such removal cost it a `fdatasync` and a `ftruncate`
+    /// (issue 37's profile: a third of the server CPU a shared tier added, where every change
+    /// elsewhere removes a row here). On a volume the store knows to be tight the log is still cut
+    /// back every time: its room may be what the next write needs. A volume that filled since the
+    /// store last measured it gets the room of a log over ``removalLogBytes`` back at the next
+    /// removal (whose reclaim measures the volume).
     ///
     /// Works in steps of ``reclaimStep`` pages, each its own transaction, so writers (this
     /// process's and others') wait for one step, not the whole reclaim: 100,000 entries of 187
@@ -235,15 +238,17 @@ extension EntryStore {
             vacuumed = true
             remaining -= freed
         }
-        guard vacuumed || foldingLog || keepsLogSmall else { return 0 }
+        guard vacuumed || foldingLog || keepsLogSmall || logExceedsRemovalBound else { return 0 }
         try checkpoint()
         return max(0, before - storeFileBytes())
     }
 
     /// Whether a ``reclaimSpace(pages:foldingLog:)`` without `foldingLog` would do anything now:
-    /// the store has free pages, or its log is kept small. True, without waiting, while another
-    /// call of this process holds the writer. One `PRAGMA freelist_count`, prepared once.
+    /// the log holds more than ``removalLogBytes``, the store has free pages, or its log is kept
+    /// small. True, without waiting, while another call of this process holds the writer. One
+    /// `stat` of the log and one `PRAGMA freelist_count`, prepared once.
     package func mayGiveSpaceBack() -> Bool {
+        if logExceedsRemovalBound { return true }
         let free = try? withWriter(until: MonotonicDeadline(milliseconds: 0)) {
             connection throws(SQLiteError) -> Int64? in
             tightVolume ? nil : try connection.integer(.freePages)
@@ -251,6 +256,16 @@ extension EntryStore {
         guard let free else { return true } // a tight volume, the writer busy, or a failure
         return free > 0
     }
+
+    /// Bytes of log that removals of single keys leave to SQLite's own checkpoints (three pages,
+    /// 12 KiB, a removal): what the store keeps on a tight volume (`journal_size_limit`,
+    /// StoreSchema's `setLogBounds`). Removals then never leave the folder more than this above
+    /// what it held, where SQLite's own checkpoints (1,000 pages, with a 6 MiB limit) let it grow
+    /// by 4 MiB; and a checkpoint costs one removal in about 85.
+    package static let removalLogBytes = 1 << 20
+
+    /// Whether the log holds more than ``removalLogBytes`` (one `stat`, no lock).
+    var logExceedsRemovalBound: Bool { fileSize(path + "-wal") > Self.removalLogBytes }
 
     /// Pages one step of ``reclaimSpace(pages:foldingLog:)`` returns: 2 MiB of 4 KiB pages.
     package static let reclaimStep = 512
