@@ -56,7 +56,8 @@ struct FullVolumeTighteningReviewTests {
             try cache.set(StressSession.value(for: key, bytes: 1_000, seed: 1), for: CacheKey<Data>(key))
         }
         cache.waitForBackgroundWork()
-        let log = (try? FileManager.default.attributesOfItem(atPath: folder.path + "/store.sqlite-wal"))?[.size]
+        let log =
+            (try? FileManager.default.attributesOfItem(atPath: folder.path + "/store.sqlite-wal"))?[.size]
             as? NSNumber
         #expect((log?.intValue ?? 0) > 1 << 20, "the writes left a log of \(log?.intValue ?? 0) bytes")
 
@@ -78,6 +79,8 @@ struct FullVolumeTighteningReviewTests {
         #expect(throws: Never.self, "a large write after the removals (\(freeAfter) bytes free)") {
             try cache.set(large, for: CacheKey<Data>("large"))
         }
-        print("tightening volume: \(freeWhenFull) bytes free when full, \(freeAfter) after 5 removals; the folder held \(whenFull), now \(FullVolume.describe(folder))")
+        print(
+            "tightening volume: \(freeWhenFull) bytes free when full, \(freeAfter) after 5 removals; the folder held \(whenFull), now \(FullVolume.describe(folder))"
+        )
     }
 }

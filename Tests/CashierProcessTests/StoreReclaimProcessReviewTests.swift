@@ -50,7 +50,8 @@ import Testing
     @Test func removalsByAnotherProcessDoNotGrowTheFolderThisOneSees() throws {
         let writer = Cache(FullVolumeTests.configuration(folder.url))
         for index in 0..<1_000 {
-            try writer.set(StressSession.value(for: "key-\(index)", bytes: 200, seed: 7), for: CacheKey<Data>("key-\(index)"))
+            try writer.set(
+                StressSession.value(for: "key-\(index)", bytes: 200, seed: 7), for: CacheKey<Data>("key-\(index)"))
         }
         writer.removeAll(where: { $0 == "key-999" }) // the log folded in
         writer.waitForBackgroundWork()
@@ -69,6 +70,7 @@ import Testing
         #expect(reader.count == 800)
         #expect(
             most <= before + (1 << 20),
-            "another process's 199 removals took the folder from \(before) to \(most) bytes at rest (\(FullVolume.describe(folder.url)) once it closed)")
+            "another process's 199 removals took the folder from \(before) to \(most) bytes at rest (\(FullVolume.describe(folder.url)) once it closed)"
+        )
     }
 }

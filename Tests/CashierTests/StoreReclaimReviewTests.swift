@@ -46,9 +46,12 @@ import Testing
         #expect(cache.count == 800)
         #expect(
             most.size <= before + (1 << 20),
-            "at rest after \(most.removed) removals the folder occupied \(most.size) bytes (log \(most.log)), \(before) before them")
+            "at rest after \(most.removed) removals the folder occupied \(most.size) bytes (log \(most.log)), \(before) before them"
+        )
         let fresh = Cache(makeConfiguration(folder, clock: clock))
-        #expect(fresh.totalSize <= before + (1 << 20), "a fresh instance reads \(fresh.totalSize) bytes, \(before) before the removals")
+        #expect(
+            fresh.totalSize <= before + (1 << 20),
+            "a fresh instance reads \(fresh.totalSize) bytes, \(before) before the removals")
     }
 
     /// Removals of single keys from several threads at once, beside writes and bulk removals:
