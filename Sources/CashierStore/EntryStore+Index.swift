@@ -248,7 +248,9 @@ extension EntryStore {
     /// small. True, without waiting, while another call of this process holds the writer. One
     /// `stat` of the log and one `PRAGMA freelist_count`, prepared once.
     package func mayGiveSpaceBack() -> Bool {
-        if logExceedsRemovalBound { return true }
+        // A store that keeps its log small answers without the writer: on a full volume that
+        // writer is an exclusive connection, which a call opens and closes (and checkpoints).
+        if logExceedsRemovalBound || keepsLogSmall { return true }
         let free = try? withWriter(until: MonotonicDeadline(milliseconds: 0)) {
             connection throws(SQLiteError) -> Int64? in
             tightVolume ? nil : try connection.integer(.freePages)

@@ -35,7 +35,7 @@ import Foundation
 /// while `writeLock` is held; `readers` only while `poolLock` is held; `generation` is written
 /// with both held (recovery, reopening) and read with either; `openedIdentity` and
 /// `openedExclusively` are written with both held (in `connection`'s `didSet`) and read under
-/// `poolLock`; `closedFiles` only under `writeLock`. A reader is used by one call at a
+/// `poolLock`; `closedFiles` and `tightVolume` only under `writeLock`. A reader is used by one call at a
 /// time: it is out of the pool while in use. The `let`s never change.
 package final class EntryStore: @unchecked Sendable {
     /// How the store is opened.
@@ -92,6 +92,7 @@ package final class EntryStore: @unchecked Sendable {
     /// wrote meanwhile (``StoreFilesState``).
     var closedFiles: StoreFilesState?
     /// Whether the writer keeps the log small (``Options/tightVolume``), under `writeLock`.
+    /// Read outside this file by ``mayGiveSpaceBack()``, inside `withWriter`.
     var tightVolume: Bool
     /// Set (under `poolLock`) when a read met a row whose shape the file lost: the writer forgets
     /// the shapes it knows before its next call, and finds or adds them anew.

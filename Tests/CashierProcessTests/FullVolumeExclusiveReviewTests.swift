@@ -227,8 +227,11 @@ extension FullVolumeTests {
         let cache = Cache(configuration)
         cache.removeAll()
         cache.waitForBackgroundWork()
-        let kept = Set(reviewSeedNames).intersection(cache.keys)
+        // The rows kept for want of room: awaiting removal (`keys` no longer lists them).
+        let awaiting = try #require(cache.folderState.disk).storeState.withLock { Set($0.removalsAwaitingRoom.keys) }
+        let kept = Set(reviewSeedNames).intersection(awaiting)
         try #require(!kept.isEmpty, "removeAll() found room for every row: the case this test pins did not arise")
+        #expect(Set(reviewSeedNames).isDisjoint(with: cache.keys), "keys lists rows whose removal awaits room")
         #expect(
             kept.isSubset(of: failures.noSpaceKeys),
             "rows kept without a noSpace failure naming them: \(kept.subtracting(failures.noSpaceKeys).sorted())")
