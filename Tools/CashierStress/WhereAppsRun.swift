@@ -13,7 +13,8 @@ import Foundation
 //       With no memory tier: prints "ready", waits for a line, then ITERATIONS times sets KEY,
 //       alternating small and large values (starting with the one named), and reads it back;
 //       prints "done sets=N nil=N unsound=N errors=N" (reads that found nothing, or a value
-//       neither process wrote; writes that threw).
+//       neither process wrote; writes that threw). Each set that threw, read that found nothing
+//       and failure event goes to standard error, with the milliseconds since the line.
 //   CashierStress remove DIR PREFIX
 //       Writes 200 large and 200 small values, prints "written", then removes them one by
 //       one, printing "removed KEY" after each removeValue returned; then "done". Made to be killed.
@@ -74,12 +75,21 @@ public enum RowFileRace {
     static func loop(folder: String, key name: String, iterations: Int, startsLarge: Bool) -> Never {
         var settings = configuration(folder)
         settings.memoryCountLimit = 0
+        // What a failed set or a read that found nothing met, for the test's log (standard error).
+        settings.onEvent = { event in
+            switch event {
+            case .failure, .discarded: FileHandle.standardError.write(Data("CashierStress: event \(event)\n".utf8))
+            default: break
+            }
+        }
         let cache = Cache(settings)
         let key = CacheKey<Data>(name)
         let values = [value(for: name, large: false), value(for: name, large: true)]
         var (sets, nils, unsound, errors) = (0, 0, 0, 0)
         say("ready")
         _ = readLine()
+        let start = Date()
+        func elapsed() -> Int { Int(Date().timeIntervalSince(start) * 1000) }
         for iteration in 0..<iterations {
             let large = iteration.isMultiple(of: 2) == startsLarge
             do {
@@ -87,10 +97,14 @@ public enum RowFileRace {
                 sets += 1
             } catch {
                 errors += 1
-                FileHandle.standardError.write(Data("CashierStress: set \(iteration) threw \(error)\n".utf8))
+                FileHandle.standardError.write(
+                    Data("CashierStress: set \(iteration) threw at \(elapsed()) ms: \(error)\n".utf8))
             }
             switch cache.value(for: key) {
-            case nil: nils += 1
+            case nil:
+                nils += 1
+                FileHandle.standardError.write(
+                    Data("CashierStress: read after set \(iteration) found nothing at \(elapsed()) ms\n".utf8))
             case let read? where !values.contains(read): unsound += 1
             default: break
             }
