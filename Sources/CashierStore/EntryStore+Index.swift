@@ -243,6 +243,14 @@ extension EntryStore {
         return max(0, before - storeFileBytes())
     }
 
+    /// Whether the writer keeps the log small now (``Options/tightVolume``, or a write that met
+    /// a full volume); true, without waiting, while another call of this process holds the writer.
+    var keepsLogSmall: Bool {
+        guard writeLock.try() else { return true }
+        defer { writeLock.unlock() }
+        return tightVolume
+    }
+
     /// Whether a ``reclaimSpace(pages:foldingLog:)`` without `foldingLog` would do anything now:
     /// the log holds more than ``removalLogBytes``, the store has free pages, or its log is kept
     /// small. True, without waiting, while another call of this process holds the writer. One

@@ -207,15 +207,10 @@ package final class EntryStore: @unchecked Sendable {
             // exclusive opening does not wait in SQLite: it tries again from scratch, its
             // connection closed (its shared lock gone) in between, every few milliseconds until
             // `wait` has passed (the same 40 pairs: every opening then succeeded).
-            //
-            // A shared opening waits in SQLite, but SQLite answers some steps busy at once, without
-            // its busy handler, where waiting could deadlock: the switch to WAL upgrades the read
-            // transaction it began to a write one (a new store's first openings, two processes
-            // creating one folder's store at once: one found the other's write lock there). That
-            // opening tries again from scratch too, until `wait` has passed: it waits what it was
-            // given, and only a wait that passed counts for the backoff. (It failed at once, and
-            // the backoff then made every opening of the next second, reads' too, fail at once:
-            // the S5 race test's "sets=1477 nil=23 errors=23".)
+            // A shared opening tries again so too: SQLite answers some steps busy without its busy
+            // handler (the switch to WAL upgrades a read transaction: two processes creating one
+            // store at once), and only a wait that passed may count for the backoff (the S5 race
+            // test's "sets=1477 nil=23 errors=23": the backoff made a second of openings fail).
             let until = MonotonicDeadline(milliseconds: wait)
             while true {
                 // What is left of the wait: an earlier try may have spent some in the busy handler.
@@ -328,14 +323,6 @@ package final class EntryStore: @unchecked Sendable {
                 throw StoreError(error)
             }
         }
-    }
-
-    /// Whether the writer keeps the log small now (``Options/tightVolume``, or a write that met
-    /// a full volume); true, without waiting, while another call of this process holds the writer.
-    var keepsLogSmall: Bool {
-        guard writeLock.try() else { return true }
-        defer { writeLock.unlock() }
-        return tightVolume
     }
 
     /// Keeps the log small, or not, from now on (see ``Options/tightVolume``): what the volume's
