@@ -304,7 +304,7 @@ extension StoreIndex {
     /// After a plan that removed rows: the freed pages go back to the file system and the log
     /// is checkpointed, so what the folder occupies goes down, not only the entries' total.
     /// Without `foldingLog` (after removals of single keys) the log is left to SQLite's own
-    /// checkpoints when no page was freed (``EntryStore/reclaimSpace(pages:foldingLog:)``).
+    /// checkpoints when no page was freed (`EntryStore.reclaimSpace(pages:foldingLog:)`).
     func reclaimStoreSpace(foldingLog: Bool = true) {
         store.adjustLog(tightVolume: disk.isVolumeTight)
         _ = try? store.reclaimSpace(foldingLog: foldingLog)
