@@ -259,11 +259,10 @@ extension EntryStore {
         // A store that keeps its log small answers without the writer: on a full volume that
         // writer is an exclusive connection, which a call opens and closes (and checkpoints).
         if logExceedsRemovalBound || keepsLogSmall { return true }
-        let free = try? withWriter(until: MonotonicDeadline(milliseconds: 0)) {
-            connection throws(SQLiteError) -> Int64? in
-            tightVolume ? nil : try connection.integer(.freePages)
+        let free = try? withWriter(until: MonotonicDeadline(milliseconds: 0)) { connection throws(SQLiteError) in
+            try connection.integer(.freePages)
         }
-        guard let free else { return true } // a tight volume, the writer busy, or a failure
+        guard let free else { return true } // the writer busy, or a failure
         return free > 0
     }
 

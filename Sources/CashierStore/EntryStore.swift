@@ -92,7 +92,7 @@ package final class EntryStore: @unchecked Sendable {
     /// wrote meanwhile (``StoreFilesState``).
     var closedFiles: StoreFilesState?
     /// Whether the writer keeps the log small (``Options/tightVolume``), under `writeLock`.
-    /// Read outside this file by ``mayGiveSpaceBack()``, inside `withWriter`.
+    /// Read outside this file by `keepsLogSmall`, under `writeLock`.
     var tightVolume: Bool
     /// Set (under `poolLock`) when a read met a row whose shape the file lost: the writer forgets
     /// the shapes it knows before its next call, and finds or adds them anew.

@@ -6,16 +6,8 @@ import Testing
 
 /// Review of "A removal of one key no longer checkpoints the store" (46c85b9): what a removal of
 /// one small key still owes the volume and the folder's size once it no longer always reclaims.
-@Suite struct StoreReclaimReviewTests {
-    let folder = TemporaryFolder()
-    let clock = TestClock()
-
-    func bytes(of path: String) -> Int {
-        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
-    }
-
-    var logBytes: Int { bytes(of: folder.storePath + "-wal") }
-
+/// In `StoreReclaimTests`, whose folder, clock and file sizes it uses.
+extension StoreReclaimTests {
     /// An unbounded folder (`.directory` and `.persistent` caches are, by default): removing some
     /// of its small entries, one key at a time, must not leave it occupying much more than before
     /// at rest (each removal's background work done), nor make `totalSize` climb: "removing
