@@ -113,6 +113,13 @@ extension EntryStore {
     /// its place), then trims the ghost to half the entries, oldest first: an entry still new
     /// whose key leaves becomes reused (frequency 1), as it would have been had it come back
     /// while its key was remembered.
+    ///
+    /// The new keys are numbered in key order, after every key the ghost holds, and only the
+    /// newest up to the ghost's share go in: an older one would be trimmed in the same
+    /// transaction (its entry is gone, so nothing is promoted for it). Evicting half of 10,000 new
+    /// entries put 5,000 keys in and took 2,500 out again: this took 56 million instructions of a
+    /// 232 million sweep, 20 million of 182 since (callgrind, `cashier-ratios --rounds 1 --only
+    /// sqlite-evict-reclaim`, the sweep's closure alone).
     func rememberEvicted(_ evicted: [StoreEntry], _ connection: StoreConnection) throws(SQLiteError) {
         var (ghosts, newest) = try connection.run(.ghostCensus) { census throws(SQLiteError) in
             try census.step() ? (census.int64(at: 0), census.int64(at: 1)) : (0, 0)
@@ -126,24 +133,35 @@ extension EntryStore {
             }
             (ghosts, newest) = (0, 0)
         }
-        var next = newest + 1
-        for entry in evicted.filter({ $0.frequency == 0 }).sorted(by: { $0.key < $1.key }) {
-            try connection.run(.remember) { remember throws(SQLiteError) in
-                try remember.bind(entry.key, at: 1)
-                try remember.bind(next, at: 2)
-                _ = try remember.step()
+        let share = (try connection.integer(.count) ?? 0) / 2
+        let new = evicted.filter { $0.frequency == 0 }.sorted(by: { $0.key < $1.key })
+        // The last `share` keys, put in key order (newest first, each cost half as much again);
+        // then as many before them as the ghost already held.
+        var added: Int64 = 0
+        var end = new.endIndex
+        while end > new.startIndex, added < share {
+            let start = max(new.startIndex, end - Int(clamping: share - added))
+            for offset in start..<end {
+                try connection.run(.remember) { remember throws(SQLiteError) in
+                    try remember.bind(new[offset].key, at: 1)
+                    try remember.bind(newest + 1 + Int64(offset), at: 2)
+                    _ = try remember.step()
+                }
+                added += Int64(connection.changes)
             }
-            ghosts += Int64(connection.changes)
-            next += 1
+            end = start
         }
-        let entries = try connection.integer(.count) ?? 0
-        let excess = ghosts - entries / 2
+        let excess = ghosts + added - share
         guard excess > 0 else { return }
         // The newest id that goes: ids are unique, so `id <= edge` is exactly the oldest `excess`.
-        let edge = try connection.run(.ghostEdge) { edge throws(SQLiteError) in
-            try edge.bind(excess - 1, at: 1)
-            return try edge.step() ? edge.int64(at: 0) : nil
-        }
+        // When every key the ghost held goes, that is the newest of them, known without a look.
+        let edge: Int64? =
+            excess == ghosts
+            ? newest
+            : try connection.run(.ghostEdge) { edge throws(SQLiteError) in
+                try edge.bind(excess - 1, at: 1)
+                return try edge.step() ? edge.int64(at: 0) : nil
+            }
         guard let newestForgotten = edge else { return }
         for statement in [StoreStatement.promoteForgotten, .forget] {
             try connection.run(statement) { statement throws(SQLiteError) in

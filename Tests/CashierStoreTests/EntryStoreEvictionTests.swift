@@ -177,6 +177,51 @@ import Testing
         #expect(try store.keys().contains("k0"))
     }
 
+    /// A sweep that evicts more new entries than the ghost keeps remembers the last of them in key
+    /// order (it numbers them so), newest first: the ghost holds what putting them all in and
+    /// trimming the oldest left, whether the trim takes the older keys whole or some of them.
+    @Test func aLargeEvictionRemembersTheNewestOfItsKeysAsTrimmingThemWould() throws {
+        let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
+        func ghost() throws -> String? {
+            try raw.text("SELECT group_concat(key || ':' || id, ' ') FROM (SELECT key, id FROM ghost ORDER BY id)")
+        }
+        for index in 0..<20 { try write(String(format: "k%02d", index), at: Int64(index + 1)) }
+        // 12 evicted (k00 to k11, numbered 1 to 12), 8 left: room for 4, the last 4.
+        #expect(try store.evict(order: .frequencyAware, downTo: 80).count == 12)
+        #expect(try ghost() == "k08:9 k09:10 k10:11 k11:12")
+        // 2 more (k12, k13), 6 left: room for 3, of the 4 held and the 2 new the 3 newest.
+        #expect(try store.evict(order: .frequencyAware, downTo: 60).count == 2)
+        #expect(try ghost() == "k11:12 k12:13 k13:14")
+        // Written again while remembered: reused, and not remembered twice when evicted.
+        try write("k12", at: 40)
+        #expect(try store.evict(order: .frequencyAware, downTo: 0).count == 7)
+        #expect(try store.count() == 0)
+        #expect(try raw.integer("SELECT count(*) FROM ghost") == 0)
+    }
+
+    /// The same with a key among the last that the ghost already holds (written again while
+    /// remembered, never used, evicted again): it keeps no place, the key before it takes one,
+    /// and the trim forgets its old place with the other older keys.
+    @Test func aLargeEvictionRemembersAsManyNewKeysWhenTheGhostHeldOneOfThem() throws {
+        let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadWrite)
+        try write("zz", at: 1)
+        try write("y1", at: 2)
+        try write("y2", at: 3)
+        #expect(try store.evict(order: .frequencyAware, downTo: 20).map(\.key) == ["zz"])
+        try write("zz", at: 10)
+        let old = (0..<300).map { String(format: "o%03d", $0) }
+        for (index, key) in old.enumerated() { try write(key, at: Int64(20 + index)) }
+        // The newest 150 bytes are new entries of one byte: the newest share, never evicted here.
+        for index in 0..<150 { try write(String(format: "n%03d", index), size: 1, at: Int64(400 + index)) }
+        let evicted = try store.evict(order: .frequencyAware, downTo: 150)
+        #expect(evicted.count == 303)
+        #expect(evicted.last?.key == "zz")
+        // 150 left: room for 75, the last 75 of the 302 keys new to the ghost.
+        let remembered = Array((old + ["y1", "y2"]).sorted().suffix(75))
+        let ghost = try raw.text("SELECT group_concat(key, ' ') FROM (SELECT key FROM ghost ORDER BY key)")
+        #expect(ghost == remembered.joined(separator: " "))
+    }
+
     @Test func theOrderSurvivesARelaunchAndIsSharedWithAnotherProcess() throws {
         for index in 0..<20 { try write(String(format: "k%02d", index), at: Int64(index + 1)) }
         try store.recordUses(["k03"], at: 30)

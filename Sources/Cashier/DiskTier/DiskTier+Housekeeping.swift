@@ -77,7 +77,10 @@ extension DiskTier {
 
     /// A file housekeeping chose to remove, with the index's change counter when it chose it.
     struct Choice: Sendable {
-        var fileName: String
+        /// The file to remove; nil for a row chosen by its key alone (an eviction), whose file,
+        /// if the folder has one, goes with the row by the key's name
+        /// (``StoreIndex/removeRows(_:evictionOrder:)``): a sweep of 5,000 rows named none.
+        var fileName: String?
         var sequence: UInt64?
         var removal: Removal
         /// The file's size: what removing it frees, as far as the plan counts.
@@ -101,8 +104,10 @@ extension DiskTier {
     /// used since it was chosen; what it removed.
     func removeChosenFiles(_ plan: RemovalPlan) -> [Removal] {
         var removals: [Removal] = []
-        for choice in plan.choices where choice.stored == nil && sequence(of: choice.fileName) == choice.sequence {
-            guard (try? remove(choice.fileName)) != nil else { continue }
+        for choice in plan.choices where choice.stored == nil {
+            guard let fileName = choice.fileName, sequence(of: fileName) == choice.sequence,
+                (try? remove(fileName)) != nil
+            else { continue }
             removals.append(choice.removal)
         }
         return removals

@@ -229,8 +229,8 @@ extension StoreIndex {
             freed += entry.size
             victims.append(
                 DiskTier.Choice(
-                    fileName: DiskTier.fileName(for: entry.key), sequence: nil,
-                    removal: .evicted(key: entry.key, bytes: entry.size), size: entry.size, stored: entry))
+                    fileName: nil, sequence: nil, removal: .evicted(key: entry.key, bytes: entry.size),
+                    size: entry.size, stored: entry))
             return freed < needed
         }
         // Locked entries are never evicted (they are not candidates): a folder of locked entries
@@ -263,6 +263,7 @@ extension StoreIndex {
                 listed = true
                 present = disk.entryFileNames().map(Set.init)
             }
+            if present?.isEmpty == true { return nil }
             let name = DiskTier.fileName(for: key)
             guard present?.contains(name) ?? true else { return nil }
             return disk.path(name)
