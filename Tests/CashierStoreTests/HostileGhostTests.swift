@@ -1,3 +1,4 @@
+import CashierPlatform
 import CashierSQLite
 import CashierStore
 import CashierStoreSupport
@@ -29,8 +30,8 @@ import Testing
         )
     }
 
-    /// `rememberEvicted` as it was before commit 2088311 (`git show 2088311^:Sources/CashierStore/EntryStore+Eviction.swift`),
-    /// on a raw connection, in a transaction of its own (after the rows went, as in the store's).
+    /// `rememberEvicted` as it was before commit 2088311
+    /// (`git show 2088311^:Sources/CashierStore/EntryStore+Eviction.swift`), on a raw connection, in a transaction of its own (after the rows went, as in the store's).
     static func rememberAsBefore(_ evicted: [StoreEntry], _ raw: SQLiteConnection) throws {
         try raw.execute("BEGIN IMMEDIATE")
         var (ghosts, newest) = try raw.run("SELECT count(*), ifnull(max(id), 0) FROM ghost") {
@@ -130,7 +131,8 @@ import Testing
     }
 
     /// What both stores hold, for comparison.
-    func expectSame(_ note: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Bool {
+    func expectSame(_ note: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Bool
+    {
         let ghosts = (try Self.ghost(raws.swept), try Self.ghost(raws.reference))
         let entries = (try Self.entries(raws.swept), try Self.entries(raws.reference))
         #expect(ghosts.0 == ghosts.1, "ghost differs \(note())", sourceLocation: sourceLocation)
@@ -173,11 +175,11 @@ import Testing
                         ? Self.keyPool.randomElement(using: &random)! : "g\(Int.random(in: 0..<40, using: &random))"
                     let id: Int64 =
                         switch Int.random(in: 0..<7, using: &random) {
-                        case 0: existing.randomElement(using: &random) ?? 1  // a duplicate id
+                        case 0: existing.randomElement(using: &random) ?? 1 // a duplicate id
                         case 1: -Int64.random(in: 1...1000, using: &random)
                         case 2: 0
                         case 3: newest + Int64.random(in: 1...5, using: &random)
-                        case 4: Int64.max - Int64.random(in: 0...300, using: &random)  // near the top: forgotten whole
+                        case 4: Int64.max - Int64.random(in: 0...300, using: &random) // near the top: forgotten whole
                         case 5: Int64.min + Int64.random(in: 0...3, using: &random)
                         default: Int64.random(in: 1...max(1, newest), using: &random)
                         }
@@ -231,10 +233,52 @@ import Testing
         var counts: [Int64] = []
         for round in 0..<6 {
             try writeNew("r\(round)-", count: 40, at: Int64(10 * round + 1))
-            try sweepBoth(downTo: 200)  // 20 entries of 10 bytes left: share 10
+            try sweepBoth(downTo: 200) // 20 entries of 10 bytes left: share 10
             counts.append(try raws.swept.integer("SELECT count(*) FROM ghost") ?? -1)
         }
         // At most the share and the damaged row (the old algorithm, its ids colliding, kept fewer).
         #expect(counts.allSatisfy { $0 <= 11 }, "ghost sizes after each sweep: \(counts)")
+    }
+
+    // MARK: Several processes sweeping one store at once.
+
+    /// Children sweep the store (`CashierStoreChild eviction FOLDER evict BYTES`, each a fresh
+    /// process planning outside its transaction, so their victims overlap) while this process
+    /// writes new entries and a few written again; at rest the ghost holds at most half as many
+    /// keys as entries (each sweep trims to its own share; writes only add entries), each id once.
+    @Test func sweepsOfSeveralProcessesKeepTheGhostWithinItsShare() throws {
+        let store = stores.swept
+        let path = folders.0.path
+        let done = Locked(false)
+        let sweeps = Locked(0)
+        let group = DispatchGroup()
+        for sweeper in 0..<2 {
+            DispatchQueue.global().async(group: group) {
+                var round = 0
+                while !done.withLock({ $0 }) {
+                    _ = try? EntryStoreEvictionTests.child(
+                        path, "evict", String(4_000 + 1_000 * ((sweeper + round) % 3)))
+                    sweeps.withLock { $0 += 1 }
+                    round += 1
+                }
+            }
+        }
+        var index = 0
+        while index < 2_500 || sweeps.withLock({ $0 }) < 12 {
+            let key = index % 7 == 0 ? "k\(index / 3)" : "k\(index)"
+            try store.upsert(
+                StoreEntry(key: key, location: .row, size: 1 + index % 9, lastUse: Int64(index / 10)), record: [1])
+            if index % 97 == 0 { try store.recordUses(["k\(index / 2)"], at: Int64(index / 10)) }
+            index += 1
+        }
+        done.withLock { $0 = true }
+        group.wait()
+        let ghosts = try raws.swept.integer("SELECT count(*) FROM ghost") ?? -1
+        let distinct = try raws.swept.integer("SELECT count(DISTINCT id) FROM ghost") ?? -1
+        let entries = try store.count()
+        #expect(ghosts > 0, "no sweep remembered anything: the test proves nothing")
+        #expect(ghosts == distinct, "ghost ids repeat: \(ghosts) keys, \(distinct) ids")
+        #expect(ghosts <= Int64(entries / 2), "ghost \(ghosts) keys for \(entries) entries")
+        print("HOSTILE several sweepers: \(sweeps.withLock { $0 }) sweeps, ghost \(ghosts), entries \(entries)")
     }
 }

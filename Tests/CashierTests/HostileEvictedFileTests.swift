@@ -22,7 +22,9 @@ import Testing
         for key in keys {
             let row = try folder.row(for: key)
             let hasFile = folder.hasEntryFile(for: key)
-            #expect(hasFile == (row?.location == .file), "\(key): file \(hasFile), row \(String(describing: row))", sourceLocation: sourceLocation)
+            #expect(
+                hasFile == (row?.location == .file), "\(key): file \(hasFile), row \(String(describing: row))",
+                sourceLocation: sourceLocation)
         }
     }
 
