@@ -124,13 +124,12 @@ extension EntryStore {
         var (ghosts, newest) = try connection.run(.ghostCensus) { census throws(SQLiteError) in
             try census.step() ? (census.int64(at: 0), census.int64(at: 1)) : (0, 0)
         }
-        // Ids count up from 1; a ghost whose ids reach the top (a damaged or foreign file) is
-        // forgotten whole rather than numbered past it (the ghost only sharpens the order).
+        // Ids count up from 1; a ghost whose ids reach the top, or whose newest is not an integer
+        // (a damaged or foreign file: the census reads it as -1), is forgotten whole rather than
+        // numbered past it (the ghost only sharpens the order). A hostile review found a text id
+        // read as 0: no key was trimmed, and every large sweep grew the ghost by its share.
         if newest < 0 || newest > Int64.max - Int64(evicted.count) - 1 {
-            try connection.run(.forget) { forget throws(SQLiteError) in
-                try forget.bind(Int64.max, at: 1)
-                _ = try forget.step()
-            }
+            try connection.step(.forgetAll)
             (ghosts, newest) = (0, 0)
         }
         let share = (try connection.integer(.count) ?? 0) / 2
@@ -211,7 +210,8 @@ enum EvictionSQL {
 
     // The ghost is keyed by `key` alone (``StoreSchema/ghostTable``): these read it whole, at a
     // sweep (50,000 keys: 3 ms to count, 8 ms to find the edge).
-    static let ghostCensus = "SELECT count(*), ifnull(max(id), 0) FROM ghost"
+    static let ghostCensus =
+        "SELECT count(*), CASE WHEN typeof(max(id)) IN ('integer', 'null') THEN ifnull(max(id), 0) ELSE -1 END FROM ghost"
     static let remember = "INSERT OR IGNORE INTO ghost(key, id) VALUES(?, ?)"
     static let ghostEdge = "SELECT id FROM ghost ORDER BY id LIMIT 1 OFFSET ?"
     static let promoteForgotten =

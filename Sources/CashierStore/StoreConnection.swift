@@ -234,7 +234,7 @@ enum StoreStatement: Int, CaseIterable {
     case removeUnchanged, insertIfAbsent, deleteAll, checkpoint
     // Eviction: least recently used first, and frequency-aware (``EvictionSQL``).
     case evictionOrder, newestNew, oldQueue, reusedQueue, newestQueue, newQueue, ghostCensus, remember, ghostEdge
-    case promoteForgotten, forget
+    case promoteForgotten, forget, forgetAll
     // Compaction after a sweep: the rows with the lowest ids move to the end of the table.
     case idSpan, lowestIDs, moveRow
 
@@ -297,6 +297,7 @@ enum StoreStatement: Int, CaseIterable {
         case .ghostEdge: EvictionSQL.ghostEdge
         case .promoteForgotten: EvictionSQL.promoteForgotten
         case .forget: EvictionSQL.forget
+        case .forgetAll: "DELETE FROM ghost"
         }
     }
 }
