@@ -134,8 +134,8 @@ extension EntryStore {
         }
         let share = (try connection.integer(.count) ?? 0) / 2
         let new = evicted.filter { $0.frequency == 0 }.sorted(by: { $0.key < $1.key })
-        // The last `share` keys, put in key order (newest first, each cost half as much again);
-        // then as many before them as the ghost already held.
+        // The last `share` keys go in, in key order (in the reverse order each cost half as
+        // much again); then, for each of them the ghost already held, one more before them.
         var added: Int64 = 0
         var end = new.endIndex
         while end > new.startIndex, added < share {
