@@ -26,7 +26,7 @@ struct StoreBusyReviewTests {
         configuration.memoryCoherenceNanoseconds = 0 // every memory hit checks the store
         configuration.storeOpenClock = { clock.withLock { $0 } }
         // The holder first: an exclusive lock is taken only with no other connection open.
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, exclusive: true)
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, mode: .exclusive)
         defer { holder.release() }
         let cache = Cache(configuration)
         let backoff = try #require(cache.folderState.disk?.storeOpenBackoff)
@@ -83,7 +83,7 @@ struct StoreBusyReviewTests {
                 failures.withLock { $0.append("\(key ?? "-") \(error.kind)") }
             }
         }
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, exclusive: true)
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, mode: .exclusive)
         let cache = Cache(configuration)
         let key = CacheKey<String>("kept", schemaVersion: 1)
         cache.removeValue(for: key)

@@ -125,7 +125,7 @@ struct StoreBusyTests {
         let seeding = try StressSession(folder)
         #expect(seeding.ask("set kept stored") == "ok")
         seeding.close()
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, exclusive: true)
+        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, mode: .exclusive)
         defer { holder.release() }
         let clock = Locked<UInt64>(1 << 40)
         var configuration = folder.configuration(memoryCountLimit: nil) // its ticket opens the store too
@@ -161,51 +161,76 @@ struct StoreBusyTests {
     }
 }
 
-/// A `python3` process holding `BEGIN IMMEDIATE` on a store (SQLite's write lock, in WAL mode
-/// readers still read), or with `exclusive` the store in exclusive locking mode (as a process
-/// does on a full volume: no other connection can even open it), until ``release()``.
-final class WriteLockHolder {
+/// A `python3` process holding a lock on a store until ``release()``, which any thread may call.
+final class WriteLockHolder: @unchecked Sendable {
+    enum Mode {
+        /// `BEGIN IMMEDIATE`: SQLite's write lock (in WAL mode readers still read).
+        case write
+        /// Exclusive locking mode, as a process opens the store on a full volume: no other
+        /// connection can even open it.
+        case exclusive
+        /// The store switched to rollback-journal mode (as a new store is until its first opening
+        /// has switched it to WAL), then `BEGIN IMMEDIATE`: an opening meets the switch to WAL
+        /// busy, which SQLite answers without its busy handler (``StoreOpeningBusyTests``).
+        case rollbackWrite
+    }
+
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
-    private var released = false
+    private let lock = NSLock()
+    private var released = false // guarded by lock
 
-    static let script = """
-        import sqlite3, sys
-        connection = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
-        connection.execute("BEGIN IMMEDIATE")
-        print("holding", flush=True)
-        sys.stdin.readline()
-        connection.execute("COMMIT")
-        print("released", flush=True)
-        """
+    static func script(_ mode: Mode) -> String {
+        let take =
+            switch mode {
+            case .write: "connection.execute(\"BEGIN IMMEDIATE\")"
+            case .exclusive:
+                "connection.execute(\"PRAGMA locking_mode = EXCLUSIVE\")\n"
+                    + "connection.execute(\"SELECT count(*) FROM entry\").fetchall()"
+            case .rollbackWrite:
+                "mode = connection.execute(\"PRAGMA journal_mode = DELETE\").fetchone()[0]\n"
+                    + "if mode != \"delete\": sys.exit(\"journal mode \" + mode)\n"
+                    + "connection.execute(\"BEGIN IMMEDIATE\")"
+            }
+        // The switch to rollback mode may wait for the seeding process's last connection.
+        let timeout = mode == .rollbackWrite ? 5 : 0
+        return """
+            import sqlite3, sys
+            connection = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=\(timeout))
+            \(take)
+            print("holding", flush=True)
+            sys.stdin.readline()
+            connection.close()
+            print("released", flush=True)
+            """
+    }
 
-    static let exclusiveScript = """
-        import sqlite3, sys
-        connection = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
-        connection.execute("PRAGMA locking_mode = EXCLUSIVE")
-        connection.execute("SELECT count(*) FROM entry").fetchall()
-        print("holding", flush=True)
-        sys.stdin.readline()
-        connection.close()
-        print("released", flush=True)
-        """
-
-    init(store: String, exclusive: Bool = false) throws {
+    init(store: String, mode: Mode = .write) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", exclusive ? Self.exclusiveScript : Self.script, store]
+        process.arguments = ["python3", "-c", Self.script(mode), store]
         process.standardInput = input
         process.standardOutput = output
         try process.run()
         let line = String(decoding: output.fileHandleForReading.readLine(), as: UTF8.self)
-        #expect(line == "holding", "python3 did not take the write lock (\(line)): is python3 with sqlite3 installed?")
+        #expect(line == "holding", "python3 did not take the lock (\(line)): is python3 with sqlite3 installed?")
     }
 
-    /// Commits (nothing was written) and waits for the process to exit; once only.
+    /// Lets go of the lock (a write transaction is committed: nothing was written) and waits for
+    /// the process to exit; the first call only.
     func release() {
-        guard !released else { return }
-        released = true
+        let first = lock.withLock {
+            defer { released = true }
+            return !released
+        }
+        guard first else { return }
         if process.isRunning { input.fileHandleForWriting.write(Data("\n".utf8)) }
+        process.waitUntilExit()
+    }
+
+    /// Waits until ``release()`` (from any thread) has been asked, and the process has exited.
+    func waitUntilReleased() {
+        while !lock.withLock({ released }) { usleep(1_000) }
         process.waitUntilExit()
     }
 
