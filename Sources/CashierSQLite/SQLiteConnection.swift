@@ -80,6 +80,15 @@ package final class SQLiteConnection {
         try run(sql) { statement throws(SQLiteError) in try statement.step() ? statement.text(at: 0) : nil }
     }
 
+    /// Runs a statement that returns texts, the first column of each row, in order.
+    package func texts(_ sql: String) throws(SQLiteError) -> [String] {
+        try run(sql) { statement throws(SQLiteError) in
+            var texts: [String] = []
+            while try statement.step() { texts.append(statement.text(at: 0)) }
+            return texts
+        }
+    }
+
     /// How long a statement waits for another connection's lock before failing with `SQLITE_BUSY`.
     package func setBusyTimeout(milliseconds: Int32) throws(SQLiteError) {
         let code = library.busyTimeout(handle, milliseconds)

@@ -182,7 +182,7 @@ extension FullVolumeTests {
         try #require(
             failures.noSpaceKeys.contains(key.name),
             "the removal found room: the case this test pins did not arise; \(FullVolume.describe(folder))")
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, mode: .exclusive)
+        let holder = try WriteLockHolder(storeIn: folder.path, mode: .exclusive)
         blocker.signal()
         cache.waitForBackgroundWork() // the retry ran, and met the holder's lock
         holder.release()
@@ -274,7 +274,7 @@ extension FullVolumeTests {
         cache.waitForBackgroundWork()
         #expect(Self.lacksSharedMemory(folder), "the store did not fall back")
 
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, mode: .exclusive)
+        let holder = try WriteLockHolder(storeIn: folder.path, mode: .exclusive)
         defer { holder.release() }
         let blocker = DispatchSemaphore(value: 0)
         disk.inBackground { blocker.wait() }

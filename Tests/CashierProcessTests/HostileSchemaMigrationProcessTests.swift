@@ -19,11 +19,7 @@ private func downgradeToVersionFour(_ folder: String) throws {
 /// The store's `user_version` and index names.
 private func storeSchema(_ folder: String) throws -> (version: Int64?, indexes: Set<String>) {
     let raw = try SQLiteConnection(path: folder + "/" + DiskTier.storeFileName, flags: SQLiteCode.openReadOnly)
-    let indexes = try raw.run("SELECT name FROM sqlite_schema WHERE type = 'index'") { query throws(SQLiteError) in
-        var names = Set<String>()
-        while try query.step() { names.insert(query.text(at: 0)) }
-        return names
-    }
+    let indexes = Set(try raw.texts("SELECT name FROM sqlite_schema WHERE type = 'index'"))
     return (try raw.integer("PRAGMA user_version"), indexes)
 }
 

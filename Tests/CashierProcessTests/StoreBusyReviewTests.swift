@@ -26,7 +26,7 @@ struct StoreBusyReviewTests {
         configuration.memoryCoherenceNanoseconds = 0 // every memory hit checks the store
         configuration.storeOpenClock = { clock.withLock { $0 } }
         // The holder first: an exclusive lock is taken only with no other connection open.
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, mode: .exclusive)
+        let holder = try WriteLockHolder(storeIn: folder.path, mode: .exclusive)
         defer { holder.release() }
         let cache = Cache(configuration)
         let backoff = try #require(cache.folderState.disk?.storeOpenBackoff)
@@ -71,10 +71,7 @@ struct StoreBusyReviewTests {
     /// the removal is reported (a `.failure` naming the key) or the value must not read again.
     @Test("A removeValue locked out of the store says so, or the value does not read again once the lock is released")
     func aLockedOutRemovalSaysSoOrHolds() throws {
-        let folder = TemporaryFolder()
-        let seeding = try StressSession(folder)
-        #expect(seeding.ask("set kept stored") == "ok")
-        seeding.close()
+        let folder = try folderWithAStoreAnotherProcessMade()
         let failures = Locked<[String]>([])
         var configuration = folder.configuration(memoryCountLimit: nil)
         configuration.busyTimeout = 0.1
@@ -83,7 +80,7 @@ struct StoreBusyReviewTests {
                 failures.withLock { $0.append("\(key ?? "-") \(error.kind)") }
             }
         }
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, mode: .exclusive)
+        let holder = try WriteLockHolder(storeIn: folder.path, mode: .exclusive)
         let cache = Cache(configuration)
         let key = CacheKey<String>("kept", schemaVersion: 1)
         cache.removeValue(for: key)

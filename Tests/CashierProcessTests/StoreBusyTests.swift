@@ -21,7 +21,7 @@ struct StoreBusyTests {
         // Written before the lock is taken: the store exists, and so do this type's names.
         try cache.set("stored", for: key)
 
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName)
+        let holder = try WriteLockHolder(storeIn: folder.path)
         defer { holder.release() }
         for attempt in ["a value of a type the store knows", "a value of a type it does not know yet"] {
             do {
@@ -60,7 +60,7 @@ struct StoreBusyTests {
         try cache.set("before", for: written)
         #expect(cache.entry(for: hot)?.origin == .memory)
 
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName)
+        let holder = try WriteLockHolder(storeIn: folder.path)
         let writer = BackgroundWrite { try cache.set("after", for: written) }
         #expect(writer.started.wait(timeout: .now() + 60) == .success)
         // Hits on this thread for a while after the write started: each returns the value while
@@ -99,7 +99,7 @@ struct StoreBusyTests {
         let cache = Cache(configuration)
         #expect(Self.lastUse(in: folder) ?? .max < Int(Date().timeIntervalSince1970) - 3_000)
 
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName)
+        let holder = try WriteLockHolder(storeIn: folder.path)
         defer { holder.release() }
         // The read returns while the lock is held (waiting for it would take the 60 s busy timeout).
         let reader = BackgroundWrite { if cache.value(for: key) != "stored" { throw ReadMissed() } }
@@ -121,11 +121,8 @@ struct StoreBusyTests {
     /// is the test's: each call after the first comes an interval later, or within one.
     @Test("A call locked out of the store waits for another process's lock at most once")
     func aLockedOutCallWaitsForTheLockAtMostOnce() throws {
-        let folder = TemporaryFolder()
-        let seeding = try StressSession(folder)
-        #expect(seeding.ask("set kept stored") == "ok")
-        seeding.close()
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, mode: .exclusive)
+        let folder = try folderWithAStoreAnotherProcessMade()
+        let holder = try WriteLockHolder(storeIn: folder.path, mode: .exclusive)
         defer { holder.release() }
         let clock = Locked<UInt64>(1 << 40)
         var configuration = folder.configuration(memoryCountLimit: nil) // its ticket opens the store too
@@ -216,6 +213,11 @@ final class WriteLockHolder: @unchecked Sendable {
         #expect(line == "holding", "python3 did not take the lock (\(line)): is python3 with sqlite3 installed?")
     }
 
+    /// A holder of the store in the folder at `folder`.
+    convenience init(storeIn folder: String, mode: Mode = .write) throws {
+        try self.init(store: folder + "/" + DiskTier.storeFileName, mode: mode)
+    }
+
     /// Lets go of the lock (a write transaction is committed: nothing was written) and waits for
     /// the process to exit; the first call only.
     func release() {
@@ -235,6 +237,16 @@ final class WriteLockHolder: @unchecked Sendable {
     }
 
     deinit { release() }
+}
+
+/// A folder whose store another process made (a `StressSession`, closed since), holding the
+/// string "stored" under "kept": the store a ``WriteLockHolder`` then holds.
+func folderWithAStoreAnotherProcessMade() throws -> TemporaryFolder {
+    let folder = TemporaryFolder()
+    let seeding = try StressSession(folder)
+    #expect(seeding.ask("set kept stored") == "ok")
+    seeding.close()
+    return folder
 }
 
 /// A write run on a thread of its own, with what it came to.

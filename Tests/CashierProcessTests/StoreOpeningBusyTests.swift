@@ -23,11 +23,8 @@ import Testing
 struct StoreOpeningBusyTests {
     @Test("A write whose opening meets the switch to WAL busy waits for the lock, and the value reads back")
     func anOpeningRefusedWithoutAWaitStillWaitsForTheLock() throws {
-        let folder = TemporaryFolder()
-        let seeding = try StressSession(folder)
-        #expect(seeding.ask("set kept stored") == "ok")
-        seeding.close()
-        let holder = try WriteLockHolder(store: folder.path + "/" + DiskTier.storeFileName, mode: .rollbackWrite)
+        let folder = try folderWithAStoreAnotherProcessMade()
+        let holder = try WriteLockHolder(storeIn: folder.path, mode: .rollbackWrite)
         defer { holder.release() }
         var configuration = folder.configuration(memoryCountLimit: 0)
         configuration.busyTimeout = 10

@@ -294,11 +294,7 @@ import Testing
         let used = (0..<count).filter { _ in Int.random(in: 0..<4, using: &random) == 0 }.map { "k\($0)" }
         try store.recordUses(used, at: 32)
         let raw = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadOnly)
-        let sorted = try raw.run(Self.sortedFrequencyAwareOrder) { query throws(SQLiteError) in
-            var sorted: [String] = []
-            while try query.step() { sorted.append(query.text(at: 0)) }
-            return sorted
-        }
+        let sorted = try raw.texts(Self.sortedFrequencyAwareOrder)
         #expect(try store.evictionCandidates(order: .frequencyAware, limit: -1).map(\.key) == sorted)
         var walked: [String] = []
         try store.forEachEvictionCandidate(order: .frequencyAware) { entry in

@@ -7,7 +7,7 @@ import Foundation
 import Testing
 
 /// A hostile reviewer's tests of the sweep's ghost update (`EntryStore.rememberEvicted`, commit
-/// 2088311): it now puts in only the newest `count / 2` of the evicted new keys and skips the
+/// 2088311, and its fix for ids that are not integers, 0c4248a): it puts in only the newest `count / 2` of the evicted new keys and skips the
 /// edge query when every old ghost key goes, claiming to leave exactly what the algorithm before
 /// it left (every new key in, numbered in key order after the ghost's max id, then the oldest
 /// trimmed). Each test runs two identical stores side by side: one sweeps as the store does, the
@@ -77,20 +77,12 @@ import Testing
         try raw.execute("COMMIT")
     }
 
-    static func rows(_ sql: String, _ raw: SQLiteConnection) throws -> [String] {
-        try raw.run(sql) { query throws(SQLiteError) in
-            var rows: [String] = []
-            while try query.step() { rows.append(query.text(at: 0)) }
-            return rows
-        }
-    }
-
     static func ghost(_ raw: SQLiteConnection) throws -> [String] {
-        try rows("SELECT key || ' ' || quote(id) FROM ghost ORDER BY key", raw)
+        try raw.texts("SELECT key || ' ' || quote(id) FROM ghost ORDER BY key")
     }
 
     static func entries(_ raw: SQLiteConnection) throws -> [String] {
-        try rows("SELECT key || ' f' || frequency || ' #' || id FROM entry ORDER BY key", raw)
+        try raw.texts("SELECT key || ' f' || frequency || ' #' || id FROM entry ORDER BY key")
     }
 
     /// Runs `sql` with `key` and `id` bound on both stores' raw connections (damage written by hand).
@@ -168,7 +160,7 @@ import Testing
             try onBoth { try $0.recordUses(used, at: base + 5) }
             if damaged, Int.random(in: 0..<3, using: &random) == 0 {
                 let newest = try raws.swept.integer("SELECT ifnull(max(id), 0) FROM ghost") ?? 0
-                let existing = try Self.rows("SELECT id FROM ghost", raws.swept).compactMap { Int64($0) }
+                let existing = try raws.swept.texts("SELECT id FROM ghost").compactMap { Int64($0) }
                 for _ in 0..<Int.random(in: 1...6, using: &random) {
                     let key =
                         Bool.random(using: &random)
@@ -205,9 +197,10 @@ import Testing
         }
     }
 
-    /// A ghost id of 2.5: `max(id)` read as an integer is 2, the shortcut takes `id <= 2` as
-    /// "every old key" and leaves 2.5 in the ghost, which the old algorithm's edge query (an id of
-    /// the new keys) trimmed. The ghost ends over its share.
+    /// A ghost id of 2.5: read as an integer, `max(id)` was 2, the shortcut took `id <= 2` for
+    /// "every old key" and left 2.5 in the ghost, which the old algorithm's edge query (an id of
+    /// the new keys) trimmed: the ghost ended over its share. The census now reads a newest id
+    /// that is not an integer as -1, and the ghost is forgotten whole before the new keys go in.
     @Test func aFractionalGhostIdIsTrimmedAsTheOldAlgorithmTrimmedIt() throws {
         try damage("INSERT INTO ghost(key, id) VALUES(?, ?)", key: "g", id: 0)
         for raw in [raws.swept, raws.reference] { try raw.execute("UPDATE ghost SET id = 2.5 WHERE key = 'g'") }
@@ -218,15 +211,16 @@ import Testing
         #expect(swept.count == 12 && swept == reference)
         // The old algorithm left the last 4 keys (numbered 11 to 14 after `max(id)` read as 2).
         #expect(try Self.ghost(raws.reference) == ["n008 11", "n009 12", "n010 13", "n011 14"])
-        let keys = try Self.rows("SELECT key FROM ghost ORDER BY key", raws.swept)
+        let keys = try raws.swept.texts("SELECT key FROM ghost ORDER BY key")
         let ghost = try Self.ghost(raws.swept)
         #expect(keys == ["n008", "n009", "n010", "n011"], "the ghost holds \(ghost)")
     }
 
-    /// A ghost row whose id is TEXT: `max(id)` is that text, read as 0, so every sweep numbers
-    /// its keys from 1 and the shortcut's `id <= 0` forgets nothing: each sweep that evicts as
-    /// many new keys as the share adds them and trims none, and the ghost grows without bound
-    /// (the old algorithm's edge query found an integer id and trimmed to the share or below).
+    /// A ghost row whose id is TEXT: `max(id)` is that text, which read as 0, so every sweep
+    /// numbered its keys from 1 and the shortcut's `id <= 0` forgot nothing: each sweep that
+    /// evicted as many new keys as the share added them and trimmed none, and the ghost grew
+    /// without bound (the old algorithm's edge query found an integer id and trimmed to the share
+    /// or below). Now the ghost is forgotten whole, as the first test's.
     @Test func aTextGhostIdDoesNotLetTheGhostGrowPastItsShare() throws {
         try damage("INSERT INTO ghost(key, id) VALUES(?, ?)", key: "g", id: 0)
         for raw in [raws.swept, raws.reference] { try raw.execute("UPDATE ghost SET id = 'x' WHERE key = 'g'") }
@@ -279,6 +273,5 @@ import Testing
         #expect(ghosts > 0, "no sweep remembered anything: the test proves nothing")
         #expect(ghosts == distinct, "ghost ids repeat: \(ghosts) keys, \(distinct) ids")
         #expect(ghosts <= Int64(entries / 2), "ghost \(ghosts) keys for \(entries) entries")
-        print("HOSTILE several sweepers: \(sweeps.withLock { $0 }) sweeps, ghost \(ghosts), entries \(entries)")
     }
 }

@@ -37,12 +37,7 @@ import Testing
 
     private func schema() throws -> (version: Int64?, indexes: [String]) {
         let raw = try SQLiteConnection(path: folder.path + "/store.sqlite", flags: SQLiteCode.openReadOnly)
-        let indexes = try raw.run("SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name") {
-            query throws(SQLiteError) in
-            var names: [String] = []
-            while try query.step() { names.append(query.text(at: 0)) }
-            return names
-        }
+        let indexes = try raw.texts("SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name")
         return (try raw.integer("PRAGMA user_version"), indexes)
     }
 
