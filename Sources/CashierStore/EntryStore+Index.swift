@@ -229,10 +229,10 @@ extension EntryStore {
             let step = min(remaining, Self.reclaimStep)
             let freed = try withWriter(until: MonotonicDeadline(milliseconds: 0)) {
                 connection throws(SQLiteError) -> Int in
-                let free = Int(try connection.integer("PRAGMA freelist_count") ?? 0)
+                let free = Int(try connection.integer(.freePages) ?? 0)
                 guard free > 0 else { return 0 }
                 try connection.sqlite.execute("PRAGMA incremental_vacuum(\(step))")
-                return free - Int(try connection.integer("PRAGMA freelist_count") ?? 0)
+                return free - Int(try connection.integer(.freePages) ?? 0)
             }
             guard freed > 0 else { break }
             vacuumed = true
