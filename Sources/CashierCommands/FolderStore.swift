@@ -14,11 +14,12 @@ enum FolderStore {
     /// The store's file name in a cache folder.
     static let fileName = EntryStore.Options().fileName
 
-    /// The names of the store's files: the store, SQLite's `-wal`, `-shm` and `-journal`, and
-    /// a damaged store the cache set aside (`store.sqlite.damaged`, with its `-wal`).
+    /// The names of the store's files: the store, SQLite's `-wal`, `-shm` and `-journal`, the
+    /// room kept for removals on a tight volume (`-reserve`), and a damaged store the cache set
+    /// aside (`store.sqlite.damaged`, with its `-wal`).
     static let fileNames: Set<String> = [
-        fileName, fileName + "-wal", fileName + "-shm", fileName + "-journal", fileName + ".damaged",
-        fileName + ".damaged-wal",
+        fileName, fileName + "-wal", fileName + "-shm", fileName + "-journal", fileName + "-reserve",
+        fileName + ".damaged", fileName + ".damaged-wal",
     ]
 
     /// What the tool found of the store.

@@ -116,10 +116,12 @@ extension EntryStore {
         }
     }
 
+    /// One row draws on the folder's reserve when the volume is full (EntryStore+Reserve.swift);
+    /// many do not: what does not fit goes again one a transaction, each of which may.
     private func removeInOneTransaction(
         _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?, filePath: ((String) -> String?)?
     ) throws(StoreError) -> [StoreEntry] {
-        try withWriter { connection throws(SQLiteError) in
+        try withWriter(drawingOnReserve: entries.count == 1) { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 // Whatever the row's location: a row that replaced a large entry may have its old
                 // file still under the key's name (a kill between its two transactions); with the

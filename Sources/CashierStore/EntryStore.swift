@@ -266,9 +266,11 @@ package final class EntryStore: @unchecked Sendable {
     ///
     /// `deadline` (``MonotonicDeadline``): the latest moment, for all of a caller's calls
     /// together, that a statement may wait for another process's lock; nil: the busy timeout.
-    func withWriter<R>(until deadline: MonotonicDeadline? = nil, _ body: (StoreConnection) throws(SQLiteError) -> R)
-        throws(StoreError) -> R
-    {
+    /// `drawingOnReserve`: a removal, which on a full volume may use the reserve (EntryStore+Reserve.swift).
+    func withWriter<R>(
+        until deadline: MonotonicDeadline? = nil, drawingOnReserve: Bool = false,
+        _ body: (StoreConnection) throws(SQLiteError) -> R
+    ) throws(StoreError) -> R {
         // This process's other calls count against the deadline too: one holding the writer
         // while SQLite waits for another process is waited for no longer than what is left.
         if !writeLock.try() {
@@ -290,7 +292,7 @@ package final class EntryStore: @unchecked Sendable {
         defer { closeIfExclusive() }
         if takeShapesLost() { connection.forgetShapes() }
         var reopened = false
-        var madeRoom = false
+        var roomAttempts = 0
         while true {
             do throws(SQLiteError) {
                 // Every statement that may wait for another process waits only what is left
@@ -302,15 +304,12 @@ package final class EntryStore: @unchecked Sendable {
                 }
                 try connection.waitUntilDeadline()
                 return try body(connection)
-            } catch  where error.primaryCode == SQLiteCode.full && !madeRoom && !options.readOnly {
-                // A full volume: the log is copied into the store and cut back (as far as that
-                // goes without waiting), and the call runs once more (a removal's files, unlinked
-                // the first time, have made room too).
-                madeRoom = true
-                truncateLog(connection)
-                if !tightVolume {
-                    tightVolume = true
-                    try? StoreSchema.setLogBounds(connection.sqlite, tightVolume: true)
+            } catch  where error.primaryCode == SQLiteCode.full && !options.readOnly {
+                // A full volume: room is made (EntryStore+Reserve.swift) and the call runs once
+                // more (a removal's files, unlinked the first time, have made room too).
+                roomAttempts += 1
+                guard makeRoom(connection, attempt: roomAttempts, drawingOnReserve: drawingOnReserve) else {
+                    throw StoreError(error)
                 }
                 continue
             } catch  where error.isCorruption && !options.readOnly {
@@ -338,7 +337,7 @@ package final class EntryStore: @unchecked Sendable {
     /// Copies the log into the store and cuts it back to nothing, without waiting for readers
     /// (`wal_checkpoint(TRUNCATE)` with no busy wait; a reader still using the log keeps it):
     /// on a full volume, the room the log took is free again.
-    private func truncateLog(_ connection: StoreConnection) {
+    func truncateLog(_ connection: StoreConnection) {
         guard (try? connection.waitAtMost(0)) != nil else { return }
         _ = try? connection.sqlite.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         try? connection.waitAtMost(options.busyTimeoutMilliseconds)

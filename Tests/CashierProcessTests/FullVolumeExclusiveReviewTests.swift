@@ -218,6 +218,7 @@ extension FullVolumeTests {
             for index in [0, 10, 20] { cache.removeValue(for: CacheKey<Data>("seed-\(index)")) }
             cache.waitForBackgroundWork()
         }
+        Self.dropReserve(folder) // that instance made it again
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
@@ -362,12 +363,54 @@ extension FullVolumeTests {
         #expect(there == "nil", "the removed value reads again after the retry: \(there)")
     }
 
+    /// DESIGN.md: "Nothing removed is read again, after a kill, in any process". On a full
+    /// volume even a one-row removal's transaction finds no room; the store opened while the
+    /// volume was tight kept a reserve (`EntryStore+Reserve.swift`), which the removal draws on:
+    /// it commits in the process that made it, so a fresh process, on the full volume and once
+    /// room is back, finds nothing. (Without the reserve it awaited room in that process's memory
+    /// only, and came back when the process exited: the test below.)
+    @Test("FullVolume review 2: a removal on a full volume draws on the store's reserve and outlives its process")
+    func aRemovalOnAFullVolumeDrawsOnTheReserve() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-reserve-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder, keepingReserve: true)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let check = "check \(Self.reviewRow.name) \(Self.reviewRow.bytes) \(Self.reviewRow.seed)"
+        do {
+            let writer = try StressSession(folderPath: folder.path)
+            defer { writer.exit() }
+            let write = writer.ask("fill after 300 1")
+            #expect(write.hasPrefix("error noSpace"), "the volume had room for a write: \(write)")
+        }
+        let remover = try StressSession(folderPath: folder.path)
+        #expect(remover.ask("remove \(Self.reviewRow.name)") == "ok")
+        #expect(remover.ask("wait") == "ok")
+        remover.exit()
+
+        let onFullVolume = try StressSession(folderPath: folder.path)
+        let there = onFullVolume.ask(check)
+        onFullVolume.exit()
+        #expect(there == "nil", "the removed value reads in a fresh process on the full volume: \(there)")
+        unlink(filler)
+        fillerRemoved = true
+        let fresh = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        #expect(
+            fresh.value(for: CacheKey<Data>(Self.reviewRow.name)) == nil, "the removed value reads once room is back")
+        #expect(Self.wrongSeeds(fresh, removed: [Self.reviewRow.name]).isEmpty, "a seed no one removed was lost")
+        fresh.waitForBackgroundWork()
+        #expect(Self.hasReserve(folder), "the reserve was not made again once room was back")
+    }
+
     /// DESIGN.md: "Nothing removed is read again, after a kill, in any process". A removal that
-    /// finds no room is kept only in the memory of the process that made it
-    /// (`DiskTier.storeState.removalsAwaitingRoom`): a process that exits (or is killed) before a
-    /// reclaim finds room loses it, the row stays for good, and once room is back every process
+    /// finds no room, and no reserve to draw on (the volume filled before the store found it
+    /// tight, or earlier removals spent it), is kept only in the memory of the process that made
+    /// it (`DiskTier.storeState.removalsAwaitingRoom`): a process that exits (or is killed) before
+    /// a reclaim finds room loses it, the row stays for good, and once room is back every process
     /// reads the removed value.
-    @Test("FullVolume review 2: a removal waiting for room is lost when its process exits: the value reads again")
+    @Test("FullVolume review 2: a removal waiting for room, no reserve left, is lost when its process exits")
     func aRemovalAwaitingRoomIsLostWithItsProcess() throws {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-exit-\(UUID().uuidString)")

@@ -27,7 +27,12 @@ extension FullVolumeTests {
     /// Writes ``reviewSeeds`` in `folder`, then waits until no connection of this process has
     /// the store open (its `-shm` goes with the last one): a `Cache` gone may still have work
     /// under way that holds its disk tier.
-    static func seedForReview(_ folder: URL) throws {
+    ///
+    /// The store opened on this small volume made the room it keeps for removals
+    /// (`EntryStore+Reserve.swift`). Unless `keepingReserve`, that reserve goes before the test
+    /// fills the volume: as on a volume another app filled before the store ever found it tight,
+    /// or once earlier removals drew on it, a removal then finds no room at all.
+    static func seedForReview(_ folder: URL, keepingReserve: Bool = false) throws {
         do {
             let cache = Cache(Self.configuration(folder))
             for seed in reviewSeeds { try cache.set(seedValue(seed), for: CacheKey<Data>(seed.name)) }
@@ -35,7 +40,20 @@ extension FullVolumeTests {
         }
         let shm = folder.path + "/" + DiskTier.storeFileName + "-shm"
         try #require(poll { !FileManager.default.fileExists(atPath: shm) }, "the store stayed open after seeding")
+        let reserved = keepingReserve ? hasReserve(folder) : dropReserve(folder)
+        try #require(reserved, "no reserve beside a store opened on a tight volume")
     }
+
+    /// The path of the room the store of `folder` keeps for removals (`EntryStore+Reserve.swift`).
+    static func reservePath(_ folder: URL) -> String { folder.path + "/" + DiskTier.storeFileName + "-reserve" }
+
+    /// Whether the store of `folder` keeps its reserve now.
+    static func hasReserve(_ folder: URL) -> Bool { FileManager.default.fileExists(atPath: reservePath(folder)) }
+
+    /// Removes the reserve of the store of `folder`, as a removal on a full volume does when it
+    /// draws on it; whether there was one.
+    @discardableResult
+    static func dropReserve(_ folder: URL) -> Bool { unlink(reservePath(folder)) == 0 }
 
     /// Whether the store of `folder` has no usable `-shm`: none, or the few bytes SQLite left of
     /// one it could not size (a store open without one, in exclusive locking mode).

@@ -296,14 +296,14 @@ extension DiskTier {
                 holdsEntryFiles = true
             }
         }
-        // The files already in the folder get rows, off the caller's thread; until then reads
-        // find them as files. At every first open of a process, not only a new store's: an
-        // import cut short by a kill resumes, and files a row shadows (another process wrote
-        // the key while an import was under way) go. A folder of rows alone has nothing to
-        // import, and `keys` then need not compare the index with the folder (a set of 100,000
-        // keys and a listing: half of a fresh `count` + `keys`). A file another process puts
-        // there later is its writer's to index; garbage collection reconciles what is left.
+        // The files already in the folder get rows, off the caller's thread (reads find them as
+        // files until then), at every first open of a process: an import cut short by a kill
+        // resumes, and files a row shadows go. A folder of rows alone has nothing to import, and
+        // `keys` need not compare the index with the folder (half of a fresh `count` + `keys` at
+        // 100,000). Files another process puts there later are its to index, or garbage
+        // collection's. On a tight volume, room for removals (EntryStore+Reserve.swift).
         if holdsEntryFiles { scheduleImport(into: store) }
+        if storeOptions.tightVolume { store.keepReserve(tight: true) }
         return store
     }
 

@@ -307,8 +307,12 @@ extension StoreIndex {
     /// Without `foldingLog` (after removals of single keys) the log is left to SQLite's own
     /// checkpoints when no page was freed (`EntryStore.reclaimSpace(pages:foldingLog:)`).
     func reclaimStoreSpace(foldingLog: Bool = true) {
-        store.adjustLog(tightVolume: disk.isVolumeTight)
+        let tight = disk.isVolumeTight
+        store.adjustLog(tightVolume: tight)
         _ = try? store.reclaimSpace(foldingLog: foldingLog)
+        // After the log gave its room back: the reserve a removal on a full volume drew on, made
+        // again if that room is there (EntryStore+Reserve.swift).
+        store.keepReserve(tight: tight)
         let occupied = try? store.occupiedBytes()
         disk.storeState.withLock { $0.occupiedEstimate = occupied }
     }
