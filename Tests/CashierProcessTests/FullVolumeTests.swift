@@ -42,6 +42,22 @@ enum FullVolume {
         return (others + ["\(entries.count) entry files \(entryBytes)"]).joined(separator: ", ")
     }
 
+    /// What the volume holding `path` uses beyond the files found on it (their blocks): the
+    /// room of files removed while still open somewhere. `path` must be the volume's root or a
+    /// folder all its files are below.
+    static func unlistedBytes(_ path: String) -> Int {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return 0 }
+        let used = Int(info.f_blocks - info.f_bfree) * Int(info.f_frsize)
+        var listed = 0
+        let enumerator = FileManager.default.enumerator(atPath: path)
+        while let name = enumerator?.nextObject() as? String {
+            var file = stat()
+            if lstat(path + "/" + name, &file) == 0 { listed += Int(file.st_blocks) * 512 }
+        }
+        return used - listed
+    }
+
     static func freeBytes(_ path: String) -> Int {
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return 0 }
