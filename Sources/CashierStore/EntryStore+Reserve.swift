@@ -28,10 +28,10 @@ extension EntryStore {
     package var reservePath: String { path + "-reserve" }
 
     /// Keeps the folder's reserve while the volume is `tight`, and removes it when it no longer
-    /// is: makes it (or completes one a killed process left short) when the volume has
-    /// ``reserveBytes`` free for it. One `lstat` when there is nothing to do. Needs no lock: any
-    /// process may make or release it at any time, and two that fill it at once write the same
-    /// zeros.
+    /// is: makes it (in place of one a killed process left short, or one that holds fewer blocks
+    /// than its size) when the volume has ``reserveBytes`` free for it. One `lstat` when there is
+    /// nothing to do. Needs no lock: any process may make or release it at any time, and of two
+    /// that make it at once, one does.
     package func keepReserve(tight: Bool) {
         guard !options.readOnly else { return }
         var info = stat()
@@ -40,12 +40,19 @@ extension EntryStore {
             if present, info.st_mode & S_IFMT == S_IFREG { unlink(reservePath) }
             return
         }
-        // Sizes compared as `off_t`: a file planted there may exceed a 32-bit `Int` (watchOS).
-        if present, info.st_mode & S_IFMT != S_IFREG || info.st_size >= off_t(Self.reserveBytes) { return }
-        let missing = Self.reserveBytes - (present ? Int(info.st_size) : 0)
-        guard let available = Platform.availableBytes(path), available > missing else { return }
-        // O_NOFOLLOW: a link planted under the reserve's name is never written through.
-        let fd = Foundation.open(reservePath, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, options.permissions)
+        if present {
+            // Whatever else is planted under the name (a link, a FIFO, a directory) is left alone.
+            guard info.st_mode & S_IFMT == S_IFREG else { return }
+            if Self.holdsReserve(info) { return }
+            // Short, sparse, or linked from elsewhere: never written into (a hard link to a file
+            // outside the folder is a regular file too), but replaced by a file of the store's own.
+            unlink(reservePath)
+        }
+        guard let available = Platform.availableBytes(path), available > Self.reserveBytes else { return }
+        // O_EXCL: a file made now, nothing planted meanwhile under the name (a link, a FIFO
+        // whose opening would wait for a reader) is opened.
+        let fd = Foundation.open(
+            reservePath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.permissions)
         guard fd >= 0 else { return }
         defer { close(fd) }
         // Zeros written, not a hole: the blocks must be the volume's to give back.
@@ -55,6 +62,14 @@ extension EntryStore {
         }
         // A reserve the volume could not hold whole is no reserve: its room goes back at once.
         if !filled { unlink(reservePath) }
+    }
+
+    /// Whether `info` (a regular file's) is a whole reserve: its size, in blocks of its own
+    /// (`st_blocks` counts 512-byte units on Darwin and Linux), and no other name. Compared as
+    /// 64-bit values: a file planted there may exceed a 32-bit `Int` (watchOS).
+    private static func holdsReserve(_ info: stat) -> Bool {
+        Int64(info.st_size) >= Int64(reserveBytes) && Int64(info.st_blocks) >= Int64(reserveBytes / 512)
+            && info.st_nlink == 1
     }
 
     /// Gives the reserve's room back to the volume; whether there was one to give.
