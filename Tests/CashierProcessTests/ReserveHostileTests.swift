@@ -191,4 +191,25 @@ extension FullVolumeTighteningReviewTests {
             fresh.value(for: CacheKey<Data>("row-1")) == nil,
             "the removal made on the full volume came back once its process exited (no reserve was ever made)")
     }
+
+    /// CHANGELOG: the reserve is "removed once [the volume] has 64 MiB free again". A folder
+    /// carried to a roomy volume with its reserve (or a volume that got room back while no
+    /// process removed anything) keeps it until some process's reclaim; the store opened on a
+    /// roomy volume should drop it, as it makes one when opened on a tight volume.
+    @Test("Reserve review: a store opened on a roomy volume drops the reserve")
+    func aStoreOpenedOnARoomyVolumeDropsTheReserve() throws {
+        let volume = try #require(TighteningVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("reserve-roomy-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        do {
+            let cache = Cache(FullVolumeTests.configuration(folder))
+            try cache.set(Data(repeating: 1, count: 1_500), for: CacheKey<Data>("a"))
+        }
+        // What a store left when the volume was tight.
+        try Data(count: 128 << 10).write(to: URL(fileURLWithPath: FullVolumeTests.reservePath(folder)))
+        let session = try StressSession(folderPath: folder.path)
+        #expect(session.ask("fill b 1500 2") == "ok")
+        session.exit()
+        #expect(!FullVolumeTests.hasReserve(folder), "the reserve outlived the opening on a roomy volume")
+    }
 }
