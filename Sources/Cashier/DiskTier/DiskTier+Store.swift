@@ -301,9 +301,10 @@ extension DiskTier {
         // resumes, and files a row shadows go. A folder of rows alone has nothing to import, and
         // `keys` need not compare the index with the folder (half of a fresh `count` + `keys` at
         // 100,000). Files another process puts there later are its to index, or garbage
-        // collection's. On a tight volume, room for removals (EntryStore+Reserve.swift).
+        // collection's. On a tight volume, room for removals (EntryStore+Reserve.swift); on a
+        // roomy one, none (one `lstat`).
         if holdsEntryFiles { scheduleImport(into: store) }
-        if storeOptions.tightVolume { store.keepReserve(tight: true) }
+        store.keepReserve(tight: storeOptions.tightVolume)
         return store
     }
 
