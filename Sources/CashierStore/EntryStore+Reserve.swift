@@ -3,8 +3,8 @@ import CashierSQLite
 import Foundation
 
 /// Room kept for removals on a tight volume: a file of ``reserveBytes`` beside the store
-/// (`store.sqlite-reserve`), made while the volume still has that much free, given back to the
-/// volume when a removal finds no room.
+/// (`store.sqlite-reserve`), made while the volume has that much free and 256 KiB more, given
+/// back to the volume when a removal finds no room.
 ///
 /// A removal is a write to SQLite: its transaction appends a few pages to the log. On a full
 /// volume it could not, even after the log was folded in, and the removal then lived only in the
@@ -16,9 +16,11 @@ import Foundation
 /// reclaim that finds the room makes the reserve again.
 ///
 /// Kept only while the volume is tight (``Options/tightVolume``: under 64 MiB free): a roomy
-/// volume needs none, and its folders do not carry one. A volume filled all at once from roomy
-/// (another app's download) may have none yet: its removals then await room as before. Writes
-/// never draw on it: a write that finds no room throws, and nothing stored is lost by that.
+/// volume needs none, and its folders do not carry one. The disk tier keeps it at the store's
+/// opening, at each reclaim, and every MiB its process writes. A volume filled all at once from
+/// roomy (another app's download) may have none yet: its removals then await room as before.
+/// Writes never draw on it: a write that finds no room throws, and nothing stored is lost by that
+/// (but the room a removal freed by drawing on it is anyone's until the reserve is made again).
 extension EntryStore {
     /// What the reserve holds: room for the log of a few one-row removals (each touches the
     /// table's page and those of its indexes: five to eight pages of 4 KiB, and their frames).
@@ -48,7 +50,10 @@ extension EntryStore {
             // outside the folder is a regular file too), but replaced by a file of the store's own.
             unlink(reservePath)
         }
-        guard let available = Platform.availableBytes(path), available > Self.reserveBytes else { return }
+        // Never the last of the volume's room: what a reserve leaves must still let the store
+        // open with a `-shm` (``sharedMemoryRoom``), and writes land.
+        guard let available = Platform.availableBytes(path), available >= Self.reserveBytes + Self.sharedMemoryRoom
+        else { return }
         // O_EXCL: a file made now, nothing planted meanwhile under the name (a link, a FIFO
         // whose opening would wait for a reader) is opened.
         let fd = Foundation.open(

@@ -135,6 +135,9 @@ extension DiskTier {
         /// the next reclaim, once other removals may have made room, if their rows are unchanged
         /// (another process's later write of the key stays).
         var removalsAwaitingRoom: [String: StoreEntry] = [:]
+        /// Bytes written since the volume's free space was last measured for a write
+        /// (``DiskTier/volumeCheckGrowth``).
+        var grownSinceVolumeCheck = 0
 
         /// The row `key`'s removal awaiting room noted, if any: one dictionary lookup only
         /// while some removal awaits room (a full volume), none on every other read.

@@ -106,10 +106,31 @@ extension DiskTier {
         if (try? store.setSynchronized(wanted)) != nil { storeState.withLock { $0.synchronized = wanted } }
     }
 
-    /// Counts `bytes` written towards the estimate a sweep is scheduled by.
+    /// Counts `bytes` written towards the estimate a sweep is scheduled by, and every
+    /// ``volumeCheckGrowth`` written measures the volume off the caller's thread: one that went
+    /// tight since the store opened gets the store's small log and its reserve for removals
+    /// (EntryStore+Reserve.swift) before this process's own writes fill it, as at an opening or
+    /// a reclaim, which a process that only writes may not reach.
     private func noteGrowth(_ bytes: Int) {
-        storeState.withLock { state in state.occupiedEstimate = state.occupiedEstimate.map { $0 + bytes } }
+        let measures = storeState.withLock { state in
+            state.occupiedEstimate = state.occupiedEstimate.map { $0 + bytes }
+            state.grownSinceVolumeCheck += bytes
+            guard state.grownSinceVolumeCheck >= Self.volumeCheckGrowth else { return false }
+            state.grownSinceVolumeCheck = 0
+            return true
+        }
+        guard measures else { return }
+        inBackground { [self] in
+            guard let store = openedStore else { return }
+            let tight = isVolumeTight
+            store.adjustLog(tightVolume: tight)
+            store.keepReserve(tight: tight)
+        }
     }
+
+    /// How much this process writes between two measures of the volume (``noteGrowth(_:)``):
+    /// from 64 MiB free to none, some 60 measures, each a `statfs` and an `lstat` off the caller's thread.
+    static let volumeCheckGrowth = 1 << 20
 
     /// Removes `key`'s file (a large entry's, or one older than the store) and then its row, in
     /// one store transaction. A store set aside meanwhile holds nothing to remove.
