@@ -123,7 +123,9 @@ extension DiskTier {
         inBackground { [self] in
             guard let store = openedStore else { return }
             let tight = isVolumeTight
-            store.adjustLog(tightVolume: tight)
+            // On a roomy volume, one `lstat` (the reserve's) and no writer: a reclaim gives the
+            // log its usual bounds back.
+            if tight { store.adjustLog(tightVolume: true) }
             store.keepReserve(tight: tight)
         }
     }
