@@ -378,21 +378,7 @@ extension FullVolumeTests {
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
-        let check = "check \(Self.reviewRow.name) \(Self.reviewRow.bytes) \(Self.reviewRow.seed)"
-        do {
-            let writer = try StressSession(folderPath: folder.path)
-            defer { writer.exit() }
-            let write = writer.ask("fill after 300 1")
-            #expect(write.hasPrefix("error noSpace"), "the volume had room for a write: \(write)")
-        }
-        let remover = try StressSession(folderPath: folder.path)
-        #expect(remover.ask("remove \(Self.reviewRow.name)") == "ok")
-        #expect(remover.ask("wait") == "ok")
-        remover.exit()
-
-        let onFullVolume = try StressSession(folderPath: folder.path)
-        let there = onFullVolume.ask(check)
-        onFullVolume.exit()
+        let there = try Self.removeReviewRowInAProcessOfItsOwn(folder)
         #expect(there == "nil", "the removed value reads in a fresh process on the full volume: \(there)")
         unlink(filler)
         fillerRemoved = true
@@ -402,6 +388,25 @@ extension FullVolumeTests {
         #expect(Self.wrongSeeds(fresh, removed: [Self.reviewRow.name]).isEmpty, "a seed no one removed was lost")
         fresh.waitForBackgroundWork()
         #expect(Self.hasReserve(folder), "the reserve was not made again once room was back")
+    }
+
+    /// On the full volume around `folder`'s store: checks that a write finds no room, removes
+    /// ``reviewRow`` in a process of its own, which then exits, and returns what a fresh process
+    /// reads of it there (`nil` when the removal outlived its process).
+    static func removeReviewRowInAProcessOfItsOwn(_ folder: URL) throws -> String {
+        do {
+            let writer = try StressSession(folderPath: folder.path)
+            defer { writer.exit() }
+            let write = writer.ask("fill after 300 1")
+            #expect(write.hasPrefix("error noSpace"), "the volume had room for a write: \(write)")
+        }
+        let remover = try StressSession(folderPath: folder.path)
+        #expect(remover.ask("remove \(reviewRow.name)") == "ok")
+        #expect(remover.ask("wait") == "ok")
+        remover.exit()
+        let onFullVolume = try StressSession(folderPath: folder.path)
+        defer { onFullVolume.exit() }
+        return onFullVolume.ask("check \(reviewRow.name) \(reviewRow.bytes) \(reviewRow.seed)")
     }
 
     /// DESIGN.md: "Nothing removed is read again, after a kill, in any process". A removal that

@@ -131,19 +131,7 @@ extension FullVolumeTests {
         try #require(poll { !FileManager.default.fileExists(atPath: shm) }, "the store stayed open")
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
-        do {
-            let writer = try StressSession(folderPath: folder.path)
-            defer { writer.exit() }
-            let write = writer.ask("fill after 300 1")
-            #expect(write.hasPrefix("error noSpace"), "the volume had room for a write: \(write)")
-        }
-        let remover = try StressSession(folderPath: folder.path)
-        #expect(remover.ask("remove \(Self.reviewRow.name)") == "ok")
-        #expect(remover.ask("wait") == "ok")
-        remover.exit()
-        let onFullVolume = try StressSession(folderPath: folder.path)
-        let there = onFullVolume.ask("check \(Self.reviewRow.name) \(Self.reviewRow.bytes) \(Self.reviewRow.seed)")
-        onFullVolume.exit()
+        let there = try Self.removeReviewRowInAProcessOfItsOwn(folder)
         #expect(there == "nil", "the removed value reads again: the sparse reserve gave back no room")
     }
 }
