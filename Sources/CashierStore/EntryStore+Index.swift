@@ -245,7 +245,7 @@ extension EntryStore {
 
     /// Whether the writer keeps the log small now (``Options/tightVolume``, or a write that met
     /// a full volume); true, without waiting, while another call of this process holds the writer.
-    var keepsLogSmall: Bool {
+    package var keepsLogSmall: Bool {
         guard writeLock.try() else { return true }
         defer { writeLock.unlock() }
         return tightVolume

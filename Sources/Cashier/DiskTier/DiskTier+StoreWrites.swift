@@ -124,13 +124,14 @@ extension DiskTier {
             guard let store = openedStore else { return }
             let tight = isVolumeTight
             // On a roomy volume, one `lstat` (the reserve's) and no writer: a reclaim gives the
-            // log its usual bounds back.
-            if tight { store.adjustLog(tightVolume: true) }
+            // log its usual bounds back. On a tight one, the writer only the first time (on a
+            // full volume taking it opens the store exclusively, which may wait for another process).
+            if tight, !store.keepsLogSmall { store.adjustLog(tightVolume: true) }
             store.keepReserve(tight: tight)
         }
     }
 
-    /// How much this process writes between two measures of the volume (``noteGrowth(_:)``):
+    /// How much this process writes between two measures of the volume (`noteGrowth(_:)`):
     /// from 64 MiB free to none, some 60 measures, each a `statfs` and an `lstat` off the caller's thread.
     static let volumeCheckGrowth = 1 << 20
 
