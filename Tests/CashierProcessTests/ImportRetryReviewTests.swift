@@ -7,7 +7,8 @@ import Testing
 /// Review of "a removed folder ends the import's retries" (8064c04): the import's other ways to
 /// find its folder unlistable. A folder replaced by a file still retried for good, holding the
 /// disk tier; a folder reached through a link that is briefly missing ended the import as done,
-/// so the files it had not yet given rows were no longer read, and garbage collection removed them.
+/// so the files it had not yet given rows were no longer read, and garbage collection removed
+/// them. Now a folder gone ends the retries and leaves the import pending.
 @Suite("The import's retries, reviewed")
 struct ImportRetryReviewTests {
     /// A folder holding a store with one small row and one large entry's file without a row
@@ -53,11 +54,7 @@ struct ImportRetryReviewTests {
         try FileManager.default.removeItem(at: folder.url)
         #expect(FileManager.default.createFile(atPath: folder.path, contents: Data("not a folder".utf8)))
         defer { try? FileManager.default.removeItem(atPath: folder.path) }
-        // Known issue (review of 8064c04): ENOTDIR is not ENOENT, so the import retries for good,
-        // holding the tier (intermittent: not when the import's first try ends before the swap).
-        withKnownIssue("ENOTDIR keeps the import retrying", isIntermittent: true) {
-            #expect(poll(seconds: 10) { tier == nil }, "the disk tier outlived its cache, its folder now a file")
-        }
+        #expect(poll(seconds: 10) { tier == nil }, "the disk tier outlived its cache, its folder now a file")
     }
 
     @Test(
@@ -87,19 +84,16 @@ struct ImportRetryReviewTests {
             disk.waitForSweeps()
             try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
         }
-        // Known issue (review of 8064c04): listing the folder through the missing link failed with
-        // ENOENT, which now ends the import as done (`importPending` false): the file is no longer
-        // read, and garbage collection (reconciling without indexing) removes it as an orphan.
-        withKnownIssue("ENOENT ends the import as done while the folder's files still lack rows") {
-            // The same folder, the same store: the large entry's file still has no row.
-            #expect(
-                cache.value(for: CacheKey<Data>("large")) == large,
-                "the file the import had not reached no longer reads")
-            cache.collectGarbage()
-            #expect(
-                FileManager.default.fileExists(atPath: real + "/" + DiskTier.fileName(for: "large")),
-                "garbage collection removed the file as an orphan")
-            #expect(cache.value(for: CacheKey<Data>("large")) == large, "the value is lost after garbage collection")
-        }
+        // The review found 8064c04 ended the import as done here (`importPending` false): the
+        // file was no longer read, and garbage collection removed it as an orphan. The retries
+        // end, and the import stays pending. The same folder, the same store: the large entry's
+        // file still has no row.
+        #expect(
+            cache.value(for: CacheKey<Data>("large")) == large, "the file the import had not reached no longer reads")
+        cache.collectGarbage()
+        #expect(
+            FileManager.default.fileExists(atPath: real + "/" + DiskTier.fileName(for: "large")),
+            "garbage collection removed the file as an orphan")
+        #expect(cache.value(for: CacheKey<Data>("large")) == large, "the value is lost after garbage collection")
     }
 }

@@ -19,9 +19,18 @@ extension DiskTier {
             let outcome: Bool?? = withBackgroundActivity("Cashier store import") {
                 withFolderLock(waiting: false) { reconcileFiles(with: store, indexing: true) }
             }
-            if case .some(.some(true)) = outcome { storeState.withLock { $0.importPending = false } }
-            if case .some(.none) = outcome { scheduleImport(into: store, after: 1) }
-            if case .some(.some(false)) = outcome { scheduleImport(into: store, after: 1) }
+            // A folder gone (removed, a file in its place, a link in its path missing) ends the
+            // retries: each held this tier, and with it the store's open files, for as long as
+            // the process lived. The import stays pending, even after a pass that seemed
+            // complete (the files it listed vanished with the folder, so it gave none a row):
+            // reads still look for files without rows, garbage collection removes none as
+            // orphans, and the next opening imports again.
+            guard case .some(let finished) = outcome, isFolder else { return }
+            if finished == true {
+                storeState.withLock { $0.importPending = false }
+            } else {
+                scheduleImport(into: store, after: 1)
+            }
         }
         if let delay {
             sweepQueue.asyncAfter(deadline: .now() + delay, execute: work)
@@ -37,15 +46,9 @@ extension DiskTier {
     /// `removingStrays`: a file named from another spelling of its key (never read) goes too.
     @discardableResult
     func reconcileFiles(with store: EntryStore, indexing: Bool, removingStrays: Bool = false) -> Bool {
-        let names: [String]
-        do throws(SystemError) {
-            names = try fileSystem.contentsOfDirectory(folder)
-        } catch {
-            // A folder removed (the app cleared its caches) has nothing left to reconcile: an
-            // import retrying every second would otherwise keep this tier alive for good.
-            return error.code == ENOENT
-        }
-        guard let indexed = try? store.largeEntryKeys() else { return false }
+        guard let names = try? fileSystem.contentsOfDirectory(folder),
+            let indexed = try? store.largeEntryKeys()
+        else { return false }
         let indexedNames = Set(indexed.map { Self.fileName(for: $0) })
         var found: [(path: String, entry: StoreEntry?)] = []
         for name in names where Self.isEntryFileName(name) && !indexedNames.contains(name) {
@@ -69,5 +72,11 @@ extension DiskTier {
             }
         }
         return complete
+    }
+
+    /// Whether the folder's path names a directory now (following links): one `stat`.
+    private var isFolder: Bool {
+        var info = stat()
+        return stat(folder, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 }
