@@ -193,11 +193,7 @@ extension EntryStore {
     /// Records' checksums are the caller's to check.
     package func structuralProblems() throws(StoreError) -> [String] {
         try withReader { connection throws(SQLiteError) in
-            let findings = try connection.sqlite.run("PRAGMA quick_check") { check throws(SQLiteError) in
-                var findings: [String] = []
-                while try check.step() { findings.append(check.text(at: 0)) }
-                return findings
-            }
+            let findings = try connection.sqlite.texts("PRAGMA quick_check")
             return findings == ["ok"] ? [] : findings
         }
     }

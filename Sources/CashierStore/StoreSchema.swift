@@ -223,20 +223,12 @@ enum StoreSchema {
     }
 
     private static func schemaObjects(_ connection: SQLiteConnection) throws(SQLiteError) -> Set<String> {
-        Set(try rows(connection, "SELECT type || ' ' || name || ' ' || tbl_name || ' ' || sql FROM sqlite_schema"))
+        Set(try connection.texts("SELECT type || ' ' || name || ' ' || tbl_name || ' ' || sql FROM sqlite_schema"))
     }
 
     private static func isEmpty(_ connection: SQLiteConnection) throws(SQLiteError) -> Bool {
         let objects = try connection.integer("SELECT count(*) FROM sqlite_schema")
         let application = try connection.integer("PRAGMA application_id")
         return objects == 0 && application == 0
-    }
-
-    private static func rows(_ connection: SQLiteConnection, _ sql: String) throws(SQLiteError) -> [String] {
-        try connection.run(sql) { statement throws(SQLiteError) in
-            var result: [String] = []
-            while try statement.step() { result.append(statement.text(at: 0)) }
-            return result
-        }
     }
 }
