@@ -64,4 +64,29 @@ struct ImportRetryTests {
         defer { try? FileManager.default.removeItem(atPath: folder.path) }
         #expect(poll(seconds: 10) { tier == nil }, "the disk tier outlived its cache and its folder (\(fate))")
     }
+
+    @Test("A cache released while its import waits for the store is released with it; the next opening imports")
+    func aReleasedCacheEndsTheImportsRetries() throws {
+        let folder = TemporaryFolder()
+        let large = try Self.seedUnimportedFile(in: folder.path)
+        let holder = try WriteLockHolder(storeIn: folder.path, mode: .write)
+        var configuration = folder.configuration(memoryCountLimit: 0)
+        configuration.busyTimeout = 0.1
+        weak var tier: DiskTier?
+        do {
+            let cache = Cache(configuration)
+            #expect(cache.value(for: CacheKey<Data>("small")) == Data("small".utf8), "the read that opens the store")
+            tier = cache.folderState.disk
+            let disk = try #require(tier)
+            #expect(disk.storeState.withLock { $0.importPending }, "the opening scheduled no import")
+        }
+        // Each retry held the tier, and with it the store's open files, for as long as the other
+        // process held the store: a cache released then lived on, waking every second.
+        #expect(poll(seconds: 10) { tier == nil }, "the disk tier outlived its cache while the import waited")
+        holder.release()
+        let cache = Cache(configuration)
+        #expect(cache.value(for: CacheKey<Data>("large")) == large, "the read that opens the store again")
+        cache.waitForBackgroundWork()
+        #expect(cache.folderState.disk?.storeState.withLock { $0.importPending } == false, "the import did not finish")
+    }
 }

@@ -14,8 +14,13 @@ extension DiskTier {
     func scheduleImport(into store: EntryStore, after delay: Double? = nil) {
         storeState.withLock { $0.importPending = true }
         pendingSweeps.enter()
-        let work: @Sendable () -> Void = { [self] in
+        // The tier weakly: a retry held it, and with it the store's open files, for as long as
+        // another process held the store, so a cache released meanwhile lived on, waking every
+        // second. A tier gone leaves its import to the next one that opens the store. The group
+        // strongly: it must outlive its `enter`, whatever happens to the tier.
+        let work: @Sendable () -> Void = { [weak self, pendingSweeps] in
             defer { pendingSweeps.leave() }
+            guard let self else { return }
             let outcome: Bool?? = withBackgroundActivity("Cashier store import") {
                 withFolderLock(waiting: false) { reconcileFiles(with: store, indexing: true) }
             }
