@@ -342,6 +342,8 @@ extension Cache {
                 shared.writes.enqueue(.remove(name, at: Date(timeIntervalSince1970: nowSeconds)))
             }
         }
+        // Entries a removal on a full volume evicted to make room for itself, among others.
+        reportStoreNotices()
         if let failure { emit(.failure(key: name, error: failure.cacheError(key: name))) }
     }
 

@@ -166,11 +166,19 @@ public final class Cache: Sendable {
 
     /// Reports what befell the folder's store since the last report (a damaged store set aside,
     /// SQLite missing) as failures without a key: the cache went on without what was lost; and
-    /// removals the volume had no room for, as failures naming their keys.
+    /// removals the volume had no room for, as failures naming their keys; entries evicted to
+    /// make room for a removal, as evictions.
     func reportStoreNotices() {
         guard let disk else { return }
         for notice in disk.takeStoreNotices() {
-            emit(.failure(key: notice.key, error: notice.cacheError))
+            if case .evictedForRoom(let key, let bytes) = notice {
+                // Without the key's lock (a caller may hold another's): a write of the key since
+                // loses its memory copy at worst, and reads back from disk.
+                _ = memory.remove(key)
+                emit(.evicted(key: key, bytes: bytes))
+            } else if let error = notice.cacheError {
+                emit(.failure(key: notice.key, error: error))
+            }
         }
     }
 

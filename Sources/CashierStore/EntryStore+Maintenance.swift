@@ -90,8 +90,10 @@ extension EntryStore {
     /// store did not fit in the 98 KiB its files' removal freed). The rows then go one a
     /// transaction, which needs a few pages (the writer folds the log back into the store when a
     /// commit finds no room); a row whose own transaction does not fit either stays as it was
-    /// and is reported in ``StoreRemovals/awaitingRoom``, never dropped silently. Another failure
-    /// of a one-row transaction ends the removals there: thrown if none was removed yet.
+    /// and is reported in ``StoreRemovals/awaitingRoom``, never dropped silently, unless it is no
+    /// eviction and large entries can make room for it (EntryStore+Reserve.swift): those go with
+    /// it, reported in ``StoreRemovals/evictedForRoom``. Another failure of a one-row transaction
+    /// ends the removals there: thrown if none was removed yet.
     @discardableResult
     package func remove(
         unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil,
@@ -99,12 +101,15 @@ extension EntryStore {
     ) throws(StoreError) -> StoreRemovals {
         guard !entries.isEmpty else { return StoreRemovals() }
         do throws(StoreError) {
-            return StoreRemovals(removed: try removeInOneTransaction(entries, evictedIn: order, filePath: filePath))
+            let (removed, evicted) = try removeInOneTransaction(entries, evictedIn: order, filePath: filePath)
+            return StoreRemovals(removed: removed, evictedForRoom: evicted)
         } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
             var outcome = StoreRemovals()
             for entry in entries {
                 do throws(StoreError) {
-                    outcome.removed += try removeInOneTransaction([entry], evictedIn: order, filePath: filePath)
+                    let (removed, evicted) = try removeInOneTransaction([entry], evictedIn: order, filePath: filePath)
+                    outcome.removed += removed
+                    outcome.evictedForRoom += evicted
                 } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
                     outcome.awaitingRoom.append(entry)
                 } catch {
@@ -118,11 +123,19 @@ extension EntryStore {
 
     /// One row draws on the folder's reserve when the volume is full (EntryStore+Reserve.swift);
     /// many do not: what does not fit goes again one a transaction, each of which may.
+    /// A removal of one row that is no eviction (`order` nil) may also evict large entries for room.
     private func removeInOneTransaction(
         _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?, filePath: ((String) -> String?)?
-    ) throws(StoreError) -> [StoreEntry] {
+    ) throws(StoreError) -> (removed: [StoreEntry], evicted: [StoreEntry]) {
         try withWriter(drawingOnReserve: entries.count == 1) { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in
+            let evicting = connection.evictsForRoom && order == nil && entries.count == 1
+            return try transaction(connection) { () throws(SQLiteError) in
+                let evicted =
+                    if evicting, let filePath {
+                        try evictLargeEntries(sparing: entries[0].key, filePath, connection)
+                    } else {
+                        [StoreEntry]()
+                    }
                 // Whatever the row's location: a row that replaced a large entry may have its old
                 // file still under the key's name (a kill between its two transactions); with the
                 // row gone, the next import would give that file a row again.
@@ -130,7 +143,7 @@ extension EntryStore {
                     if let path = filePath?(entry.key) { try Self.removeFile(path) }
                 }
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
-                return removed
+                return (removed, evicted)
             }
         }
     }

@@ -18,7 +18,10 @@ import Foundation
 /// Kept only while the volume is tight (``Options/tightVolume``: under 64 MiB free): a roomy
 /// volume needs none, and its folders do not carry one. The disk tier keeps it at the store's
 /// opening, at each reclaim, and every MiB its process writes. A volume filled all at once from
-/// roomy (another app's download) may have none yet: its removals then await room as before.
+/// roomy (another app's download) may have none yet, and a reserve may not be enough: a removal
+/// of one key then evicts large entries in its own transaction, the largest unlocked first, until
+/// their files have given ``reserveBytes`` back (or none is left), and commits in that room. A
+/// folder of rows alone has no file to give back: its removals then await room as before.
 /// Writes never draw on it: a write that finds no room throws, and nothing stored is lost by that
 /// (but the room a removal freed by drawing on it is anyone's until the reserve is made again).
 extension EntryStore {
@@ -87,7 +90,9 @@ extension EntryStore {
     /// What a call that found the volume full does before it runs once more (``withWriter(until:drawingOnReserve:_:)``):
     /// the first time, the log is copied into the store and cut back (as far as that goes
     /// without waiting) and the store keeps its log small from then on; the second time, for a
-    /// removal (`drawingOnReserve`), the reserve goes. Returns false when nothing is left to try.
+    /// removal (`drawingOnReserve`), the reserve goes; then, once, the removal may evict large
+    /// entries (`StoreConnection.evictsForRoom`, which ``remove(_:filePath:evictingFilesAt:until:)``
+    /// and one-row removals that are no evictions act on). Returns false when nothing is left to try.
     func makeRoom(_ connection: StoreConnection, attempt: Int, drawingOnReserve: Bool) -> Bool {
         if attempt == 1 {
             truncateLog(connection)
@@ -97,6 +102,57 @@ extension EntryStore {
             }
             return true
         }
-        return attempt == 2 && drawingOnReserve && releaseReserve()
+        guard drawingOnReserve else { return false }
+        if attempt == 2, releaseReserve() { return true }
+        guard !connection.evictsForRoom else { return false }
+        connection.evictsForRoom = true
+        return true
+    }
+
+    /// Removes the entry of `key` as ``remove(_:filePath:until:)`` does (its file at `filePath`
+    /// first, then its row), and returns it, if there was one, with the entries evicted to make
+    /// room. On a full volume where neither folding the log in nor the reserve made room for the
+    /// transaction, it runs once more evicting large entries with it (their files, at
+    /// `largeFilePath` of their keys, then their rows): the largest unlocked first, until
+    /// ``reserveBytes`` are given back, never `key`'s. A cache may drop any entry it has not been
+    /// told to keep; a removal that outlives its process is a promise (DESIGN.md). The files go
+    /// under the store's write lock, so no other process puts a new one there meanwhile; a
+    /// transaction that fails even so leaves their rows, which read as absent.
+    package func remove(
+        _ key: String, filePath: String, evictingFilesAt largeFilePath: (String) -> String,
+        until deadline: MonotonicDeadline? = nil
+    ) throws(StoreError) -> (removed: StoreEntry?, evicted: [StoreEntry]) {
+        try withWriter(until: deadline, drawingOnReserve: true) { connection throws(SQLiteError) in
+            let evicting = connection.evictsForRoom
+            return try transaction(connection) { () throws(SQLiteError) in
+                try Self.removeFile(filePath)
+                let evicted = evicting ? try evictLargeEntries(sparing: key, { largeFilePath($0) }, connection) : []
+                return (try delete([key], connection).first, evicted)
+            }
+        }
+    }
+
+    /// Inside the caller's transaction: removes the largest unlocked large entries but `key`'s,
+    /// files first (at `filePath` of their keys; nil: none there), until their sizes reach
+    /// ``reserveBytes`` or none is left; returns them.
+    func evictLargeEntries(
+        sparing key: String, _ filePath: (String) -> String?, _ connection: StoreConnection
+    ) throws(SQLiteError) -> [StoreEntry] {
+        var chosen: [(id: Int64, entry: StoreEntry)] = []
+        var freed = 0
+        try connection.run(.largestUnlockedFiles) { query throws(SQLiteError) in
+            while freed < Self.reserveBytes, try query.step() {
+                let entry = Self.entry(query)
+                guard entry.key != key else { continue }
+                chosen.append((query.int64(at: 7), entry))
+                // A damaged size (negative, or near `Int.max`) counts as none, or as all.
+                freed += min(max(entry.size, 0), Self.reserveBytes)
+            }
+        }
+        for (id, entry) in chosen {
+            if let path = filePath(entry.key) { try Self.removeFile(path) }
+            try delete(id: id, connection)
+        }
+        return chosen.map(\.entry)
     }
 }

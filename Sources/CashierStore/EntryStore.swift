@@ -289,7 +289,10 @@ package final class EntryStore: @unchecked Sendable {
         defer { writeLock.unlock() }
         // An exclusive writer is opened for the call and closed before it returns (the lock with it).
         if connection.isExclusive { try reopenExclusive(until: deadline) }
-        defer { closeIfExclusive() }
+        defer {
+            connection.evictsForRoom = false
+            closeIfExclusive()
+        }
         if takeShapesLost() { connection.forgetShapes() }
         var reopened = false
         var roomAttempts = 0

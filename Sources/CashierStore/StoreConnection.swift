@@ -40,6 +40,9 @@ final class StoreConnection {
     private var pendingShapes: [RowShape] = []
     /// Set by a read that met a row naming a shape the file no longer has.
     var metMissingShape = false
+    /// Set for the last run of a call that found the volume full, when a removal may evict large
+    /// entries to make room (EntryStore+Reserve.swift); cleared when the call returns.
+    var evictsForRoom = false
 
     init(
         _ sqlite: SQLiteConnection, identity: FileIdentity?, busyTimeout: Int32, isExclusive: Bool = false,
@@ -229,7 +232,7 @@ enum StoreStatement: Int, CaseIterable {
     case begin, beginRead, commit, rollback, dataVersion
     // The index: counts, listings, passes over every record.
     case count, totalSize, fileBytes, freePages, pageSize
-    case keys, keysAndShapes, unshapedKeys, largeEntryKeys, entries, largeEntries, allRecords
+    case keys, keysAndShapes, unshapedKeys, largeEntryKeys, entries, largeEntries, largestUnlockedFiles, allRecords
     // Removals, imports, upkeep.
     case removeUnchanged, insertIfAbsent, deleteAll, checkpoint
     // Eviction: least recently used first, and frequency-aware (``EvictionSQL``).
@@ -279,6 +282,8 @@ enum StoreStatement: Int, CaseIterable {
         case .largeEntryKeys: "SELECT key FROM entry WHERE location != 4 AND location = 1"
         case .entries: "SELECT \(SQL.columns) FROM entry"
         case .largeEntries: "SELECT \(SQL.columns) FROM entry WHERE location != 4 AND location = 1"
+        case .largestUnlockedFiles:
+            "SELECT \(SQL.columns), id FROM entry WHERE location != 4 AND location = 1 AND locked = 0 ORDER BY size DESC"
         case .allRecords: "SELECT \(SQL.columns), record FROM entry"
         case .removeUnchanged:
             "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?"

@@ -46,7 +46,7 @@ extension FullVolumeTests {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-undone-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Self.seedForReview(folder)
+        try Self.seedForReview(folder, lockingLargeEntries: true)
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
         let failures = FailureLog()
@@ -88,7 +88,7 @@ extension FullVolumeTests {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-where-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Self.seedForReview(folder)
+        try Self.seedForReview(folder, lockingLargeEntries: true)
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
         let failures = FailureLog()
@@ -123,7 +123,7 @@ extension FullVolumeTests {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-dropped-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Self.seedForReview(folder)
+        try Self.seedForReview(folder, lockingLargeEntries: true)
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
         let failures = FailureLog()
@@ -164,7 +164,7 @@ extension FullVolumeTests {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-busy-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Self.seedForReview(folder)
+        try Self.seedForReview(folder, lockingLargeEntries: true)
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
         let failures = FailureLog()
@@ -331,7 +331,7 @@ extension FullVolumeTests {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-use-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Self.seedForReview(folder)
+        try Self.seedForReview(folder, lockingLargeEntries: true)
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
@@ -393,7 +393,8 @@ extension FullVolumeTests {
     /// On the full volume around `folder`'s store: checks that a write finds no room, removes
     /// ``reviewRow`` in a process of its own, which then exits, and returns what a fresh process
     /// reads of it there (`nil` when the removal outlived its process).
-    static func removeReviewRowInAProcessOfItsOwn(_ folder: URL) throws -> String {
+    /// `command`: the session's removal (`remove`, or `removeWhere`: a bulk removal).
+    static func removeReviewRowInAProcessOfItsOwn(_ folder: URL, command: String = "remove") throws -> String {
         do {
             let writer = try StressSession(folderPath: folder.path)
             defer { writer.exit() }
@@ -401,7 +402,7 @@ extension FullVolumeTests {
             #expect(write.hasPrefix("error noSpace"), "the volume had room for a write: \(write)")
         }
         let remover = try StressSession(folderPath: folder.path)
-        #expect(remover.ask("remove \(reviewRow.name)") == "ok")
+        #expect(remover.ask("\(command) \(reviewRow.name)") == "ok")
         #expect(remover.ask("wait") == "ok")
         remover.exit()
         let onFullVolume = try StressSession(folderPath: folder.path)
@@ -411,16 +412,80 @@ extension FullVolumeTests {
 
     /// DESIGN.md: "Nothing removed is read again, after a kill, in any process". A removal that
     /// finds no room, and no reserve to draw on (the volume filled before the store found it
-    /// tight, or earlier removals spent it), is kept only in the memory of the process that made
-    /// it (`DiskTier.storeState.removalsAwaitingRoom`): a process that exits (or is killed) before
-    /// a reclaim finds room loses it, the row stays for good, and once room is back every process
+    /// tight, or earlier removals spent it), evicts large entries in its own transaction, the
+    /// largest unlocked first, until their files gave the reserve's worth back
+    /// (`EntryStore+Reserve.swift`): it commits in the process that made it, so a fresh process,
+    /// on the full volume and once room is back, finds nothing. The entries evicted for it miss;
+    /// every other one reads back whole, and no row outlives its file.
+    /// `removeAll(where:)` naming one key goes the bulk removals' way (one row a transaction on a
+    /// full volume), and does the same.
+    @Test(
+        "FullVolume review 2: a removal with no reserve left evicts large entries for room and outlives its process",
+        arguments: ["remove", "removeWhere"])
+    func aRemovalWithNoReserveEvictsLargeEntriesForRoom(command: String) throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-evict-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+        let there = try Self.removeReviewRowInAProcessOfItsOwn(folder, command: command)
+        #expect(there == "nil", "the removed value reads in a fresh process on the full volume: \(there)")
+        #expect(!Self.hasReserve(folder), "a reserve appeared on the full volume")
+        unlink(filler)
+        fillerRemoved = true
+
+        let fresh = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        #expect(
+            fresh.value(for: CacheKey<Data>(Self.reviewRow.name)) == nil, "the removed value reads once room is back")
+        #expect(Self.largeFilesGone(folder).sorted() == Self.largeSeedNames.sorted(), "the large entries evicted")
+        let removed = Self.largeSeedNames.union([Self.reviewRow.name])
+        #expect(Self.wrongSeeds(fresh, removed: removed).isEmpty, "a seed neither removed nor evicted was lost")
+        #expect(fresh.count == reviewSeedCount - removed.count, "a row outlived its evicted file: count \(fresh.count)")
+    }
+
+    /// In the process that removes: the entries evicted for room are reported as evictions
+    /// (`onEvent`, with their sizes), the removal as no failure, and neither reads again.
+    @Test("FullVolume review 2: the entries a removal evicts for room are reported as evictions, not failures")
+    func evictionsForRoomAreReported() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-events-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let filler = Self.fillVolumeWithAFile(volume)
+        defer { unlink(filler) }
+        let events = Locked<[CacheEvent]>([])
+        var configuration = Self.configuration(folder, memoryCountLimit: 0)
+        configuration.onEvent = { event in events.withLock { $0.append(event) } }
+        let cache = Cache(configuration)
+        cache.removeValue(for: CacheKey<Data>(Self.reviewRow.name))
+        cache.waitForBackgroundWork()
+        let evicted = events.withLock { events in
+            events.compactMap { event -> String? in
+                guard case .evicted(let key, let bytes) = event, bytes > 20 * 1024 else { return nil }
+                return key
+            }
+        }
+        let failures = events.withLock { $0.filter { if case .failure = $0 { true } else { false } } }
+        #expect(evicted.sorted() == Self.largeSeedNames.sorted(), "evictions reported: \(evicted)")
+        #expect(failures.isEmpty, "failures reported: \(failures)")
+        for name in Self.largeSeedNames.union([Self.reviewRow.name]) {
+            #expect(cache.value(for: CacheKey<Data>(name)) == nil, "\(name) reads again")
+        }
+    }
+
+    /// The same with nothing to evict (the large entries locked, as in a folder of rows): the
+    /// removal is kept only in the memory of the process that made it
+    /// (`DiskTier.storeState.removalsAwaitingRoom`); a process that exits (or is killed) before a
+    /// reclaim finds room loses it, the row stays for good, and once room is back every process
     /// reads the removed value.
-    @Test("FullVolume review 2: a removal waiting for room, no reserve left, is lost when its process exits")
+    @Test("FullVolume review 2: a removal waiting for room, nothing to evict, is lost when its process exits")
     func aRemovalAwaitingRoomIsLostWithItsProcess() throws {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-exit-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Self.seedForReview(folder)
+        try Self.seedForReview(folder, lockingLargeEntries: true)
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
@@ -428,6 +493,7 @@ extension FullVolumeTests {
         #expect(remover.ask("remove \(Self.reviewRow.name)") == "ok")
         #expect(remover.ask("wait") == "ok")
         remover.exit()
+        #expect(Self.largeFilesGone(folder).isEmpty, "a locked large entry was evicted for room")
         unlink(filler)
         fillerRemoved = true
 

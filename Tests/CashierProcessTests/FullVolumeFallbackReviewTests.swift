@@ -31,11 +31,18 @@ extension FullVolumeTests {
     /// The store opened on this small volume made the room it keeps for removals
     /// (`EntryStore+Reserve.swift`). Unless `keepingReserve`, that reserve goes before the test
     /// fills the volume: as on a volume another app filled before the store ever found it tight,
-    /// or once earlier removals drew on it, a removal then finds no room at all.
-    static func seedForReview(_ folder: URL, keepingReserve: Bool = false) throws {
+    /// or once earlier removals drew on it, a removal then finds no room but what evicting large
+    /// entries gives back.
+    ///
+    /// `lockingLargeEntries`: the large seeds are locked, so a removal that finds no room has
+    /// nothing to evict for it (EntryStore+Reserve.swift) and awaits room, as in a folder of rows.
+    static func seedForReview(_ folder: URL, keepingReserve: Bool = false, lockingLargeEntries: Bool = false) throws {
         do {
             let cache = Cache(Self.configuration(folder))
             for seed in reviewSeeds { try cache.set(seedValue(seed), for: CacheKey<Data>(seed.name)) }
+            if lockingLargeEntries {
+                for name in largeSeedNames { cache.lock(CacheKey<Data>(name)) }
+            }
             cache.waitForBackgroundWork()
         }
         let shm = folder.path + "/" + DiskTier.storeFileName + "-shm"
@@ -61,6 +68,9 @@ extension FullVolumeTests {
         var info = stat()
         return lstat(folder.path + "/" + DiskTier.storeFileName + "-shm", &info) != 0 || info.st_size < 32 * 1024
     }
+
+    /// The names of the large seeds (entries kept as files).
+    static let largeSeedNames = Set(reviewSeeds.filter { $0.bytes > 10_000 }.map(\.name))
 
     /// The large seeds (entries kept as files) whose file is no longer in `folder`.
     static func largeFilesGone(_ folder: URL) -> [String] {
@@ -398,8 +408,8 @@ extension FullVolumeTests {
     }
 
     /// `removeAll(where:)` on a full volume when the rows it matches free no room (no large
-    /// entry among them): one transaction does not fit, and some one-row transactions may not
-    /// either. Those rows stay, and each is reported as a `.noSpace` failure naming its key (a
+    /// entry among them, and none it may evict for room): one transaction does not fit, and some
+    /// one-row transactions may not either. Those rows stay, and each is reported as a `.noSpace` failure naming its key (a
     /// `try?` in the one-row fallback dropped them without a word); once there is room again, the
     /// next reclaim (here, after a later removal) removes them, so none reads again.
     @Test(
@@ -409,7 +419,8 @@ extension FullVolumeTests {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("review-silent-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Self.seedForReview(folder)
+        // Locked, the large entries cannot be evicted to make room for the rows' removals.
+        try Self.seedForReview(folder, lockingLargeEntries: true)
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }

@@ -42,10 +42,16 @@ extension DiskTier {
         case openFailed(SystemError)
         /// A bulk removal left the entry of `key`: the volume had no room for its removal.
         case removalAwaitingRoom(key: String, SystemError)
+        /// The entry of `key` (`bytes` large, kept as a file) was evicted to make room for a
+        /// removal on a full volume (EntryStore+Reserve.swift): not a failure.
+        case evictedForRoom(key: String, bytes: Int)
 
         /// The key the notice is about, if one.
         package var key: String? {
-            if case .removalAwaitingRoom(let key, _) = self { key } else { nil }
+            switch self {
+            case .removalAwaitingRoom(let key, _), .evictedForRoom(let key, _): key
+            default: nil
+            }
         }
     }
 

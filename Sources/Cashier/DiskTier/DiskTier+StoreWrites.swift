@@ -137,12 +137,19 @@ extension DiskTier {
 
     /// Removes `key`'s file (a large entry's, or one older than the store) and then its row, in
     /// one store transaction. A store set aside meanwhile holds nothing to remove.
+    /// On a full volume it may evict large entries to make room (EntryStore+Reserve.swift),
+    /// reported as evictions.
     func removeFromStore(_ store: EntryStore, key: String, until deadline: MonotonicDeadline) throws(SystemError) {
         let file = path(Self.fileName(for: key))
         do throws(StoreError) {
-            // A small row's removal usually frees no page: then there is nothing to give back,
-            // and no reclaim (a thread hop, the writer, a `statvfs`) unless a removal awaits room.
-            if !(try store.remove([Self.storeKey(key)], filePath: { _ in file }, until: deadline)).isEmpty,
+            let (removed, evicted) = try store.remove(
+                Self.storeKey(key), filePath: file, evictingFilesAt: { [self] in path(Self.fileName(for: $0)) },
+                until: deadline)
+            if !evicted.isEmpty {
+                noteEvictedForRoom(evicted)
+            } else if removed != nil,
+                // A small row's removal usually frees no page: then there is nothing to give back,
+                // and no reclaim (a thread hop, the writer, a `statvfs`) unless a removal awaits room.
                 store.mayGiveSpaceBack() || storeState.withLock({ !$0.removalsAwaitingRoom.isEmpty })
             {
                 scheduleReclaim(foldingLog: false)
@@ -161,6 +168,16 @@ extension DiskTier {
             }
             throw failure
         }
+    }
+
+    /// Notes large entries a removal evicted to make room for itself on a full volume
+    /// (EntryStore+Reserve.swift), reported as evictions, and folds the log it wrote back in.
+    func noteEvictedForRoom(_ evicted: [StoreEntry]) {
+        guard !evicted.isEmpty else { return }
+        storeState.withLock { state in
+            state.notices += evicted.map { .evictedForRoom(key: $0.key, bytes: $0.size) }
+        }
+        scheduleReclaim()
     }
 
     /// Notes rows a bulk removal could not remove, even one a transaction, for want of room

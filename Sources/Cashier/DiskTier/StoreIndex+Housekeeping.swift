@@ -275,6 +275,7 @@ extension StoreIndex {
             let outcome = try store.remove(unchanged: entries, evictedIn: order, filePath: filePath)
             // An eviction that finds no room is left to the next sweep, which chooses again.
             if order == nil { awaitingRoom += outcome.awaitingRoom }
+            disk.noteEvictedForRoom(outcome.evictedForRoom)
             return outcome.removed
         }
         do throws(StoreError) {
@@ -368,11 +369,15 @@ extension StoreIndex {
                 let file = disk.path(DiskTier.fileName(for: key))
                 // Only the row as it was: another process's later write of the key stays. A
                 // retry that could not be made (no room yet, the store busy: another process's
-                // call, as processes alternating on a full volume make) waits for the next.
-                let outcome = try? store.remove(unchanged: [row], filePath: { _ in file })
+                // call, as processes alternating on a full volume make) waits for the next. The
+                // large entries it may evict for room have their files under their keys' names.
+                let outcome = try? store.remove(unchanged: [row]) { [disk] in
+                    $0 == row.key ? file : disk.path(DiskTier.fileName(for: $0))
+                }
                 if outcome?.awaitingRoom.isEmpty != true {
                     disk.storeState.withLock { $0.removalsAwaitingRoom[key] = row }
                 }
+                disk.noteEvictedForRoom(outcome?.evictedForRoom ?? [])
             }
         }
     }

@@ -41,8 +41,9 @@ package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension DiskTier.StoreNotice {
-    /// The failure a cache reports for it: with no key when it concerns the folder's store.
-    package var cacheError: CacheError {
+    /// The failure a cache reports for it: with no key when it concerns the folder's store; nil
+    /// for an eviction, which is not one.
+    package var cacheError: CacheError? {
         switch self {
         case .setAside(let setAside):
             CacheError(
@@ -58,6 +59,8 @@ extension DiskTier.StoreNotice {
             failure.cacheError(key: nil)
         case .removalAwaitingRoom(let key, let failure):
             failure.cacheError(key: key)
+        case .evictedForRoom:
+            nil
         }
     }
 }
