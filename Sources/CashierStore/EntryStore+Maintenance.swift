@@ -343,13 +343,23 @@ extension EntryStore {
     {
         guard !files.isEmpty else { return Reconciled() }
         return try withWriter { connection throws(SQLiteError) in
-            try transaction(connection) { () throws(SQLiteError) in
+            // A folder removed and made again by another process holds another store: what this
+            // one says of its files (no row: an orphan; a row: a file it shadows) is not so, and
+            // removing them loses the other process's entries. Asked before each removal, under
+            // this store's lock (which does not hold the new one's writers back).
+            func removeIfStillOurs(_ file: String) throws(SQLiteError) {
+                guard FileIdentity(path: self.path) == connection.identity else {
+                    throw SQLiteError(systemCode: ESTALE, operation: "reconcile: \(self.path) is another store now")
+                }
+                try Self.removeFile(file)
+            }
+            return try transaction(connection) { () throws(SQLiteError) in
                 var done = Reconciled()
                 for (path, entry) in files {
                     var info = stat()
                     guard lstat(path, &info) == 0 else { continue }
                     guard let entry else {
-                        try Self.removeFile(path)
+                        try removeIfStillOurs(path)
                         done.removed.append(path)
                         continue
                     }
@@ -357,7 +367,7 @@ extension EntryStore {
                     case .file?: continue
                     case nil where indexing: done.indexed += try insertIfAbsent([entry], connection)
                     case nil, .row?:
-                        try Self.removeFile(path)
+                        try removeIfStillOurs(path)
                         done.removed.append(path)
                     }
                 }

@@ -34,6 +34,21 @@ import Testing
         #expect(try store.keys() == [key])
     }
 
+    /// A folder removed and made again by another process holds another store at the path: what
+    /// this store says of a file there (no row: an orphan) is not so, and removing it would lose
+    /// the other process's entry. The reconcile (an import's, garbage collection's) removes
+    /// nothing and throws; the caller tries again once the store is reopened.
+    @Test func aReconcileAgainstAReplacedStoreRemovesNoFile() throws {
+        try store.upsert(entry("small", size: 3), record: [1, 2, 3])
+        let file = folder.path + "/another-process-file"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("large".utf8)))
+        for suffix in ["", "-wal", "-shm"] { unlink(store.path + suffix) }
+        let other = try EntryStore(folder: folder.path)
+        try other.upsert(entry("other", size: 1), record: [1])
+        #expect(throws: StoreError.self) { try store.reconcile(files: [(file, nil)], indexing: false) }
+        #expect(FileManager.default.fileExists(atPath: file), "the reconcile removed a file of another store's folder")
+    }
+
     @Test func anEmptyRecordIsStoredAsEmpty() throws {
         try store.upsert(entry("empty", size: 0), record: [])
         #expect(try store.record(for: "empty")?.record == [])

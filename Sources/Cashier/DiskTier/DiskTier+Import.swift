@@ -21,6 +21,12 @@ extension DiskTier {
         let work: @Sendable () -> Void = { [weak self, pendingSweeps] in
             defer { pendingSweeps.leave() }
             guard let self else { return }
+            // The folder removed and made again by another process: its store is another one,
+            // which the tier opens (and imports into) instead; this import is over.
+            if store.isReplaced {
+                checkStoreFile()
+                return
+            }
             let outcome: Bool?? = withBackgroundActivity("Cashier store import") {
                 withFolderLock(waiting: false) { reconcileFiles(with: store, indexing: true) }
             }
