@@ -72,7 +72,7 @@ struct ImportRetryTests {
     /// the folder's store again (or forgets it, while the folder is gone) and ends. Either way
     /// the other process's large value, written under a key the old store held as a row, reads
     /// whole in both processes (`EntryStoreTests` pins the reconcile that could have removed it).
-    @Test("A folder made again by another process while the import waits: the import ends, and that process's files stay")
+    @Test("A folder made again by another process while the import waits: the import ends, that process's files stay")
     func aFolderMadeAgainKeepsTheOtherProcesssFiles() throws {
         let folder = TemporaryFolder()
         _ = try Self.seedUnimportedFile(in: folder.path)
