@@ -65,14 +65,13 @@ struct ImportRetryTests {
         #expect(poll(seconds: 10) { tier == nil }, "the disk tier outlived its cache and its folder (\(fate))")
     }
 
-    /// The folder removed and made again by another process while the import waits. A retry that
-    /// met the folder gone stopped, leaving the import pending against a store that no longer
-    /// was (reads looked for files without rows, garbage collection removed no orphan) until a
-    /// read or a write of this process noticed; now a retry that finds the store replaced opens
-    /// the folder's store again (or forgets it, while the folder is gone) and ends. Either way
-    /// the other process's large value, written under a key the old store held as a row, reads
-    /// whole in both processes (`EntryStoreTests` pins the reconcile that could have removed it).
-    @Test("A folder made again by another process while the import waits: the import ends, that process's files stay")
+    /// The folder removed and made again by another process while the import waits: the retry
+    /// that finds the store replaced ends (it neither imports the new folder's files into the old
+    /// store, nor makes anything in a folder being removed), and the next read of this process
+    /// opens the new store. The other process's large value, written under a key the old store
+    /// held as a row, reads whole in both processes (`EntryStoreTests` pins the reconcile that
+    /// could have removed it).
+    @Test("A folder made again by another process while the import waits: that process's files stay, and read here")
     func aFolderMadeAgainKeepsTheOtherProcesssFiles() throws {
         let folder = TemporaryFolder()
         _ = try Self.seedUnimportedFile(in: folder.path)
@@ -81,7 +80,10 @@ struct ImportRetryTests {
         configuration.busyTimeout = 0.1
         let cache = Cache(configuration)
         #expect(cache.value(for: CacheKey<Data>("small")) == Data("small".utf8), "the read that opens the store")
-        try FileManager.default.removeItem(at: folder.url)
+        // Gone at once (a rename away): the retries, every second, cannot meet it half removed.
+        let away = folder.path + "-gone"
+        try #require(rename(folder.path, away) == 0)
+        defer { try? FileManager.default.removeItem(atPath: away) }
         // Another process makes the folder again and writes a large value under "small", which
         // the old store holds as a row.
         do {
@@ -89,14 +91,15 @@ struct ImportRetryTests {
             #expect(other.ask("fill small 20000 7") == "ok")
             other.close()
         }
-        holder.release() // the old store's lock: the next retry gets it
+        holder.release() // the old store's lock: a retry now gets it
+        usleep(1_500_000) // a retry at least (they come a second apart)
         cache.waitForBackgroundWork()
-        #expect(poll(seconds: 5) { cache.folderState.disk?.storeState.withLock { $0.importPending } == false })
         let fresh = try StressSession(folderPath: folder.path)
         defer { fresh.exit() }
         #expect(fresh.ask("check small 20000 7") == "whole", "the other process's value is gone")
+        let expected = StressSession.value(for: "small", bytes: 20_000, seed: 7)
         #expect(
-            cache.value(for: CacheKey<Data>("small")) == StressSession.value(for: "small", bytes: 20_000, seed: 7),
+            poll(seconds: 5) { cache.value(for: CacheKey<Data>("small")) == expected },
             "this process does not read the new folder's value")
     }
 

@@ -21,12 +21,11 @@ extension DiskTier {
         let work: @Sendable () -> Void = { [weak self, pendingSweeps] in
             defer { pendingSweeps.leave() }
             guard let self else { return }
-            // The folder removed and made again by another process: its store is another one,
-            // which the tier opens (and imports into) instead; this import is over.
-            if store.isReplaced {
-                checkStoreFile()
-                return
-            }
+            // The store's file gone or another one (the folder removed, maybe made again by
+            // another process): the retries end, the import left pending, as for a folder gone
+            // (below). The first read or write that notices reopens the store, or makes it
+            // anew, and imports; background work makes nothing in a folder being removed.
+            guard !store.isReplaced else { return }
             let outcome: Bool?? = withBackgroundActivity("Cashier store import") {
                 withFolderLock(waiting: false) { reconcileFiles(with: store, indexing: true) }
             }
