@@ -60,7 +60,8 @@ extension FullVolumeTests {
     /// stay held: another process (an indexer, a backup, a reader of the value) has the file
     /// open, a hard link, a snapshot (APFS local snapshots), or the app that fills the volume
     /// takes the room as soon as it is freed. Here, the test process holds the files open.
-    /// Before 8a7c6d7 the removal of a small row never touched another entry's file.
+    /// Before 8a7c6d7 the removal of a small row never touched another entry's file: at e2d7abb
+    /// this test passes (the removal awaits room, every large entry reads back).
     ///
     /// `.heldOpen`: the test process holds the files open (reliable). `.roomTaken`: a thread of
     /// the test process keeps writing to the file that filled the volume, as the app that filled
@@ -209,7 +210,9 @@ extension FullVolumeTests {
     /// name): the removal's whole transaction fails with an error that is not `SQLITE_FULL`, so
     /// it is not even kept awaiting room. A directory under one entry's name thus fails the
     /// removal of every other key on a full volume, and the removed value reads again at once,
-    /// in this process and every other.
+    /// in this process and every other, reported as `folderUnavailable` ("Is a directory"),
+    /// not `noSpace`. At e2d7abb the same removal awaited room: this process read nil (another
+    /// process read it again, the documented limit 8a7c6d7 set out to lift).
     @Test("Evict review: a directory under one large entry's file name fails every other removal on a full volume")
     func aDirectoryAtAnEvicteesNameBlocksRemovals() throws {
         let volume = try #require(FullVolume.folder)
@@ -248,7 +251,8 @@ extension FullVolumeTests {
     /// as all") and stops there: when that row's file is gone already (a kill between an
     /// eviction's unlinks and its commit, or the first finding's rows), nothing is given back,
     /// the commit finds no room, and the removal awaits room (lost with its process) although
-    /// the other large entries held 40 KiB that would have made room.
+    /// the other large entries held 40 KiB that would have made room. (At e2d7abb, with no
+    /// eviction, the removal was lost with its process too: a case the fix does not reach.)
     @Test("Evict review: a large entry's row with a damaged size and no file takes the eviction, which frees nothing")
     func aDamagedSizeTakesTheWholeEviction() throws {
         let volume = try #require(FullVolume.folder)
