@@ -172,9 +172,14 @@ public final class Cache: Sendable {
         guard let disk else { return }
         for notice in disk.takeStoreNotices() {
             if case .evictedForRoom(let key, let bytes) = notice {
-                // Without the key's lock (a caller may hold another's): a write of the key since
-                // loses its memory copy at worst, and reads back from disk.
-                _ = memory.remove(key)
+                // As a sweep's eviction: every instance's memory and observers learn it, under the
+                // key's lock (callers report with no key lock held), unless a write of the key
+                // since stored a value again (an observer's last value is the stored one).
+                folderState.keyLocks.withLock(key) {
+                    if case .success = disk.readHeader(key: key) { return }
+                    memory.remove(key)
+                    publish(key, nil)
+                }
                 emit(.evicted(key: key, bytes: bytes))
             } else if let error = notice.cacheError {
                 emit(.failure(key: notice.key, error: error))

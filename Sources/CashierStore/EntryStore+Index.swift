@@ -137,16 +137,16 @@ extension EntryStore {
     /// reuse and the next reclaim gives back, not entries (a sweep that counted them, after a
     /// reclaim another write kept from running, evicted entries for room already free).
     package func occupiedBytes(includingLog: Bool = true, includingFreePages: Bool = true) throws(StoreError) -> Int {
-        let (files, free) = try withReader { connection throws(SQLiteError) in
-            (
-                Int(clamping: try connection.integer(.fileBytes) ?? 0),
-                includingFreePages
-                    ? 0
-                    : Int(clamping: try connection.integer(.freePages) ?? 0)
-                        * Int(try connection.integer(.pageSize) ?? 0)
-            )
+        let (files, free) = try withReader { connection throws(SQLiteError) -> (Int, Int) in
+            let files = Int(clamping: try connection.integer(.fileBytes) ?? 0)
+            guard !includingFreePages else { return (files, 0) }
+            let pages = try connection.integer(.freePages) ?? 0
+            let (free, overflow) = pages.multipliedReportingOverflow(by: try connection.integer(.pageSize) ?? 0)
+            return (files, overflow ? .max : Int(clamping: free))
         }
-        return files + storeFileBytes() - (includingLog ? 0 : fileSize(path + "-wal")) - free
+        // Clamped: a damaged row may claim a size near `Int.max`, and `count` must not trap on it.
+        return files.addingClamped(storeFileBytes()).subtractingClamped(includingLog ? 0 : fileSize(path + "-wal"))
+            .subtractingClamped(max(0, free))
     }
 
     /// Bytes the store's own files hold: the store, its `-wal` and its `-shm`.

@@ -94,48 +94,56 @@ extension EntryStore {
     /// eviction and large entries can make room for it (EntryStore+Reserve.swift): those go with
     /// it, reported in ``StoreRemovals/evictedForRoom``. Another failure of a one-row transaction
     /// ends the removals there: thrown if none was removed yet.
+    ///
+    /// `evictingFilesAt`: where a key's large-entry file is, for the evictions a one-row removal
+    /// that is no eviction may make for room (nil: none); those whose files went are in
+    /// ``StoreRemovals/evictedForRoom``, whether or not their removal then committed.
     @discardableResult
     package func remove(
         unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil,
-        filePath: ((String) -> String?)? = nil
+        filePath: ((String) -> String?)? = nil, evictingFilesAt largeFilePath: ((String) -> String)? = nil
     ) throws(StoreError) -> StoreRemovals {
         guard !entries.isEmpty else { return StoreRemovals() }
+        var unlinked: [StoreEntry] = []
+        func removeInOne(_ entries: [StoreEntry]) throws(StoreError) -> [StoreEntry] {
+            try removeInOneTransaction(
+                entries, evictedIn: order, filePath: filePath, evictingFilesAt: order == nil ? largeFilePath : nil,
+                unlinked: &unlinked)
+        }
         do throws(StoreError) {
-            let (removed, evicted) = try removeInOneTransaction(entries, evictedIn: order, filePath: filePath)
-            return StoreRemovals(removed: removed, evictedForRoom: evicted)
+            return StoreRemovals(removed: try removeInOne(entries))
         } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
-            var outcome = StoreRemovals()
+            var removed: [StoreEntry] = []
+            var awaitingRoom: [StoreEntry] = []
             for entry in entries {
                 do throws(StoreError) {
-                    let (removed, evicted) = try removeInOneTransaction([entry], evictedIn: order, filePath: filePath)
-                    outcome.removed += removed
-                    outcome.evictedForRoom += evicted
+                    removed += try removeInOne([entry])
                 } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
-                    outcome.awaitingRoom.append(entry)
+                    awaitingRoom.append(entry)
                 } catch {
-                    if outcome.removed.isEmpty && outcome.awaitingRoom.isEmpty { throw error }
+                    if removed.isEmpty && awaitingRoom.isEmpty && unlinked.isEmpty { throw error }
                     break
                 }
             }
-            return outcome
+            return StoreRemovals(removed: removed, awaitingRoom: awaitingRoom, evictedForRoom: unlinked)
         }
     }
 
     /// One row draws on the folder's reserve when the volume is full (EntryStore+Reserve.swift);
     /// many do not: what does not fit goes again one a transaction, each of which may.
-    /// A removal of one row that is no eviction (`order` nil) may also evict large entries for room.
+    /// A removal of one small entry given `largeFilePath` may also evict large entries for room
+    /// (``evictLargeEntries(sparing:_:_:unlinked:)``), appended to `unlinked` as their files go.
     private func removeInOneTransaction(
-        _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?, filePath: ((String) -> String?)?
-    ) throws(StoreError) -> (removed: [StoreEntry], evicted: [StoreEntry]) {
+        _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?, filePath: ((String) -> String?)?,
+        evictingFilesAt largeFilePath: ((String) -> String)?, unlinked: inout [StoreEntry]
+    ) throws(StoreError) -> [StoreEntry] {
         try withWriter(drawingOnReserve: entries.count == 1) { connection throws(SQLiteError) in
-            let evicting = connection.evictsForRoom && order == nil && entries.count == 1
+            let evicting = connection.evictsForRoom && entries.count == 1
             return try transaction(connection) { () throws(SQLiteError) in
-                let evicted =
-                    if evicting, let filePath {
-                        try evictLargeEntries(sparing: entries[0].key, filePath, connection)
-                    } else {
-                        [StoreEntry]()
-                    }
+                // A large entry's removal needs none: its file, unlinked below, makes it absent for good.
+                if evicting, entries[0].location == .row, let largeFilePath {
+                    try evictLargeEntries(sparing: entries[0].key, largeFilePath, connection, unlinked: &unlinked)
+                }
                 // Whatever the row's location: a row that replaced a large entry may have its old
                 // file still under the key's name (a kill between its two transactions); with the
                 // row gone, the next import would give that file a row again.
@@ -143,7 +151,7 @@ extension EntryStore {
                     if let path = filePath?(entry.key) { try Self.removeFile(path) }
                 }
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
-                return (removed, evicted)
+                return removed
             }
         }
     }

@@ -110,49 +110,78 @@ extension EntryStore {
     }
 
     /// Removes the entry of `key` as ``remove(_:filePath:until:)`` does (its file at `filePath`
-    /// first, then its row), and returns it, if there was one, with the entries evicted to make
-    /// room. On a full volume where neither folding the log in nor the reserve made room for the
-    /// transaction, it runs once more evicting large entries with it (their files, at
-    /// `largeFilePath` of their keys, then their rows): the largest unlocked first, until
-    /// ``reserveBytes`` are given back, never `key`'s. A cache may drop any entry it has not been
-    /// told to keep; a removal that outlives its process is a promise (DESIGN.md). The files go
-    /// under the store's write lock, so no other process puts a new one there meanwhile; a
-    /// transaction that fails even so leaves their rows, which read as absent.
+    /// first, then its row), and returns it, if there was one. On a full volume where neither
+    /// folding the log in nor the reserve made room for the transaction, it runs once more
+    /// evicting large entries with it (``evictLargeEntries(sparing:_:_:unlinked:)``; their files
+    /// at `largeFilePath` of their keys), when `key`'s entry is a row. A cache may drop any entry it has not been told to
+    /// keep; a removal that outlives its process is a promise (DESIGN.md). `evicted` is called
+    /// once, before this returns or throws, with the entries whose files went, if any: their rows
+    /// too when the transaction commits; when even that room was not enough, their rows stay,
+    /// without a file (each reads as absent, and goes at its next read or collection).
     package func remove(
         _ key: String, filePath: String, evictingFilesAt largeFilePath: (String) -> String,
-        until deadline: MonotonicDeadline? = nil
-    ) throws(StoreError) -> (removed: StoreEntry?, evicted: [StoreEntry]) {
-        try withWriter(until: deadline, drawingOnReserve: true) { connection throws(SQLiteError) in
+        until deadline: MonotonicDeadline? = nil, evicted: ([StoreEntry]) -> Void
+    ) throws(StoreError) -> StoreEntry? {
+        var unlinked: [StoreEntry] = []
+        defer { if !unlinked.isEmpty { evicted(unlinked) } }
+        return try withWriter(until: deadline, drawingOnReserve: true) { connection throws(SQLiteError) in
             let evicting = connection.evictsForRoom
             return try transaction(connection) { () throws(SQLiteError) in
                 try Self.removeFile(filePath)
-                let evicted = evicting ? try evictLargeEntries(sparing: key, { largeFilePath($0) }, connection) : []
-                return (try delete([key], connection).first, evicted)
+                // A large entry's removal needs none: its file, gone now, made it absent for good.
+                if evicting, try existing(key, connection)?.location == .row {
+                    try evictLargeEntries(sparing: key, largeFilePath, connection, unlinked: &unlinked)
+                }
+                return try delete([key], connection).first
             }
         }
     }
 
-    /// Inside the caller's transaction: removes the largest unlocked large entries but `key`'s,
-    /// files first (at `filePath` of their keys; nil: none there), until their sizes reach
-    /// ``reserveBytes`` or none is left; returns them.
+    /// Inside the caller's transaction: evicts the largest unlocked large entries but `key`'s
+    /// (files first, at `filePath` of their keys, then rows) until their files' blocks make
+    /// ``reserveBytes`` or none is left, appending each to `unlinked` once its file is unlinked.
+    ///
+    /// What a file gives back is what it holds (`st_blocks`), not what its row says (a damaged
+    /// size). A row whose file is gone goes too (it gives nothing); a file with another name
+    /// (a hard link: unlinking it frees nothing) or something else under the name (a folder, a
+    /// link) is left alone, its row with it. At most ``evictionCandidatesForRoom`` rows are
+    /// looked at: each one removed touches pages the transaction must find room for.
     func evictLargeEntries(
-        sparing key: String, _ filePath: (String) -> String?, _ connection: StoreConnection
-    ) throws(SQLiteError) -> [StoreEntry] {
-        var chosen: [(id: Int64, entry: StoreEntry)] = []
-        var freed = 0
+        sparing key: String, _ filePath: (String) -> String, _ connection: StoreConnection,
+        unlinked: inout [StoreEntry]
+    ) throws(SQLiteError) {
+        var chosen: [(id: Int64, entry: StoreEntry, path: String)] = []
+        var freed: Int64 = 0
+        var looked = 0
         try connection.run(.largestUnlockedFiles) { query throws(SQLiteError) in
-            while freed < Self.reserveBytes, try query.step() {
+            while freed < Int64(Self.reserveBytes), looked < Self.evictionCandidatesForRoom, try query.step() {
                 let entry = Self.entry(query)
                 guard entry.key != key else { continue }
-                chosen.append((query.int64(at: 7), entry))
-                // A damaged size (negative, or near `Int.max`) counts as none, or as all.
-                freed += min(max(entry.size, 0), Self.reserveBytes)
+                looked += 1
+                let path = filePath(entry.key)
+                var info = stat()
+                if lstat(path, &info) != 0 {
+                    if errno == ENOENT { chosen.append((query.int64(at: 7), entry, path)) }
+                    continue
+                }
+                guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else { continue }
+                chosen.append((query.int64(at: 7), entry, path))
+                // 64-bit: blocks of a file may exceed a 32-bit `Int` (watchOS).
+                freed += Int64(info.st_blocks) * 512
             }
         }
-        for (id, entry) in chosen {
-            if let path = filePath(entry.key) { try Self.removeFile(path) }
+        for (id, entry, path) in chosen {
+            // A row whose file was already gone is no eviction (it read as absent); whatever took
+            // the name since (a folder, a link to elsewhere) stays, and its row.
+            if unlink(path) == 0 {
+                unlinked.append(entry)
+            } else if errno != ENOENT {
+                continue
+            }
             try delete(id: id, connection)
         }
-        return chosen.map(\.entry)
     }
+
+    /// How many rows a removal that evicts for room looks at, at most (``evictLargeEntries(sparing:_:_:unlinked:)``).
+    static let evictionCandidatesForRoom = 64
 }

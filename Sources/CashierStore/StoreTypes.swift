@@ -126,3 +126,18 @@ package struct StoreRemovals: Sendable, Equatable {
         self.evictedForRoom = evictedForRoom
     }
 }
+
+extension Int {
+    /// `self + other`, held at `Int.max` (or `Int.min`) instead of trapping: sums of the sizes
+    /// rows claim, which a damaged row may put near `Int.max`.
+    package func addingClamped(_ other: Int) -> Int {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
+    }
+
+    /// `self - other`, held at `Int.min` (or `Int.max`) instead of trapping.
+    package func subtractingClamped(_ other: Int) -> Int {
+        let (difference, overflow) = subtractingReportingOverflow(other)
+        return overflow ? (other > 0 ? .min : .max) : difference
+    }
+}

@@ -10,7 +10,8 @@ import Testing
 /// A hostile review of 8a7c6d7 (a removal on a full volume with no reserve evicts large entries
 /// in its own transaction, `EntryStore.remove(_:filePath:evictingFilesAt:until:)` and the one-row
 /// path of `remove(unchanged:evictedIn:filePath:)`) and of a7e5afb (the import's retry holds its
-/// disk tier weakly). In `FullVolumeTests` (serialized, run by `.ci/full-volume.sh`): these fill
+/// disk tier weakly). Each finding's test pins the fix made after it (its doc says what broke).
+/// In `FullVolumeTests` (serialized, run by `.ci/full-volume.sh`): these fill
 /// its one small volume. The seeds are `seedForReview`'s: 30 entries, `seed-0`, `seed-10` and
 /// `seed-20` large (20 KiB files), the others rows of 1,500 bytes.
 extension FullVolumeTests {
@@ -36,6 +37,9 @@ extension FullVolumeTests {
         var failures: [String] {
             events.withLock { $0 }.compactMap { if case .failure = $0 { "\($0)" } else { nil } }
         }
+        var failureKinds: [CacheError.Kind] {
+            events.withLock { $0 }.compactMap { if case .failure(_, let error) = $0 { error.kind } else { nil } }
+        }
     }
 
     /// The large seeds whose value does not read back whole through `cache`.
@@ -48,9 +52,9 @@ extension FullVolumeTests {
         folder.path + "/" + DiskTier.fileName(for: name)
     }
 
-    // MARK: - Finding: an eviction whose unlinks give no room back
+    // MARK: - Found: an eviction whose unlinks give no room back
 
-    /// The eviction unlinks the large entries' files inside the removal's transaction, before its
+    /// Found: the eviction unlinks the large entries' files inside the removal's transaction, before its
     /// commit (EntryStore+Reserve.swift: "a transaction that fails even so leaves their rows,
     /// which read as absent"). When the unlinks give the volume nothing back, the commit still
     /// finds no room, the transaction rolls back, and the large entries are gone without their
@@ -61,7 +65,9 @@ extension FullVolumeTests {
     /// open, a hard link, a snapshot (APFS local snapshots), or the app that fills the volume
     /// takes the room as soon as it is freed. Here, the test process holds the files open.
     /// Before 8a7c6d7 the removal of a small row never touched another entry's file: at e2d7abb
-    /// this test passes (the removal awaits room, every large entry reads back).
+    /// this test passes (the removal awaits room, every large entry reads back). Now the entries
+    /// whose files went are reported evicted whether or not the transaction commits, and rows
+    /// left without their files are removals awaiting room (unlisted, removed at the next reclaim).
     ///
     /// `.heldOpen`: the test process holds the files open (reliable). `.roomTaken`: a thread of
     /// the test process keeps writing to the file that filled the volume, as the app that filled
@@ -72,7 +78,7 @@ extension FullVolumeTests {
     }
 
     @Test(
-        "Evict review: an eviction for room whose unlinks give nothing back loses the entries unreported, rows left",
+        "Evict review: an eviction for room whose unlinks give nothing back reports the entries, and lists none of them",
         arguments: RoomThief.allCases)
     func anEvictionThatGivesNothingBackLosesEntriesSilently(thief: RoomThief) throws {
         let volume = try #require(FullVolume.folder)
@@ -137,9 +143,9 @@ extension FullVolumeTests {
         )
     }
 
-    // MARK: - Finding: evictions for room reach no other instance and no observer
+    // MARK: - Found: evictions for room reached no other instance and no observer
 
-    /// Sweeps' evictions go through `FolderState.commit`: under the key barrier, each key is
+    /// Found: sweeps' evictions go through `FolderState.commit`: under the key barrier, each key is
     /// dropped from the memory tier and published (`hub.publish`), so the other instances on
     /// the folder drop their memory copies and `updates(for:)` streams yield nil ("evictions").
     /// Evictions for room go through store notices instead (`Cache.reportStoreNotices`): only the
@@ -148,8 +154,9 @@ extension FullVolumeTests {
     /// process's own commits: `PRAGMA data_version` on the shared writer) keeps serving the
     /// evicted value while its `count` and `keys` no longer list it, and an observer's last value
     /// stays the evicted one while `value(for:)` reads nil (Cache+Updates.swift: "once they are
-    /// done, the last value the stream yielded is the one stored").
-    @Test("Evict review: evictions for room reach neither another instance's memory nor updates(for:)")
+    /// done, the last value the stream yielded is the one stored"). Now each eviction for room is
+    /// published under its key's lock, as a sweep's, unless the key was stored again since.
+    @Test("Evict review: evictions for room reach another instance's memory and updates(for:)")
     func evictionsForRoomReachNoOtherInstanceNorObserver() async throws {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("evict-hub-\(UUID().uuidString)")
@@ -199,28 +206,31 @@ extension FullVolumeTests {
         let settled = poll(seconds: 2) { yielded.withLock { $0.last } == .some(nil) }
         #expect(
             settled,
-            "updates(for:) never yielded nil for an entry evicted for room (yielded \(yielded.withLock { $0.count }) values)")
+            "updates(for:) never yielded nil for an entry evicted for room (yielded \(yielded.withLock { $0.count }) values)"
+        )
     }
 
-    // MARK: - Finding: a directory at another entry's name blocks every removal
+    // MARK: - Found: a directory at another entry's name failed every removal
 
     /// DESIGN.md: "Nothing in the folder can block the cache" (a FIFO, socket, device or
-    /// directory). The eviction unlinks the chosen entries' files with `removeFile`, which throws
+    /// directory). The eviction unlinked the chosen entries' files with `removeFile`, which threw
     /// on anything `unlink` refuses (EISDIR for a directory planted under a large entry's file
-    /// name): the removal's whole transaction fails with an error that is not `SQLITE_FULL`, so
-    /// it is not even kept awaiting room. A directory under one entry's name thus fails the
-    /// removal of every other key on a full volume, and the removed value reads again at once,
-    /// in this process and every other, reported as `folderUnavailable` ("Is a directory"),
-    /// not `noSpace`. At e2d7abb the same removal awaited room: this process read nil (another
-    /// process read it again, the documented limit 8a7c6d7 set out to lift).
-    @Test("Evict review: a directory under one large entry's file name fails every other removal on a full volume")
-    func aDirectoryAtAnEvicteesNameBlocksRemovals() throws {
+    /// name): the removal's whole transaction failed with an error that is not `SQLITE_FULL`, so
+    /// it was not even kept awaiting room, and the removed value read again at once, in this
+    /// process and every other, reported as `folderUnavailable` ("Is a directory"). Now what is
+    /// not a regular file of one name is passed over, its row with it: the other large entries
+    /// make the room, and the removal commits. (Under every large entry's name, nothing is left to
+    /// give back: the removal awaits room, reported as `noSpace`, as in a folder of rows.)
+    @Test(
+        "Evict review: a directory under large entries' file names neither fails a removal on a full volume nor is removed",
+        arguments: [1, 3])
+    func aDirectoryAtAnEvicteesNameBlocksRemovals(planted: Int) throws {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("evict-dir-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         try Self.seedForReview(folder)
-        // Every large entry's name, so whichever the eviction takes first meets one.
-        for name in Self.largeSeedNames {
+        let blocked = Self.largeSeedNames.sorted().prefix(planted)
+        for name in blocked {
             let path = Self.entryFile(folder, name)
             try #require(unlink(path) == 0 && mkdir(path, 0o700) == 0)
         }
@@ -236,24 +246,33 @@ extension FullVolumeTests {
         cache.removeValue(for: key)
         cache.waitForBackgroundWork()
         #expect(cache.value(for: key) == nil, "the removed value reads again in this process; failures \(log.failures)")
+        #expect(
+            log.failureKinds.allSatisfy { $0 == .noSpace }, "a planted directory failed the removal: \(log.failures)")
+        for name in blocked {
+            var info = stat()
+            #expect(lstat(Self.entryFile(folder, name), &info) == 0 && info.st_mode & S_IFMT == S_IFDIR, "\(name)")
+        }
         let other = try StressSession(folderPath: folder.path)
         let there = other.ask("check \(Self.reviewRow.name) \(Self.reviewRow.bytes) \(Self.reviewRow.seed)")
         other.exit()
-        #expect(there == "nil", "the removed value reads again in another process: \(there)")
+        if planted < Self.largeSeedNames.count {
+            #expect(there == "nil", "the removed value reads again in another process: \(there)")
+        }
         unlink(filler)
         fillerRemoved = true
     }
 
-    // MARK: - Finding: a row whose size lies takes the whole eviction
+    // MARK: - Found: a row whose size lies took the whole eviction
 
-    /// `evictLargeEntries` counts a damaged size (here 1 TiB; near `Int.max` crashes the reclaim
+    /// Found: `evictLargeEntries` counted a damaged size (here 1 TiB; near `Int.max` crashes the reclaim
     /// first, see `EvictForRoomReviewStandaloneTests`) as the whole 128 KiB ("a damaged size counts
     /// as all") and stops there: when that row's file is gone already (a kill between an
     /// eviction's unlinks and its commit, or the first finding's rows), nothing is given back,
     /// the commit finds no room, and the removal awaits room (lost with its process) although
     /// the other large entries held 40 KiB that would have made room. (At e2d7abb, with no
-    /// eviction, the removal was lost with its process too: a case the fix does not reach.)
-    @Test("Evict review: a large entry's row with a damaged size and no file takes the eviction, which frees nothing")
+    /// eviction, the removal was lost with its process too: a case the fix does not reach.) Now
+    /// what a file gives back is its blocks (`st_blocks`), and a row without a file gives nothing.
+    @Test("Evict review: a large entry's row with a damaged size and no file does not end the eviction")
     func aDamagedSizeTakesTheWholeEviction() throws {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("evict-size-\(UUID().uuidString)")
@@ -481,7 +500,8 @@ extension FullVolumeTests {
         for name in rows where !log.failedKeys.contains(name) {
             #expect(
                 cache.value(for: CacheKey<Data>(name)) == nil,
-                "\(name) reads again after its removeValue returned; failures \(log.failures); evicted \(evicted.sorted())")
+                "\(name) reads again after its removeValue returned; failures \(log.failures); evicted \(evicted.sorted())"
+            )
         }
         let listed = cache.keys
         let reading = listed.filter { cache.value(for: CacheKey<Data>($0)) != nil }
@@ -495,14 +515,14 @@ extension FullVolumeTests {
 /// the way), and the import's weak retry.
 @Suite("Evict-for-room review, standalone")
 struct EvictForRoomReviewStandaloneTests {
-    /// Pre-existing (df5158d, not 8a7c6d7; met while attacking the eviction with damaged sizes):
+    /// Found, pre-existing (df5158d, not 8a7c6d7; met while attacking the eviction with damaged sizes):
     /// `EntryStore.occupiedBytes` adds the clamped `total(size)` of the large entries to the
     /// store files' bytes with `+`, which traps on overflow. A row whose size is near `Int.max`
     /// (a damaged or hostile store) crashes the process in `totalSize`, on any volume, and in the
     /// reclaim a removal on a full volume schedules (`StoreIndex.reclaimStoreSpace`, met first
     /// with such a size in `aDamagedSizeTakesTheWholeEviction`). DESIGN.md: nothing on disk may
-    /// crash the cache.
-    @Test("Evict review: a large entry's row with a size near Int.max crashes totalSize (and the full volume's reclaim)")
+    /// crash the cache. Now sums of sizes are clamped (`Int.addingClamped`).
+    @Test("Evict review: a large entry's row with a size near Int.max crashes neither totalSize nor a reclaim")
     func aHugeDamagedSizeCrashesTheReclaim() throws {
         let folder = TemporaryFolder()
         do {
@@ -511,7 +531,8 @@ struct EvictForRoomReviewStandaloneTests {
             try cache.set(Data(repeating: 2, count: 40 * 1024), for: CacheKey<Data>("large"))
             cache.waitForBackgroundWork()
         }
-        try #require(poll { !FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + "-shm") })
+        try #require(
+            poll { !FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + "-shm") })
         do {
             let raw = try SQLiteConnection(
                 path: folder.path + "/" + DiskTier.storeFileName, flags: SQLiteCode.openReadWrite)

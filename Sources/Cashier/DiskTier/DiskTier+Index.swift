@@ -1,4 +1,5 @@
 import CashierPlatform
+import CashierStore
 import Foundation
 
 /// This process's index of the folder's entry files (`IndexState`): what ``FileIndex`` counts,
@@ -164,15 +165,15 @@ struct IndexState {
     private mutating func apply(_ name: String, _ record: IndexRecord?) {
         if var record {
             if let old = files[name] {
-                totalSize -= old.size
+                totalSize = totalSize.subtractingClamped(old.size)
                 if record.isLocked == nil { record.isLocked = old.isLocked }
                 if record.stamp == nil { record.stamp = old.stamp }
                 record.lastUse = max(record.lastUse, old.lastUse)
             }
             files[name] = record
-            totalSize += record.size
+            totalSize = totalSize.addingClamped(record.size)
         } else if let old = files.removeValue(forKey: name) {
-            totalSize -= old.size
+            totalSize = totalSize.subtractingClamped(old.size)
         }
     }
 
@@ -194,7 +195,8 @@ struct IndexState {
             record.sequence = previous.sequence
             files[name] = record
         }
-        totalSize = files.values.reduce(0) { $0 + $1.size }
+        // Clamped: a file planted sparse may claim a size near `Int.max`.
+        totalSize = files.values.reduce(0) { $0.addingClamped($1.size) }
         loaded = true
         for (name, record) in log[position...] { apply(name, record) }
         activeScans -= 1

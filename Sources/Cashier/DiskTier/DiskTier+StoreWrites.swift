@@ -142,12 +142,10 @@ extension DiskTier {
     func removeFromStore(_ store: EntryStore, key: String, until deadline: MonotonicDeadline) throws(SystemError) {
         let file = path(Self.fileName(for: key))
         do throws(StoreError) {
-            let (removed, evicted) = try store.remove(
+            let removed = try store.remove(
                 Self.storeKey(key), filePath: file, evictingFilesAt: { [self] in path(Self.fileName(for: $0)) },
-                until: deadline)
-            if !evicted.isEmpty {
-                noteEvictedForRoom(evicted)
-            } else if removed != nil,
+                until: deadline, evicted: { [self] in noteEvictedForRoom($0) })
+            if removed != nil,
                 // A small row's removal usually frees no page: then there is nothing to give back,
                 // and no reclaim (a thread hop, the writer, a `statvfs`) unless a removal awaits room.
                 store.mayGiveSpaceBack() || storeState.withLock({ !$0.removalsAwaitingRoom.isEmpty })
@@ -171,11 +169,18 @@ extension DiskTier {
     }
 
     /// Notes large entries a removal evicted to make room for itself on a full volume
-    /// (EntryStore+Reserve.swift), reported as evictions, and folds the log it wrote back in.
+    /// (EntryStore+Reserve.swift): reported as evictions, and their rows noted as removals
+    /// awaiting room. When even the room their files gave back did not let the transaction
+    /// commit, those rows stayed, without their files: until the next reclaim removes them,
+    /// `count` and `keys` leave them out, as reads do. (A row the transaction did remove is no
+    /// longer there to remove.) The reclaim also folds back in the log the removal wrote.
     func noteEvictedForRoom(_ evicted: [StoreEntry]) {
         guard !evicted.isEmpty else { return }
         storeState.withLock { state in
-            state.notices += evicted.map { .evictedForRoom(key: $0.key, bytes: $0.size) }
+            for entry in evicted {
+                state.notices.append(.evictedForRoom(key: entry.key, bytes: entry.size))
+                if state.removalsAwaitingRoom[entry.key] == nil { state.removalsAwaitingRoom[entry.key] = entry }
+            }
         }
         scheduleReclaim()
     }

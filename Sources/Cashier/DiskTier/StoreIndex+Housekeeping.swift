@@ -179,7 +179,7 @@ extension StoreIndex {
         for row in scan.rows.values where row.location == .file && !seenFiles.contains(row.key) {
             _ = try? store.remove(unchanged: row, ifMissing: disk.path(DiskTier.fileName(for: row.key)))
         }
-        let freed = chosen.reduce(0) { $0 + $1.size }
+        let freed = chosen.reduce(0) { $0.addingClamped($1.size) } // a damaged row's size may be near Int.max
         let victims = chooseVictims(
             order: limits.evictionOrder, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace,
             freedFirst: freed, excluding: Set(chosen.compactMap { $0.stored?.key }))
@@ -214,11 +214,11 @@ extension StoreIndex {
         }
         var needed = 0
         if var limit {
-            if let largeLimit, occupied - limit > occupied / 10 { limit = largeLimit }
-            needed = occupied - limit - freedFirst
+            if let largeLimit, occupied.subtractingClamped(limit) > occupied / 10 { limit = largeLimit }
+            needed = occupied.subtractingClamped(limit).subtractingClamped(freedFirst)
         }
         if let minimumFreeSpace, let free = disk.fileSystem.availableCapacity(disk.folder) {
-            needed = max(needed, minimumFreeSpace - free - freedFirst)
+            needed = max(needed, minimumFreeSpace.subtractingClamped(free).subtractingClamped(freedFirst))
         }
         guard needed > 0 else { return [] }
         var victims: [DiskTier.Choice] = []
@@ -226,7 +226,7 @@ extension StoreIndex {
         // One pass in the order, read as far as it chooses (the rest of the index is not read).
         _ = try? store.forEachEvictionCandidate(order: order) { entry in
             guard !excluding.contains(entry.key) else { return true }
-            freed += entry.size
+            freed = freed.addingClamped(entry.size)
             victims.append(
                 DiskTier.Choice(
                     fileName: nil, sequence: nil, removal: .evicted(key: entry.key, bytes: entry.size),
@@ -272,7 +272,9 @@ extension StoreIndex {
         // room even so stay, reported (EntryStore's `remove(unchanged:evictedIn:filePath:)`).
         var awaitingRoom: [StoreEntry] = []
         func remove(_ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?) throws(StoreError) -> [StoreEntry] {
-            let outcome = try store.remove(unchanged: entries, evictedIn: order, filePath: filePath)
+            let outcome = try store.remove(
+                unchanged: entries, evictedIn: order, filePath: filePath,
+                evictingFilesAt: { [disk] in disk.path(DiskTier.fileName(for: $0)) })
             // An eviction that finds no room is left to the next sweep, which chooses again.
             if order == nil { awaitingRoom += outcome.awaitingRoom }
             disk.noteEvictedForRoom(outcome.evictedForRoom)
@@ -369,11 +371,10 @@ extension StoreIndex {
                 let file = disk.path(DiskTier.fileName(for: key))
                 // Only the row as it was: another process's later write of the key stays. A
                 // retry that could not be made (no room yet, the store busy: another process's
-                // call, as processes alternating on a full volume make) waits for the next. The
-                // large entries it may evict for room have their files under their keys' names.
-                let outcome = try? store.remove(unchanged: [row]) { [disk] in
-                    $0 == row.key ? file : disk.path(DiskTier.fileName(for: $0))
-                }
+                // call, as processes alternating on a full volume make) waits for the next.
+                let outcome = try? store.remove(
+                    unchanged: [row], filePath: { _ in file },
+                    evictingFilesAt: { [disk] in disk.path(DiskTier.fileName(for: $0)) })
                 if outcome?.awaitingRoom.isEmpty != true {
                     disk.storeState.withLock { $0.removalsAwaitingRoom[key] = row }
                 }
