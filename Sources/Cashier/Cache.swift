@@ -170,21 +170,29 @@ public final class Cache: Sendable {
     /// make room for a removal, as evictions.
     func reportStoreNotices() {
         guard let disk else { return }
+        var later: [DiskTier.StoreNotice] = []
         for notice in disk.takeStoreNotices() {
             if case .evictedForRoom(let key, let bytes) = notice {
                 // As a sweep's eviction: every instance's memory and observers learn it, under the
-                // key's lock (callers report with no key lock held), unless a write of the key
-                // since stored a value again (an observer's last value is the stored one).
-                folderState.keyLocks.withLock(key) {
-                    if case .success = disk.readHeader(key: key) { return }
+                // key's lock, unless a write of the key since stored a value again (an observer's
+                // last value is the stored one). A lock held now (by a thread that may be this
+                // one: a migration that removes another key) leaves it to a later report.
+                let taken: Bool? = folderState.keyLocks.withLockIfFree(key) {
+                    if case .success = disk.readHeader(key: key) { return true }
                     memory.remove(key)
                     publish(key, nil)
+                    return true
+                }
+                guard taken != nil else {
+                    later.append(notice)
+                    continue
                 }
                 emit(.evicted(key: key, bytes: bytes))
             } else if let error = notice.cacheError {
                 emit(.failure(key: notice.key, error: error))
             }
         }
+        if !later.isEmpty { disk.requeueStoreNotices(later) }
     }
 
     /// Blocks until the size sweeps scheduled so far, and a garbage collection that

@@ -90,60 +90,44 @@ extension EntryStore {
     /// store did not fit in the 98 KiB its files' removal freed). The rows then go one a
     /// transaction, which needs a few pages (the writer folds the log back into the store when a
     /// commit finds no room); a row whose own transaction does not fit either stays as it was
-    /// and is reported in ``StoreRemovals/awaitingRoom``, never dropped silently, unless it is no
-    /// eviction and large entries can make room for it (EntryStore+Reserve.swift): those go with
-    /// it, reported in ``StoreRemovals/evictedForRoom``. Another failure of a one-row transaction
-    /// ends the removals there: thrown if none was removed yet.
-    ///
-    /// `evictingFilesAt`: where a key's large-entry file is, for the evictions a one-row removal
-    /// that is no eviction may make for room (nil: none); those whose files went are in
-    /// ``StoreRemovals/evictedForRoom``, whether or not their removal then committed.
+    /// and is reported in ``StoreRemovals/awaitingRoom``, never dropped silently. Another failure
+    /// of a one-row transaction ends the removals there: thrown if none was removed yet. (No
+    /// entry is evicted to make room here: only ``remove(_:filePath:evictingFilesAt:until:evicted:)``,
+    /// the removal of one key on its caller's thread, does that, once.)
     @discardableResult
     package func remove(
         unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil,
-        filePath: ((String) -> String?)? = nil, evictingFilesAt largeFilePath: ((String) -> String)? = nil
+        filePath: ((String) -> String?)? = nil
     ) throws(StoreError) -> StoreRemovals {
         guard !entries.isEmpty else { return StoreRemovals() }
-        var unlinked: [StoreEntry] = []
-        func removeInOne(_ entries: [StoreEntry]) throws(StoreError) -> [StoreEntry] {
-            try removeInOneTransaction(
-                entries, evictedIn: order, filePath: filePath, evictingFilesAt: order == nil ? largeFilePath : nil,
-                unlinked: &unlinked)
-        }
         do throws(StoreError) {
-            return StoreRemovals(removed: try removeInOne(entries))
-        } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
-            var removed: [StoreEntry] = []
-            var awaitingRoom: [StoreEntry] = []
+            return StoreRemovals(removed: try removeInOneTransaction(entries, evictedIn: order, filePath: filePath))
+        } catch .failed(let error) where error.primaryCode == SQLiteCode.full && entries.count > 1 {
+            var outcome = StoreRemovals()
             for entry in entries {
                 do throws(StoreError) {
-                    removed += try removeInOne([entry])
+                    outcome.removed += try removeInOneTransaction([entry], evictedIn: order, filePath: filePath)
                 } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
-                    awaitingRoom.append(entry)
+                    outcome.awaitingRoom.append(entry)
                 } catch {
-                    if removed.isEmpty && awaitingRoom.isEmpty && unlinked.isEmpty { throw error }
+                    if outcome.removed.isEmpty && outcome.awaitingRoom.isEmpty { throw error }
                     break
                 }
             }
-            return StoreRemovals(removed: removed, awaitingRoom: awaitingRoom, evictedForRoom: unlinked)
+            return outcome
+        } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
+            // One row already had its own transaction: no second one for it.
+            return StoreRemovals(awaitingRoom: entries)
         }
     }
 
     /// One row draws on the folder's reserve when the volume is full (EntryStore+Reserve.swift);
     /// many do not: what does not fit goes again one a transaction, each of which may.
-    /// A removal of one small entry given `largeFilePath` may also evict large entries for room
-    /// (``evictLargeEntries(sparing:_:_:unlinked:)``), appended to `unlinked` as their files go.
     private func removeInOneTransaction(
-        _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?, filePath: ((String) -> String?)?,
-        evictingFilesAt largeFilePath: ((String) -> String)?, unlinked: inout [StoreEntry]
+        _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?, filePath: ((String) -> String?)?
     ) throws(StoreError) -> [StoreEntry] {
-        try withWriter(drawingOnReserve: entries.count == 1) { connection throws(SQLiteError) in
-            let evicting = connection.evictsForRoom && entries.count == 1
-            return try transaction(connection) { () throws(SQLiteError) in
-                // A large entry's removal needs none: its file, unlinked below, makes it absent for good.
-                if evicting, entries[0].location == .row, let largeFilePath {
-                    try evictLargeEntries(sparing: entries[0].key, largeFilePath, connection, unlinked: &unlinked)
-                }
+        try withWriter(room: entries.count == 1 ? .reserve : .log) { connection throws(SQLiteError) in
+            try transaction(connection) { () throws(SQLiteError) in
                 // Whatever the row's location: a row that replaced a large entry may have its old
                 // file still under the key's name (a kill between its two transactions); with the
                 // row gone, the next import would give that file a row again.

@@ -172,7 +172,7 @@ extension EntryStore {
     package func remove(
         _ keys: [String], filePath: ((String) -> String)? = nil, until deadline: MonotonicDeadline? = nil
     ) throws(StoreError) -> [StoreEntry] {
-        try withWriter(until: deadline, drawingOnReserve: keys.count == 1) { connection throws(SQLiteError) in
+        try withWriter(until: deadline, room: keys.count == 1 ? .reserve : .log) { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
                 if let filePath { for key in keys { try Self.removeFile(filePath(key)) } }
                 return try delete(keys, connection)

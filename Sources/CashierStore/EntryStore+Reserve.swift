@@ -87,13 +87,23 @@ extension EntryStore {
         return unlink(reservePath) == 0
     }
 
-    /// What a call that found the volume full does before it runs once more (``withWriter(until:drawingOnReserve:_:)``):
-    /// the first time, the log is copied into the store and cut back (as far as that goes
-    /// without waiting) and the store keeps its log small from then on; the second time, for a
-    /// removal (`drawingOnReserve`), the reserve goes; then, once, the removal may evict large
-    /// entries (`StoreConnection.evictsForRoom`, which ``remove(_:filePath:evictingFilesAt:until:)``
-    /// and one-row removals that are no evictions act on). Returns false when nothing is left to try.
-    func makeRoom(_ connection: StoreConnection, attempt: Int, drawingOnReserve: Bool) -> Bool {
+    /// What a call that finds the volume full may draw on once the log is folded in
+    /// (``withWriter(until:room:_:)``).
+    enum RoomSource {
+        /// Nothing more: writes, and removals of many rows (they go again one a transaction).
+        case log
+        /// The reserve: a one-row removal.
+        case reserve
+        /// The reserve, then evictions of large entries: ``remove(_:filePath:evictingFilesAt:until:evicted:)``.
+        case reserveThenEvictions
+    }
+
+    /// What a call that found the volume full does before it runs once more: the first time, the
+    /// log is copied into the store and cut back (as far as that goes without waiting) and the
+    /// store keeps its log small from then on; the second time, for a one-row removal, the reserve
+    /// goes; then, once, for `.reserveThenEvictions`, the call evicts large entries
+    /// (`StoreConnection.evictsForRoom`). Returns false when nothing is left to try.
+    func makeRoom(_ connection: StoreConnection, attempt: Int, room: RoomSource) -> Bool {
         if attempt == 1 {
             truncateLog(connection)
             if !tightVolume {
@@ -102,9 +112,9 @@ extension EntryStore {
             }
             return true
         }
-        guard drawingOnReserve else { return false }
+        guard room != .log else { return false }
         if attempt == 2, releaseReserve() { return true }
-        guard !connection.evictsForRoom else { return false }
+        guard room == .reserveThenEvictions, !connection.evictsForRoom else { return false }
         connection.evictsForRoom = true
         return true
     }
@@ -124,7 +134,7 @@ extension EntryStore {
     ) throws(StoreError) -> StoreEntry? {
         var unlinked: [StoreEntry] = []
         defer { if !unlinked.isEmpty { evicted(unlinked) } }
-        return try withWriter(until: deadline, drawingOnReserve: true) { connection throws(SQLiteError) in
+        return try withWriter(until: deadline, room: .reserveThenEvictions) { connection throws(SQLiteError) in
             let evicting = connection.evictsForRoom
             return try transaction(connection) { () throws(SQLiteError) in
                 try Self.removeFile(filePath)

@@ -266,9 +266,9 @@ package final class EntryStore: @unchecked Sendable {
     ///
     /// `deadline` (``MonotonicDeadline``): the latest moment, for all of a caller's calls
     /// together, that a statement may wait for another process's lock; nil: the busy timeout.
-    /// `drawingOnReserve`: a removal, which on a full volume may use the reserve (EntryStore+Reserve.swift).
+    /// `room`: what else a call that finds the volume full may draw on (EntryStore+Reserve.swift).
     func withWriter<R>(
-        until deadline: MonotonicDeadline? = nil, drawingOnReserve: Bool = false,
+        until deadline: MonotonicDeadline? = nil, room: RoomSource = .log,
         _ body: (StoreConnection) throws(SQLiteError) -> R
     ) throws(StoreError) -> R {
         // This process's other calls count against the deadline too: one holding the writer
@@ -311,7 +311,7 @@ package final class EntryStore: @unchecked Sendable {
                 // A full volume: room is made (EntryStore+Reserve.swift) and the call runs once
                 // more (a removal's files, unlinked the first time, have made room too).
                 roomAttempts += 1
-                guard makeRoom(connection, attempt: roomAttempts, drawingOnReserve: drawingOnReserve) else {
+                guard makeRoom(connection, attempt: roomAttempts, room: room) else {
                     throw StoreError(error)
                 }
                 continue

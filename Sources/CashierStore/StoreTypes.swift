@@ -117,13 +117,10 @@ package struct StoreRemovals: Sendable, Equatable {
     /// The rows the volume had no room to remove, even one a transaction (`SQLITE_FULL`): they
     /// stay as they were, for the caller to try again once other removals have made room.
     package var awaitingRoom: [StoreEntry] = []
-    /// Large entries a one-row removal evicted to make room for itself (EntryStore+Reserve.swift).
-    package var evictedForRoom: [StoreEntry] = []
 
-    package init(removed: [StoreEntry] = [], awaitingRoom: [StoreEntry] = [], evictedForRoom: [StoreEntry] = []) {
+    package init(removed: [StoreEntry] = [], awaitingRoom: [StoreEntry] = []) {
         self.removed = removed
         self.awaitingRoom = awaitingRoom
-        self.evictedForRoom = evictedForRoom
     }
 }
 

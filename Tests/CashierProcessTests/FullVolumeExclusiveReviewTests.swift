@@ -393,8 +393,7 @@ extension FullVolumeTests {
     /// On the full volume around `folder`'s store: checks that a write finds no room, removes
     /// ``reviewRow`` in a process of its own, which then exits, and returns what a fresh process
     /// reads of it there (`nil` when the removal outlived its process).
-    /// `command`: the session's removal (`remove`, or `removeWhere`: a bulk removal).
-    static func removeReviewRowInAProcessOfItsOwn(_ folder: URL, command: String = "remove") throws -> String {
+    static func removeReviewRowInAProcessOfItsOwn(_ folder: URL) throws -> String {
         do {
             let writer = try StressSession(folderPath: folder.path)
             defer { writer.exit() }
@@ -402,7 +401,7 @@ extension FullVolumeTests {
             #expect(write.hasPrefix("error noSpace"), "the volume had room for a write: \(write)")
         }
         let remover = try StressSession(folderPath: folder.path)
-        #expect(remover.ask("\(command) \(reviewRow.name)") == "ok")
+        #expect(remover.ask("remove \(reviewRow.name)") == "ok")
         #expect(remover.ask("wait") == "ok")
         remover.exit()
         let onFullVolume = try StressSession(folderPath: folder.path)
@@ -417,12 +416,8 @@ extension FullVolumeTests {
     /// (`EntryStore+Reserve.swift`): it commits in the process that made it, so a fresh process,
     /// on the full volume and once room is back, finds nothing. The entries evicted for it miss;
     /// every other one reads back whole, and no row outlives its file.
-    /// `removeAll(where:)` naming one key goes the bulk removals' way (one row a transaction on a
-    /// full volume), and does the same.
-    @Test(
-        "FullVolume review 2: a removal with no reserve left evicts large entries for room and outlives its process",
-        arguments: ["remove", "removeWhere"])
-    func aRemovalWithNoReserveEvictsLargeEntriesForRoom(command: String) throws {
+    @Test("FullVolume review 2: a removal with no reserve left evicts large entries for room and outlives its process")
+    func aRemovalWithNoReserveEvictsLargeEntriesForRoom() throws {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("review2-evict-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -430,7 +425,7 @@ extension FullVolumeTests {
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
-        let there = try Self.removeReviewRowInAProcessOfItsOwn(folder, command: command)
+        let there = try Self.removeReviewRowInAProcessOfItsOwn(folder)
         #expect(there == "nil", "the removed value reads in a fresh process on the full volume: \(there)")
         #expect(!Self.hasReserve(folder), "a reserve appeared on the full volume")
         unlink(filler)
@@ -475,7 +470,8 @@ extension FullVolumeTests {
         }
     }
 
-    /// The same with nothing to evict (the large entries locked, as in a folder of rows): the
+    /// The same with nothing to evict (the large entries locked, as in a folder of rows), and for
+    /// a bulk removal (`removeAll(where:)`, whose one-row transactions evict nothing): the
     /// removal is kept only in the memory of the process that made it
     /// (`DiskTier.storeState.removalsAwaitingRoom`); a process that exits (or is killed) before a
     /// reclaim finds room loses it, the row stays for good, and once room is back every process

@@ -221,7 +221,6 @@ public enum OldFolder {
 ///     fill KEY BYTES SEED   a `Data` value of BYTES (Workload.data, generation SEED): "ok" or "error TOKEN MESSAGE"
 ///     check KEY BYTES SEED  "whole" (exactly what fill wrote), "nil" or "other"
 ///     remove KEY            removeValue (a `Data` key): "ok"
-///     removeWhere KEY       removeAll(where:) naming KEY alone (a bulk removal): "ok"
 ///     count                 "count COUNT TOTAL-SIZE"
 ///     keys                  "keys K1 K2 …"
 ///     gc                    collectGarbage, then waitForBackgroundWork: "ok"
@@ -281,9 +280,6 @@ public enum Session {
             return read == value ? "whole" : "other"
         case ("remove", 2):
             cache.removeValue(for: CacheKey<Data>(words[1]))
-            return "ok"
-        case ("removeWhere", 2):
-            cache.removeAll(where: { $0 == words[1] })
             return "ok"
         case ("count", 1):
             return "count \(cache.count) \(cache.totalSize)"

@@ -356,6 +356,11 @@ extension DiskTier {
     }
 
     /// Hands over what is still to be reported of the store (for the cache's events).
+    /// Puts back notices a report could not finish now, before any noted since.
+    func requeueStoreNotices(_ notices: [StoreNotice]) {
+        storeState.withLock { $0.notices.insert(contentsOf: notices, at: 0) }
+    }
+
     package func takeStoreNotices() -> [StoreNotice] {
         storeState.withLock { state in
             guard !state.notices.isEmpty else { return [] }

@@ -169,18 +169,14 @@ extension DiskTier {
     }
 
     /// Notes large entries a removal evicted to make room for itself on a full volume
-    /// (EntryStore+Reserve.swift): reported as evictions, and their rows noted as removals
-    /// awaiting room. When even the room their files gave back did not let the transaction
-    /// commit, those rows stayed, without their files: until the next reclaim removes them,
-    /// `count` and `keys` leave them out, as reads do. (A row the transaction did remove is no
-    /// longer there to remove.) The reclaim also folds back in the log the removal wrote.
+    /// (EntryStore+Reserve.swift), reported as evictions, and folds the log it wrote back in.
+    /// When even the room their files gave back did not let the transaction commit, their rows
+    /// stayed without their files: each reads as absent, and goes at its next read or garbage
+    /// collection that finds room (`count` and `keys` list it until then).
     func noteEvictedForRoom(_ evicted: [StoreEntry]) {
         guard !evicted.isEmpty else { return }
         storeState.withLock { state in
-            for entry in evicted {
-                state.notices.append(.evictedForRoom(key: entry.key, bytes: entry.size))
-                if state.removalsAwaitingRoom[entry.key] == nil { state.removalsAwaitingRoom[entry.key] = entry }
-            }
+            state.notices += evicted.map { .evictedForRoom(key: $0.key, bytes: $0.size) }
         }
         scheduleReclaim()
     }

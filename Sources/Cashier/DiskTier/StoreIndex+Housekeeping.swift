@@ -272,12 +272,9 @@ extension StoreIndex {
         // room even so stay, reported (EntryStore's `remove(unchanged:evictedIn:filePath:)`).
         var awaitingRoom: [StoreEntry] = []
         func remove(_ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?) throws(StoreError) -> [StoreEntry] {
-            let outcome = try store.remove(
-                unchanged: entries, evictedIn: order, filePath: filePath,
-                evictingFilesAt: { [disk] in disk.path(DiskTier.fileName(for: $0)) })
+            let outcome = try store.remove(unchanged: entries, evictedIn: order, filePath: filePath)
             // An eviction that finds no room is left to the next sweep, which chooses again.
             if order == nil { awaitingRoom += outcome.awaitingRoom }
-            disk.noteEvictedForRoom(outcome.evictedForRoom)
             return outcome.removed
         }
         do throws(StoreError) {
@@ -371,14 +368,12 @@ extension StoreIndex {
                 let file = disk.path(DiskTier.fileName(for: key))
                 // Only the row as it was: another process's later write of the key stays. A
                 // retry that could not be made (no room yet, the store busy: another process's
-                // call, as processes alternating on a full volume make) waits for the next.
-                let outcome = try? store.remove(
-                    unchanged: [row], filePath: { _ in file },
-                    evictingFilesAt: { [disk] in disk.path(DiskTier.fileName(for: $0)) })
+                // call, as processes alternating on a full volume make) waits for the next. It
+                // evicts nothing for room: that was the removal's own one try.
+                let outcome = try? store.remove(unchanged: [row], filePath: { _ in file })
                 if outcome?.awaitingRoom.isEmpty != true {
                     disk.storeState.withLock { $0.removalsAwaitingRoom[key] = row }
                 }
-                disk.noteEvictedForRoom(outcome?.evictedForRoom ?? [])
             }
         }
     }

@@ -42,23 +42,45 @@ final class KeyLocks: @unchecked Sendable {
     var isBarrierHeld: Bool { barrierHeld.withLock { $0 } }
 
     func withLock<R>(_ name: String, _ body: () throws -> R) rethrows -> R {
-        // Hashing per process is fine here: stripes are never stored or shared.
-        let stripe = stripes[Int(UInt(bitPattern: name.hashValue) % UInt(stripes.count))]
+        let stripe = stripe(of: name)
         stripe.condition.lock()
         while stripe.isClosed || stripe.busy.contains(name) { stripe.condition.wait() }
         stripe.busy.append(name)
         stripe.condition.unlock()
-        defer {
-            stripe.condition.lock()
-            // Present: only this holder removes the name it appended.
-            if let index = stripe.busy.firstIndex(of: name) {
-                stripe.busy.swapAt(index, stripe.busy.count - 1)
-                stripe.busy.removeLast()
-            }
-            stripe.condition.broadcast()
-            stripe.condition.unlock()
-        }
+        defer { release(name, in: stripe) }
         return try body()
+    }
+
+    /// Runs `body` holding `name`'s lock when no one holds it and no barrier is up; nil, without
+    /// running it, otherwise. For work a caller may hold another key's lock around (user code
+    /// inside a migration): it never waits, so it never waits on a key its own thread holds.
+    func withLockIfFree<R>(_ name: String, _ body: () throws -> R) rethrows -> R? {
+        let stripe = stripe(of: name)
+        stripe.condition.lock()
+        guard !stripe.isClosed, !stripe.busy.contains(name) else {
+            stripe.condition.unlock()
+            return nil
+        }
+        stripe.busy.append(name)
+        stripe.condition.unlock()
+        defer { release(name, in: stripe) }
+        return try body()
+    }
+
+    private func stripe(of name: String) -> Stripe {
+        // Hashing per process is fine here: stripes are never stored or shared.
+        stripes[Int(UInt(bitPattern: name.hashValue) % UInt(stripes.count))]
+    }
+
+    private func release(_ name: String, in stripe: Stripe) {
+        stripe.condition.lock()
+        // Present: only this holder removes the name it appended.
+        if let index = stripe.busy.firstIndex(of: name) {
+            stripe.busy.swapAt(index, stripe.busy.count - 1)
+            stripe.busy.removeLast()
+        }
+        stripe.condition.broadcast()
+        stripe.condition.unlock()
     }
 
     /// Runs `body` while no key is held and none can be taken: the barrier of bulk removals.
