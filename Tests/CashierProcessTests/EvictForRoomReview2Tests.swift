@@ -164,7 +164,7 @@ extension FullVolumeTests {
             observers.append(Task { for await value in stream { last.withLock { $0[name] = .some(value) } } })
         }
         #expect(
-            poll(seconds: 5) { last.withLock { $0.count } == bigNames.count }, "the streams yielded no current value")
+            poll(seconds: 60) { last.withLock { $0.count } == bigNames.count }, "the streams yielded no current value")
         cache.waitForBackgroundWork()
         try Self.truncateLog(folder)
         Self.dropReserve(folder)
@@ -179,7 +179,7 @@ extension FullVolumeTests {
         func stale() -> [String] {
             gone.filter { name in last.withLock { $0[name] }.map { $0 != nil } ?? true }.sorted()
         }
-        _ = poll(seconds: 2) { stale().isEmpty }
+        _ = poll(seconds: 10) { stale().isEmpty }
         let stale = stale()
         #expect(
             stale.isEmpty,
