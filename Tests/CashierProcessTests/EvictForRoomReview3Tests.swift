@@ -73,6 +73,65 @@ extension FullVolumeTests {
 }
 
 extension FullVolumeTests {
+    // MARK: - Found: an eviction for room through a store whose folder was made again
+
+    /// 39561f3 gave the reconcile an identity check (`removeIfStillOurs`, EntryStore+Maintenance.swift):
+    /// "A folder removed and made again by another process holds another store: what this one
+    /// says of its files ... is not so, and removing them loses the other process's entries."
+    /// `evictLargeEntries` (EntryStore+Reserve.swift) has none: a removal through a store whose
+    /// folder another process removed and made again (not yet noticed: `indexForReading` checks at
+    /// most every `folderRecheckNanoseconds`, 10 ms by default; widened here to make it
+    /// deterministic) evicts the old store's large rows by unlinking the files of the same keys'
+    /// names in the NEW folder: the other process's entries, whose writes returned, lose their
+    /// files while their rows stay; nothing is reported to it. (The old store's file is unlinked
+    /// but still takes room on the same volume, so its removal finds it full.)
+    @Test("Evict review 3: an eviction for room through a replaced store unlinks the new folder's entries")
+    func anEvictionThroughAReplacedStoreUnlinksTheNewFoldersFiles() throws {
+        let volume = try #require(FullVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("evict3-replaced-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Self.seedForReview(folder)
+        let log = OrderedEventLog()
+        var configuration = Self.configuration(folder, memoryCountLimit: 0)
+        configuration.folderRecheckNanoseconds = 60 * 1_000_000_000
+        configuration.onEvent = log.handler
+        let old = Cache(configuration)
+        // The old store open (a read), as an app that just used it.
+        try #require(old.value(for: CacheKey<Data>("seed-2")) != nil)
+
+        // Another process removes the folder and makes it again with the same keys.
+        try FileManager.default.removeItem(at: folder)
+        do {
+            let other = try StressSession(folderPath: folder.path)
+            defer { other.exit() }
+            for index in 0..<30 {
+                let bytes = index % 10 == 0 ? 20 * 1024 : 1_500
+                try #require(other.ask("fill seed-\(index) \(bytes) \(index)") == "ok", "the other process's write")
+            }
+        }
+        usleep(200_000)
+        _ = Self.dropReserve(folder)
+        let before = Self.largeFilesGone(folder)
+        try #require(before.isEmpty, "the new folder lacks large files before the removal: \(before)")
+        let filler = Self.fillVolumeWithAFile(volume)
+        var fillerRemoved = false
+        defer { if !fillerRemoved { unlink(filler) } }
+
+        old.removeValue(for: CacheKey<Data>(Self.reviewRow.name))
+        old.waitForBackgroundWork()
+        let gone = Self.largeFilesGone(folder)
+        unlink(filler)
+        fillerRemoved = true
+        let fresh = Cache(Self.configuration(folder, memoryCountLimit: 0))
+        let wrong = Self.wrongSeeds(fresh, removed: [Self.reviewRow.name]).filter { Self.largeSeedNames.contains($0) }
+        #expect(
+            gone.isEmpty && wrong.isEmpty,
+            "the new folder's large entries lost their files through the old store's eviction: gone \(gone.sorted()), read wrong \(wrong.sorted()); old instance's evictions \(log.evictedEvents.map(\.key)); failures \(log.failures)"
+        )
+    }
+}
+
+extension FullVolumeTests {
     /// Every event a cache reports, in order.
     final class OrderedEventLog: Sendable {
         private let events = Locked<[CacheEvent]>([])
