@@ -155,11 +155,15 @@ extension EntryStore {
     /// size). A row whose file is gone goes too (it gives nothing); a file with another name
     /// (a hard link: unlinking it frees nothing) or something else under the name (a folder, a
     /// link) is left alone, its row with it. At most ``evictionCandidatesForRoom`` rows are
-    /// looked at: each one removed touches pages the transaction must find room for.
+    /// looked at: each one removed touches pages the transaction must find room for. Nothing,
+    /// when the store's path no longer names the store open (the folder made again).
     func evictLargeEntries(
         sparing key: String, _ filePath: (String) -> String, _ connection: StoreConnection,
         unlinked: inout [StoreEntry]
     ) throws(SQLiteError) {
+        // A folder removed and made again by another process holds another store: the files
+        // under these rows' names are that process's entries (as for reconcile's removals).
+        guard FileIdentity(path: self.path) == connection.identity else { return }
         var chosen: [(id: Int64, entry: StoreEntry, path: String)] = []
         var freed: Int64 = 0
         var looked = 0

@@ -11,6 +11,7 @@ import Testing
 /// entry evicts, once; evictions published under a key lock only when it is free, else requeued;
 /// `KeyLocks.withLockIfFree`). In `FullVolumeTests` (serialized, `CASHIER_FULL_VOLUME` on a 2 MiB
 /// tmpfs). Seeds are `seedForReview`'s: `seed-0`, `seed-10`, `seed-20` large (20 KiB files).
+/// Each test pins the fix made after it.
 extension FullVolumeTests {
     // MARK: - Found: an eviction that could not commit is reported again by the next size sweep
 
@@ -21,8 +22,9 @@ extension FullVolumeTests {
     /// does not look at files: it takes those orphan rows as eviction candidates like any other,
     /// counts their row sizes as freed, "removes" them and reports each as `.evicted` a second
     /// time (to every instance's `onEvent`, published again). One eviction, two events; and the
-    /// sweep's arithmetic counts bytes it never freed.
-    @Test("Evict review 3: an eviction for room that could not commit is reported again by the next size sweep")
+    /// sweep's arithmetic counts bytes it never freed. Now a sweep takes such a row (a large
+    /// entry's, its file gone) as a removal, unannounced, that frees nothing.
+    @Test("Evict review 3: an eviction for room that could not commit is not reported again by the next size sweep")
     func anUncommittedEvictionIsReportedTwice() throws {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("evict3-twice-\(UUID().uuidString)")
@@ -78,14 +80,15 @@ extension FullVolumeTests {
     /// 39561f3 gave the reconcile an identity check (`removeIfStillOurs`, EntryStore+Maintenance.swift):
     /// "A folder removed and made again by another process holds another store: what this one
     /// says of its files ... is not so, and removing them loses the other process's entries."
-    /// `evictLargeEntries` (EntryStore+Reserve.swift) has none: a removal through a store whose
+    /// Found: `evictLargeEntries` (EntryStore+Reserve.swift) had none: a removal through a store whose
     /// folder another process removed and made again (not yet noticed: `indexForReading` checks at
     /// most every `folderRecheckNanoseconds`, 10 ms by default; widened here to make it
     /// deterministic) evicts the old store's large rows by unlinking the files of the same keys'
     /// names in the NEW folder: the other process's entries, whose writes returned, lose their
     /// files while their rows stay; nothing is reported to it. (The old store's file is unlinked
-    /// but still takes room on the same volume, so its removal finds it full.)
-    @Test("Evict review 3: an eviction for room through a replaced store unlinks the new folder's entries")
+    /// but still takes room on the same volume, so its removal finds it full.) Now the eviction
+    /// makes the same check first, and evicts nothing through a replaced store.
+    @Test("Evict review 3: an eviction for room through a replaced store unlinks none of the new folder's entries")
     func anEvictionThroughAReplacedStoreUnlinksTheNewFoldersFiles() throws {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("evict3-replaced-\(UUID().uuidString)")

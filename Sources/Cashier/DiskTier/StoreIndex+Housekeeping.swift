@@ -226,6 +226,16 @@ extension StoreIndex {
         // One pass in the order, read as far as it chooses (the rest of the index is not read).
         _ = try? store.forEachEvictionCandidate(order: order) { entry in
             guard !excluding.contains(entry.key) else { return true }
+            // A large entry's row whose file is gone (an eviction for room that could not commit,
+            // reported then) frees nothing and is no eviction: its row goes, unannounced.
+            if entry.location == .file,
+                disk.fileSystem.info(DiskTier.fileName(for: entry.key), in: disk.folder) == nil
+            {
+                victims.append(
+                    DiskTier.Choice(
+                        fileName: nil, sequence: nil, removal: .removed(key: entry.key), size: 0, stored: entry))
+                return true
+            }
             freed = freed.addingClamped(entry.size)
             victims.append(
                 DiskTier.Choice(
