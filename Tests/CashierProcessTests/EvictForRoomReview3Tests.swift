@@ -146,7 +146,9 @@ extension FullVolumeTests {
         var handler: @Sendable (CacheEvent) -> Void { { [events] event in events.withLock { $0.append(event) } } }
         /// Every `.evicted` event, in order.
         var evictedEvents: [(key: String, bytes: Int)] {
-            events.withLock { $0 }.compactMap { if case .evicted(let key, let bytes) = $0 { (key, bytes) } else { nil } }
+            events.withLock { $0 }.compactMap {
+                if case .evicted(let key, let bytes) = $0 { (key, bytes) } else { nil }
+            }
         }
         var failures: [String] {
             events.withLock { $0 }.compactMap { if case .failure = $0 { "\($0)" } else { nil } }
