@@ -99,10 +99,7 @@ extension FullVolumeTests {
         }
         defer { stop.withLock { $0 = true } }
 
-        let log = EventLog()
-        var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = log.handler
-        let cache = Cache(configuration)
+        let (cache, log) = Self.loggedCache(folder)
         cache.removeValue(for: CacheKey<Data>("row-0"))
         cache.waitForBackgroundWork()
         stop.withLock { $0 = true }
@@ -299,10 +296,7 @@ extension FullVolumeTests {
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
 
-        let log = EventLog()
-        var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = log.handler
-        let cache = Cache(configuration)
+        let (cache, log) = Self.loggedCache(folder)
         cache.removeValue(for: CacheKey<Data>(Self.reviewRow.name))
         cache.waitForBackgroundWork()
         try #require(!log.evictedKeys.isEmpty, "nothing evicted: the case did not arise; \(log.failures)")
@@ -356,10 +350,7 @@ extension FullVolumeTests {
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
 
-        let log = EventLog()
-        var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = log.handler
-        let cache = Cache(configuration)
+        let (cache, _) = Self.loggedCache(folder)
         let removed = CacheKey<Data>(Self.reviewRow.name)
         let key = CacheKey<Data>(
             "migrated", schemaVersion: 2,

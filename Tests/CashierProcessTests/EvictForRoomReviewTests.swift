@@ -42,6 +42,14 @@ extension FullVolumeTests {
         }
     }
 
+    /// A cache on `folder` (the memory tier off) whose events `log` keeps.
+    static func loggedCache(_ folder: URL) -> (cache: Cache, log: EventLog) {
+        let log = EventLog()
+        var configuration = configuration(folder, memoryCountLimit: 0)
+        configuration.onEvent = log.handler
+        return (Cache(configuration), log)
+    }
+
     /// The large seeds whose value does not read back whole through `cache`.
     static func largeSeedsLost(_ cache: Cache) -> Set<String> {
         largeSeedNames.filter { cache.value(for: CacheKey<Data>($0)) != evictReviewValue($0) }
@@ -107,10 +115,7 @@ extension FullVolumeTests {
             usleep(20_000)
         }
 
-        let log = EventLog()
-        var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = log.handler
-        let cache = Cache(configuration)
+        let (cache, log) = Self.loggedCache(folder)
         cache.removeValue(for: CacheKey<Data>(Self.reviewRow.name))
         cache.waitForBackgroundWork()
         stop.withLock { $0 = true }
@@ -247,10 +252,7 @@ extension FullVolumeTests {
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
 
-        let log = EventLog()
-        var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = log.handler
-        let cache = Cache(configuration)
+        let (cache, log) = Self.loggedCache(folder)
         let key = CacheKey<Data>(Self.reviewRow.name)
         cache.removeValue(for: key)
         cache.waitForBackgroundWork()
@@ -326,10 +328,7 @@ extension FullVolumeTests {
         let check = "check \(Self.reviewLarge.name) \(Self.reviewLarge.bytes) \(Self.reviewLarge.seed)"
         #expect(other.ask(check) == "whole", "the other process's read (now in its memory)")
 
-        let log = EventLog()
-        var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = log.handler
-        let cache = Cache(configuration)
+        let (cache, log) = Self.loggedCache(folder)
         cache.removeValue(for: CacheKey<Data>(Self.reviewRow.name))
         cache.waitForBackgroundWork()
         try #require(log.evictedKeys == Self.largeSeedNames, "evicted: \(log.evictedKeys.sorted())")
@@ -366,10 +365,7 @@ extension FullVolumeTests {
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
 
-        let log = EventLog()
-        var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = log.handler
-        let cache = Cache(configuration)
+        let (cache, log) = Self.loggedCache(folder)
         cache.removeValue(for: CacheKey<Data>("row"))
         cache.waitForBackgroundWork()
         let evicted = log.evictedKeys
@@ -398,10 +394,7 @@ extension FullVolumeTests {
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
 
-        let log = EventLog()
-        var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = log.handler
-        let cache = Cache(configuration)
+        let (cache, log) = Self.loggedCache(folder)
         let locked = CacheKey<Data>(Self.reviewLarge.name)
         cache.lock(locked)
         let lockFailed = log.failedKeys.contains(locked.name)
@@ -433,10 +426,7 @@ extension FullVolumeTests {
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
 
-        let log = EventLog()
-        var configuration = Self.configuration(folder, memoryCountLimit: 0)
-        configuration.onEvent = log.handler
-        let cache = Cache(configuration)
+        let (cache, log) = Self.loggedCache(folder)
         cache.removeValue(for: CacheKey<Data>(Self.reviewLarge.name))
         cache.waitForBackgroundWork()
         #expect(log.evictedKeys.isEmpty, "removing a large entry evicted others: \(log.evictedKeys.sorted())")
