@@ -177,13 +177,12 @@ public final class Cache: Sendable {
                 // key's lock, unless a write of the key since stored a value again (an observer's
                 // last value is the stored one). A lock held now (by a thread that may be this
                 // one: a migration that removes another key) leaves it to a later report.
-                let taken: Bool? = folderState.keyLocks.withLockIfFree(key) {
-                    if case .success = disk.readHeader(key: key) { return true }
+                let taken = folderState.keyLocks.withLockIfFree(key) {
+                    if case .success = disk.readHeader(key: key) { return }
                     memory.remove(key)
                     publish(key, nil)
-                    return true
                 }
-                guard taken != nil else {
+                guard taken else {
                     later.append(notice)
                     continue
                 }

@@ -340,7 +340,7 @@ extension EntryStore {
             // removing them loses the other process's entries. Asked before each removal, under
             // this store's lock (which does not hold the new one's writers back).
             func removeIfStillOurs(_ file: String) throws(SQLiteError) {
-                guard FileIdentity(path: self.path) == connection.identity else {
+                guard opensItsPath(connection) else {
                     throw SQLiteError(systemCode: ESTALE, operation: "reconcile: \(self.path) is another store now")
                 }
                 try Self.removeFile(file)
@@ -393,5 +393,12 @@ extension EntryStore {
     /// process set it aside, or it was deleted): one `lstat`, no lock.
     package var isReplaced: Bool {
         FileIdentity(path: path) != writerIdentity
+    }
+
+    /// Whether the store's path still names the file `connection` has open: not once another
+    /// process set the store aside or deleted it, or removed its folder and made it again (the
+    /// files there are then another store's entries). One `lstat`; the caller holds the writer.
+    func opensItsPath(_ connection: StoreConnection) -> Bool {
+        FileIdentity(path: path) == connection.identity
     }
 }

@@ -18,10 +18,11 @@ import Foundation
 /// Kept only while the volume is tight (``Options/tightVolume``: under 64 MiB free): a roomy
 /// volume needs none, and its folders do not carry one. The disk tier keeps it at the store's
 /// opening, at each reclaim, and every MiB its process writes. A volume filled all at once from
-/// roomy (another app's download) may have none yet, and a reserve may not be enough: a removal
-/// of one key then evicts large entries in its own transaction, the largest unlocked first, until
-/// their files have given ``reserveBytes`` back (or none is left), and commits in that room. A
-/// folder of rows alone has no file to give back: its removals then await room as before.
+/// roomy (another app's download) may have none yet, and a reserve may not be enough: the removal
+/// of one small entry (`removeValue`) then evicts large entries in its own transaction, once, the
+/// largest unlocked first, until their files' blocks make ``reserveBytes`` (or none is left), and
+/// commits in that room. A folder of rows alone has no file to give back, and bulk removals evict
+/// nothing: their removals then await room as before.
 /// Writes never draw on it: a write that finds no room throws, and nothing stored is lost by that
 /// (but the room a removal freed by drawing on it is anyone's until the reserve is made again).
 extension EntryStore {
@@ -161,9 +162,8 @@ extension EntryStore {
         sparing key: String, _ filePath: (String) -> String, _ connection: StoreConnection,
         unlinked: inout [StoreEntry]
     ) throws(SQLiteError) {
-        // A folder removed and made again by another process holds another store: the files
-        // under these rows' names are that process's entries (as for reconcile's removals).
-        guard FileIdentity(path: self.path) == connection.identity else { return }
+        // A folder made again by another process: the files under these rows' names are its entries.
+        guard opensItsPath(connection) else { return }
         var chosen: [(id: Int64, entry: StoreEntry, path: String)] = []
         var freed: Int64 = 0
         var looked = 0

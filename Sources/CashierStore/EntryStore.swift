@@ -451,7 +451,7 @@ package final class EntryStore: @unchecked Sendable {
     /// Reopens the store when its file is no longer the one open (another process set it aside
     /// or deleted it). Called with `writeLock` held; returns true when it reopened.
     func reopenIfReplaced() throws(SQLiteError) -> Bool {
-        guard FileIdentity(path: path) != identity else { return false }
+        guard !opensItsPath(connection) else { return false }
         replaceFile()
         connection = try Self.openFallingBack(path, options)
         return true

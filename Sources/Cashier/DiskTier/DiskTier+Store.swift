@@ -355,12 +355,12 @@ extension DiskTier {
             ?? SystemError(code: EIO, operation: "open the folder's store", path: path(Self.storeFileName))
     }
 
-    /// Hands over what is still to be reported of the store (for the cache's events).
     /// Puts back notices a report could not finish now, before any noted since.
     func requeueStoreNotices(_ notices: [StoreNotice]) {
         storeState.withLock { $0.notices.insert(contentsOf: notices, at: 0) }
     }
 
+    /// Hands over what is still to be reported of the store (for the cache's events).
     package func takeStoreNotices() -> [StoreNotice] {
         storeState.withLock { state in
             guard !state.notices.isEmpty else { return [] }

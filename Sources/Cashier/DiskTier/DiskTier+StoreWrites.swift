@@ -171,8 +171,8 @@ extension DiskTier {
     /// Notes large entries a removal evicted to make room for itself on a full volume
     /// (EntryStore+Reserve.swift), reported as evictions, and folds the log it wrote back in.
     /// When even the room their files gave back did not let the transaction commit, their rows
-    /// stayed without their files: each reads as absent, and goes at its next read or garbage
-    /// collection that finds room (`count` and `keys` list it until then).
+    /// stayed without their files: each reads as absent and `keys` leaves it out, but `count`
+    /// counts it until its next read or garbage collection that finds room removes it.
     func noteEvictedForRoom(_ evicted: [StoreEntry]) {
         guard !evicted.isEmpty else { return }
         storeState.withLock { state in

@@ -51,20 +51,21 @@ final class KeyLocks: @unchecked Sendable {
         return try body()
     }
 
-    /// Runs `body` holding `name`'s lock when no one holds it and no barrier is up; nil, without
-    /// running it, otherwise. For work a caller may hold another key's lock around (user code
-    /// inside a migration): it never waits, so it never waits on a key its own thread holds.
-    func withLockIfFree<R>(_ name: String, _ body: () throws -> R) rethrows -> R? {
+    /// Runs `body` holding `name`'s lock when no one holds it and no barrier is up, and returns
+    /// true; false, without running it, otherwise. For work a caller may hold another key's lock
+    /// around (user code inside a migration): it never waits, so never on a key its thread holds.
+    func withLockIfFree(_ name: String, _ body: () throws -> Void) rethrows -> Bool {
         let stripe = stripe(of: name)
         stripe.condition.lock()
         guard !stripe.isClosed, !stripe.busy.contains(name) else {
             stripe.condition.unlock()
-            return nil
+            return false
         }
         stripe.busy.append(name)
         stripe.condition.unlock()
         defer { release(name, in: stripe) }
-        return try body()
+        try body()
+        return true
     }
 
     private func stripe(of name: String) -> Stripe {
