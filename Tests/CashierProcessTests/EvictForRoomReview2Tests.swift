@@ -25,6 +25,30 @@ extension FullVolumeTests {
         try raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
+    /// What `seedBigEntries` writes under `big-N`: 20 KiB.
+    static func bigValue(_ index: Int) -> Data {
+        StressSession.value(for: "big-\(index)", bytes: 20 * 1024, seed: UInt64(index))
+    }
+
+    /// Writes `rows` rows of 1,500 bytes (`row-N`) and 14 large entries (`big-N`, ``bigValue(_:)``)
+    /// in `folder`, waits until the store is closed, and drops its reserve; the large keys.
+    static func seedBigEntries(_ folder: URL, rows: Int) throws -> [String] {
+        let bigNames = (0..<14).map { "big-\($0)" }
+        do {
+            let cache = Cache(configuration(folder))
+            for index in 0..<rows {
+                try cache.set(
+                    StressSession.value(for: "row-\(index)", bytes: 1_500, seed: 1), for: CacheKey<Data>("row-\(index)")
+                )
+            }
+            for index in bigNames.indices { try cache.set(bigValue(index), for: CacheKey<Data>(bigNames[index])) }
+            cache.waitForBackgroundWork()
+        }
+        try #require(storeClosed(folder))
+        dropReserve(folder)
+        return bigNames
+    }
+
     /// Waits until no connection of this process has the store of `folder` open (its `-shm` gone).
     static func storeClosed(_ folder: URL) -> Bool {
         poll { !FileManager.default.fileExists(atPath: folder.path + "/" + DiskTier.storeFileName + "-shm") }
@@ -57,31 +81,13 @@ extension FullVolumeTests {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("evict2-cascade-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let bigNames = (0..<14).map { "big-\($0)" }
-        func bigValue(_ index: Int) -> Data {
-            StressSession.value(for: "big-\(index)", bytes: 20 * 1024, seed: UInt64(index))
-        }
-        do {
-            let cache = Cache(Self.configuration(folder))
-            for index in 0..<5 {
-                try cache.set(
-                    StressSession.value(for: "row-\(index)", bytes: 1_500, seed: 1), for: CacheKey<Data>("row-\(index)")
-                )
-            }
-            for index in bigNames.indices { try cache.set(bigValue(index), for: CacheKey<Data>(bigNames[index])) }
-            cache.waitForBackgroundWork()
-        }
-        try #require(Self.storeClosed(folder))
-        Self.dropReserve(folder)
+        let bigNames = try Self.seedBigEntries(folder, rows: 5)
         var info = stat()
         try #require(lstat(Self.entryFile(folder, "big-0"), &info) == 0)
         let blocks = Int(info.st_blocks) * 512
         // What one eviction for room takes: files until their blocks make 128 KiB.
         let oneEviction = (128 * 1024 + blocks - 1) / blocks
-        let held = thief == .heldOpen ? bigNames.map { open(Self.entryFile(folder, $0), O_RDONLY) } : []
-        var closed = false
-        defer { if !closed { for fd in held where fd >= 0 { close(fd) } } }
-        try #require(held.allSatisfy { $0 >= 0 })
+        let held = try HeldFiles(thief == .heldOpen ? bigNames.map { Self.entryFile(folder, $0) } : [])
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
@@ -111,12 +117,11 @@ extension FullVolumeTests {
             "one removeValue of a small row unlinked \(gone.count) of \(bigNames.count) large entries' files (\(blocks) bytes each, \(oneEviction) make 128 KiB); reported so far \(log.evictedKeys.count)"
         )
 
-        for fd in held where fd >= 0 { close(fd) }
-        closed = true
+        held.close()
         unlink(filler)
         fillerRemoved = true
         let fresh = Cache(Self.configuration(folder, memoryCountLimit: 0))
-        let lost = bigNames.indices.filter { fresh.value(for: CacheKey<Data>(bigNames[$0])) != bigValue($0) }
+        let lost = bigNames.indices.filter { fresh.value(for: CacheKey<Data>(bigNames[$0])) != Self.bigValue($0) }
         #expect(lost.count <= oneEviction, "\(lost.count) of \(bigNames.count) large values lost for one small removal")
     }
 
@@ -133,21 +138,9 @@ extension FullVolumeTests {
         let volume = try #require(FullVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("evict2-background-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let bigNames = (0..<14).map { "big-\($0)" }
-        func bigValue(_ index: Int) -> Data {
-            StressSession.value(for: "big-\(index)", bytes: 20 * 1024, seed: UInt64(index))
-        }
-        do {
-            let cache = Cache(Self.configuration(folder))
-            try cache.set(StressSession.value(for: "row-0", bytes: 1_500, seed: 1), for: CacheKey<Data>("row-0"))
-            for index in bigNames.indices { try cache.set(bigValue(index), for: CacheKey<Data>(bigNames[index])) }
-            cache.waitForBackgroundWork()
-        }
-        try #require(Self.storeClosed(folder))
-        Self.dropReserve(folder)
-        let held = bigNames.map { open(Self.entryFile(folder, $0), O_RDONLY) }
-        defer { for fd in held where fd >= 0 { close(fd) } }
-        try #require(held.allSatisfy { $0 >= 0 })
+        let bigNames = try Self.seedBigEntries(folder, rows: 1)
+        let held = try HeldFiles(bigNames.map { Self.entryFile(folder, $0) })
+        defer { held.close() }
 
         let log = EventLog()
         var configuration = Self.configuration(folder, memoryCountLimit: 100) // the memory tier on, as apps run it
@@ -290,9 +283,8 @@ extension FullVolumeTests {
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("evict2-listed-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         try Self.seedForReview(folder)
-        let held = Self.largeSeedNames.map { open(Self.entryFile(folder, $0), O_RDONLY) }
-        defer { for fd in held where fd >= 0 { close(fd) } }
-        try #require(held.allSatisfy { $0 >= 0 })
+        let held = try HeldFiles(Self.largeSeedNames.map { Self.entryFile(folder, $0) })
+        defer { held.close() }
         let filler = Self.fillVolumeWithAFile(volume)
         defer { unlink(filler) }
 

@@ -32,10 +32,7 @@ extension FullVolumeTests {
         try Self.seedForReview(folder)
         // Another reader has the large files open: their unlinks free no block, so the
         // removal's transaction still finds no room and its evictions' rows stay.
-        let held = Self.largeSeedNames.map { open(Self.entryFile(folder, $0), O_RDONLY) }
-        var closed = false
-        defer { if !closed { for fd in held where fd >= 0 { close(fd) } } }
-        try #require(held.allSatisfy { $0 >= 0 })
+        let held = try HeldFiles(Self.largeSeedNames.map { Self.entryFile(folder, $0) })
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
@@ -52,8 +49,7 @@ extension FullVolumeTests {
         try #require(!gone.isEmpty, "nothing evicted: the case did not arise; \(log.failures)")
 
         // Room back, the files let go; no read of the evicted keys, no collection yet.
-        for fd in held where fd >= 0 { close(fd) }
-        closed = true
+        held.close()
         unlink(filler)
         fillerRemoved = true
 

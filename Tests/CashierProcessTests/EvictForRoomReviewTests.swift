@@ -50,6 +50,25 @@ extension FullVolumeTests {
         return (Cache(configuration), log)
     }
 
+    /// Files of the folder held open, as another reader would (an indexer, a backup): their
+    /// unlinks free no block until ``close()``. Hold it with `defer { held.close() }` where nothing
+    /// else uses it: Swift may end an unused object's life early.
+    final class HeldFiles {
+        private var descriptors: [Int32]
+
+        init(_ paths: [String]) throws {
+            descriptors = paths.map { open($0, O_RDONLY) }
+            try #require(descriptors.allSatisfy { $0 >= 0 }, "a file to hold open is missing")
+        }
+
+        func close() {
+            for fd in descriptors where fd >= 0 { _ = Foundation.close(fd) }
+            descriptors = []
+        }
+
+        deinit { close() }
+    }
+
     /// The large seeds whose value does not read back whole through `cache`.
     static func largeSeedsLost(_ cache: Cache) -> Set<String> {
         largeSeedNames.filter { cache.value(for: CacheKey<Data>($0)) != evictReviewValue($0) }
@@ -95,10 +114,7 @@ extension FullVolumeTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try Self.seedForReview(folder)
         // Another reader has the large files open: their unlinks free no block.
-        let held = thief == .heldOpen ? Self.largeSeedNames.map { open(Self.entryFile(folder, $0), O_RDONLY) } : []
-        var closed = false
-        defer { if !closed { for fd in held where fd >= 0 { close(fd) } } }
-        try #require(held.allSatisfy { $0 >= 0 })
+        let held = try HeldFiles(thief == .heldOpen ? Self.largeSeedNames.map { Self.entryFile(folder, $0) } : [])
         let filler = Self.fillVolumeWithAFile(volume)
         var fillerRemoved = false
         defer { if !fillerRemoved { unlink(filler) } }
@@ -138,8 +154,7 @@ extension FullVolumeTests {
         #expect(count >= readable.count, "count \(count), but \(readable.count) entries read")
 
         // Room back, the files let go: a fresh cache, as the next launch.
-        for fd in held where fd >= 0 { close(fd) }
-        closed = true
+        held.close()
         unlink(filler)
         fillerRemoved = true
         let fresh = Cache(Self.configuration(folder, memoryCountLimit: 0))

@@ -36,6 +36,23 @@ struct ImportRetryTests {
         return large
     }
 
+    /// A configuration whose calls wait little for the store another process holds.
+    static func waitingConfiguration(_ folder: TemporaryFolder) -> Cache.Configuration {
+        var configuration = folder.configuration(memoryCountLimit: 0)
+        configuration.busyTimeout = 0.1
+        return configuration
+    }
+
+    /// Opens a cache (its read opens the store and schedules the import), checks the import is
+    /// pending, lets the cache go, and returns its disk tier, which the caller holds weakly.
+    static func tierOfAReleasedCache(_ configuration: Cache.Configuration) throws -> DiskTier {
+        let cache = Cache(configuration)
+        #expect(cache.value(for: CacheKey<Data>("small")) == Data("small".utf8), "the read that opens the store")
+        let disk = try #require(cache.folderState.disk)
+        #expect(disk.storeState.withLock { $0.importPending }, "the opening scheduled no import")
+        return disk
+    }
+
     @Test(
         "A cache whose folder goes while its import waits for the store stops retrying and is released",
         arguments: FolderFate.allCases)
@@ -46,16 +63,8 @@ struct ImportRetryTests {
         // and is tried again a second later.
         let holder = try WriteLockHolder(storeIn: folder.path, mode: .write)
         defer { holder.release() }
-        var configuration = folder.configuration(memoryCountLimit: 0)
-        configuration.busyTimeout = 0.1
-        weak var tier: DiskTier?
-        do {
-            let cache = Cache(configuration)
-            #expect(cache.value(for: CacheKey<Data>("small")) == Data("small".utf8), "the read that opens the store")
-            tier = cache.folderState.disk
-            let disk = try #require(tier)
-            #expect(disk.storeState.withLock { $0.importPending }, "the opening scheduled no import")
-        }
+        let configuration = Self.waitingConfiguration(folder)
+        weak let tier = try Self.tierOfAReleasedCache(configuration)
         try FileManager.default.removeItem(at: folder.url)
         if fate == .replacedByAFile {
             // Listing it fails with ENOTDIR, not ENOENT.
@@ -76,9 +85,7 @@ struct ImportRetryTests {
         let folder = TemporaryFolder()
         _ = try Self.seedUnimportedFile(in: folder.path)
         let holder = try WriteLockHolder(storeIn: folder.path, mode: .write)
-        var configuration = folder.configuration(memoryCountLimit: 0)
-        configuration.busyTimeout = 0.1
-        let cache = Cache(configuration)
+        let cache = Cache(Self.waitingConfiguration(folder))
         #expect(cache.value(for: CacheKey<Data>("small")) == Data("small".utf8), "the read that opens the store")
         // Gone at once (a rename away): the retries, every second, cannot meet it half removed.
         let away = folder.path + "-gone"
@@ -108,16 +115,8 @@ struct ImportRetryTests {
         let folder = TemporaryFolder()
         let large = try Self.seedUnimportedFile(in: folder.path)
         let holder = try WriteLockHolder(storeIn: folder.path, mode: .write)
-        var configuration = folder.configuration(memoryCountLimit: 0)
-        configuration.busyTimeout = 0.1
-        weak var tier: DiskTier?
-        do {
-            let cache = Cache(configuration)
-            #expect(cache.value(for: CacheKey<Data>("small")) == Data("small".utf8), "the read that opens the store")
-            tier = cache.folderState.disk
-            let disk = try #require(tier)
-            #expect(disk.storeState.withLock { $0.importPending }, "the opening scheduled no import")
-        }
+        let configuration = Self.waitingConfiguration(folder)
+        weak let tier = try Self.tierOfAReleasedCache(configuration)
         // Each retry held the tier, and with it the store's open files, for as long as the other
         // process held the store: a cache released then lived on, waking every second.
         #expect(poll(seconds: 10) { tier == nil }, "the disk tier outlived its cache while the import waited")
