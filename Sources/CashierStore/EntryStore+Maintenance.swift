@@ -132,7 +132,7 @@ extension EntryStore {
                 // file still under the key's name (a kill between its two transactions); with the
                 // row gone, the next import would give that file a row again.
                 let removed = try removeUnchanged(entries, connection) { entry throws(SQLiteError) in
-                    if let path = filePath?(entry.key) { try Self.removeFile(path) }
+                    if let path = filePath?(entry.key) { try removeFileIfStillOurs(path, connection) }
                 }
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
                 return removed
@@ -335,23 +335,13 @@ extension EntryStore {
     {
         guard !files.isEmpty else { return Reconciled() }
         return try withWriter { connection throws(SQLiteError) in
-            // A folder removed and made again by another process holds another store: what this
-            // one says of its files (no row: an orphan; a row: a file it shadows) is not so, and
-            // removing them loses the other process's entries. Asked before each removal, under
-            // this store's lock (which does not hold the new one's writers back).
-            func removeIfStillOurs(_ file: String) throws(SQLiteError) {
-                guard opensItsPath(connection) else {
-                    throw SQLiteError(systemCode: ESTALE, operation: "reconcile: \(self.path) is another store now")
-                }
-                try Self.removeFile(file)
-            }
             return try transaction(connection) { () throws(SQLiteError) in
                 var done = Reconciled()
                 for (path, entry) in files {
                     var info = stat()
                     guard lstat(path, &info) == 0 else { continue }
                     guard let entry else {
-                        try removeIfStillOurs(path)
+                        try removeFileIfStillOurs(path, connection)
                         done.removed.append(path)
                         continue
                     }
@@ -359,7 +349,7 @@ extension EntryStore {
                     case .file?: continue
                     case nil where indexing: done.indexed += try insertIfAbsent([entry], connection)
                     case nil, .row?:
-                        try removeIfStillOurs(path)
+                        try removeFileIfStillOurs(path, connection)
                         done.removed.append(path)
                     }
                 }
@@ -393,6 +383,20 @@ extension EntryStore {
     /// process set it aside, or it was deleted): one `lstat`, no lock.
     package var isReplaced: Bool {
         FileIdentity(path: path) != writerIdentity
+    }
+
+    /// Removes `file`, an entry's file of the store's folder, unless the store's path no longer
+    /// names the file `connection` has open: a folder removed and made again by another process
+    /// holds another store, and what this one says of the files there (no row: an orphan; a row
+    /// being removed: its file) is not so; removing them would lose the other process's entries.
+    /// Throws `ESTALE` then, which ends the transaction; the caller's next call reopens the store.
+    /// Asked before each removal, under this store's lock (which does not hold the new one's
+    /// writers back): one `lstat` a file removed.
+    func removeFileIfStillOurs(_ file: String, _ connection: StoreConnection) throws(SQLiteError) {
+        guard opensItsPath(connection) else {
+            throw SQLiteError(systemCode: ESTALE, operation: "remove \(file): \(path) is another store now")
+        }
+        try Self.removeFile(file)
     }
 
     /// Whether the store's path still names the file `connection` has open: not once another

@@ -49,6 +49,21 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: file), "the reconcile removed a file of another store's folder")
     }
 
+    /// The same for a sweep's or a collection's removal of planned rows: its rows are the old
+    /// store's, but the file under a large entry's name is the other process's entry now.
+    @Test func aRemovalOfPlannedRowsAgainstAReplacedStoreRemovesNoFile() throws {
+        let large = StoreEntry(key: "image", location: .file, size: 5, lastUse: 1)
+        try store.upsert(large, record: [])
+        let file = folder.path + "/another-process-image"
+        for suffix in ["", "-wal", "-shm"] { unlink(store.path + suffix) }
+        let other = try EntryStore(folder: folder.path)
+        try other.upsert(large, record: [])
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("image".utf8)))
+        #expect(throws: StoreError.self) { try store.remove(unchanged: [large], filePath: { _ in file }) }
+        #expect(FileManager.default.fileExists(atPath: file), "the removal took another store's file")
+        #expect(try other.record(for: "image") != nil)
+    }
+
     @Test func anEmptyRecordIsStoredAsEmpty() throws {
         try store.upsert(entry("empty", size: 0), record: [])
         #expect(try store.record(for: "empty")?.record == [])
