@@ -46,6 +46,21 @@ extension PostgresSharedTier {
         /// none) in the last `tombstoneLifetime`, and the sweep deletes it after.
         public var tombstoneLifetime: Duration = .seconds(3600)
 
+        /// Whether a change the tier acknowledged survives a crash of PostgreSQL where the server
+        /// is set to acknowledge commits early. Default `true`.
+        ///
+        /// With `true`, each statement that stores or removes records raises `synchronous_commit`
+        /// from `off` to `local` for its own transaction (as `SET LOCAL` would, inside the same
+        /// statement: no round trip more), so PostgreSQL answers only once the change is in its
+        /// write-ahead log; other settings of `synchronous_commit` are at least that and are kept.
+        /// With `false`, the server's setting decides: with `off` (on the cluster, the database or
+        /// the role), a crash may lose the last changes PostgreSQL acknowledged (its manual,
+        /// "Asynchronous Commit"). The instance that wrote then keeps its new value, while the
+        /// others, told at their reconnection that every key may have changed, read the older row
+        /// until it expires or is written again. Sweeps never wait: what they remove is expired,
+        /// shadowed or beyond the size bound, and a row back after a crash is skipped or swept again.
+        public var durableCommits: Bool = true
+
         /// Options with every default.
         public init() {}
 

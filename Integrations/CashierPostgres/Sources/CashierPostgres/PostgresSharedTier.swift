@@ -103,7 +103,8 @@ public final class PostgresSharedTier: SharedTier, Service {
         self.options = options
         self.logger = logger
         self.instanceID = UUID()
-        self.table = Table(name: options.tableName, channel: options.effectiveChannel)
+        self.table = Table(
+            name: options.tableName, channel: options.effectiveChannel, durableCommits: options.durableCommits)
         (sweepRequests, sweepRequester) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 

@@ -8,6 +8,10 @@ import PostgresNIO
 struct Table: Sendable {
     let name: String
     let channel: String
+    /// ``PostgresSharedTier/Options/durableCommits``: the statements that change what other
+    /// instances read commit once PostgreSQL has written them to its log, whatever
+    /// `synchronous_commit` says.
+    var durableCommits = true
 
     /// Letters, digits and `_`, not starting with a digit; 48 characters leave room for the
     /// suffixes of index names within PostgreSQL's 63.
@@ -20,6 +24,22 @@ struct Table: Sendable {
     }
 
     private var quoted: String { "\"\(name)\"" }
+
+    /// With ``durableCommits``, a `WITH` item that raises `synchronous_commit` from `off` to
+    /// `local` for the statement's own transaction (`set_config`'s third argument: as `SET LOCAL`),
+    /// so that its commit waits for the log to be written; any other setting (`local`, `on`,
+    /// `remote_write`, `remote_apply`) is already at least that, and is kept. A statement names it
+    /// in its last `FROM` (``durableJoin``): PostgreSQL evaluates the item, which a volatile call
+    /// keeps from being inlined away, as it joins it, whenever the statement answers a row, which is
+    /// whenever it changed one; a statement that changed nothing needs no durable commit.
+    private var durableItem: String {
+        guard durableCommits else { return "" }
+        return "durable AS (SELECT CASE WHEN current_setting('synchronous_commit') = 'off' "
+            + "THEN set_config('synchronous_commit', 'local', true) END), "
+    }
+
+    /// What a statement's last `FROM` adds to join ``durableItem``.
+    private var durableJoin: String { durableCommits ? ", durable" : "" }
 
     /// The version of a key's *tombstone*: the row that keeps the time of the key's latest
     /// removal (an ordered removal, or a store removing the other versions), so that a store
@@ -89,7 +109,7 @@ struct Table: Sendable {
     /// Answers one row, `1`, when it stored; none when it did not.
     func orderedUpsert(_ record: SharedRecord, in slot: SharedSlot, notifying notice: String) throws -> PostgresQuery {
         try """
-        WITH written AS (
+        WITH \(unescaped: durableItem)written AS (
             INSERT INTO \(unescaped: quoted) AS t (name, version, bytes, size, expires_at, updated_at, written_at)
             SELECT \(slot.name), \(slot.version), \(record.bytes), \(record.bytes.count), \(record.expiresAt), now(),
                 \(record.writtenAt)
@@ -102,7 +122,7 @@ struct Table: Sendable {
             WHERE t.written_at <= excluded.written_at
             RETURNING 1
         )
-        SELECT 1::bigint, pg_notify(\(channel), \(notice)) FROM written
+        SELECT 1::bigint, pg_notify(\(channel), \(notice)) FROM written\(unescaped: durableJoin)
         """
     }
 
@@ -120,7 +140,7 @@ struct Table: Sendable {
         orElse keyNotice: String
     ) throws -> PostgresQuery {
         try """
-        WITH tomb AS (
+        WITH \(unescaped: durableItem)tomb AS (
             INSERT INTO \(unescaped: quoted) AS t (name, version, bytes, size, expires_at, updated_at, written_at)
             VALUES (\(slot.name), \(Self.tombstoneVersion), ''::bytea, 0,
                 now() + make_interval(secs => \(tombstoneLifetime)), now(), \(record.writtenAt))
@@ -150,7 +170,7 @@ struct Table: Sendable {
         )
         SELECT (SELECT count(*) FROM written)::bigint,
             pg_notify(\(channel), CASE WHEN EXISTS (SELECT 1 FROM written) THEN \(notice) ELSE \(keyNotice) END)
-        FROM (SELECT 1 FROM changed LIMIT 1) AS one
+        FROM (SELECT 1 FROM changed LIMIT 1) AS one\(unescaped: durableJoin)
         """
     }
 
@@ -161,7 +181,7 @@ struct Table: Sendable {
         named name: String, before date: Date, tombstoneLifetime: Double, notifying notice: String
     ) -> PostgresQuery {
         """
-        WITH tomb AS (
+        WITH \(unescaped: durableItem)tomb AS (
             INSERT INTO \(unescaped: quoted) AS t (name, version, bytes, size, expires_at, updated_at, written_at)
             VALUES (\(name), \(Self.tombstoneVersion), ''::bytea, 0,
                 now() + make_interval(secs => \(tombstoneLifetime)), now(), \(date))
@@ -174,22 +194,22 @@ struct Table: Sendable {
             WHERE name = \(name) AND version <> \(Self.tombstoneVersion) AND written_at <= \(date)
             RETURNING 1
         ), changed AS (SELECT 1 FROM tomb UNION ALL SELECT 1 FROM removed)
-        SELECT pg_notify(\(channel), \(notice)) FROM (SELECT 1 FROM changed LIMIT 1) AS one
+        SELECT pg_notify(\(channel), \(notice)) FROM (SELECT 1 FROM changed LIMIT 1) AS one\(unescaped: durableJoin)
         """
     }
 
     /// Deletes every row of `name`, its tombstone included, whenever written.
     func delete(named name: String, notifying notice: String) -> PostgresQuery {
         """
-        WITH removed AS (DELETE FROM \(unescaped: quoted) WHERE name = \(name) RETURNING 1)
-        SELECT pg_notify(\(channel), \(notice))
+        WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) WHERE name = \(name) RETURNING 1)
+        SELECT pg_notify(\(channel), \(notice))\(unescaped: durableCommits ? " FROM durable" : "")
         """
     }
 
     func deleteAll(notifying notice: String) -> PostgresQuery {
         """
-        WITH removed AS (DELETE FROM \(unescaped: quoted) RETURNING 1)
-        SELECT pg_notify(\(channel), \(notice))
+        WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) RETURNING 1)
+        SELECT pg_notify(\(channel), \(notice))\(unescaped: durableCommits ? " FROM durable" : "")
         """
     }
 
