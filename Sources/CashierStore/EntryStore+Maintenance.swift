@@ -386,17 +386,33 @@ extension EntryStore {
     }
 
     /// Removes `file`, an entry's file of the store's folder, unless the store's path no longer
-    /// names the file `connection` has open: a folder removed and made again by another process
-    /// holds another store, and what this one says of the files there (no row: an orphan; a row
-    /// being removed: its file) is not so; removing them would lose the other process's entries.
-    /// Throws `ESTALE` then, which ends the transaction; the caller's next call reopens the store.
-    /// Asked before each removal, under this store's lock (which does not hold the new one's
-    /// writers back): one `lstat` a file removed.
+    /// names the file `connection` has open, or `file`'s folder is no longer the store's: a folder
+    /// removed and made again by another process holds another store, and a symbolic link on the
+    /// way to `file` may name another folder now (the store opened its folder's resolved path;
+    /// files are named as the cache was given its folder). What this store says of the files
+    /// there (no row: an orphan; a row being removed: its file) is not so; removing them would
+    /// lose another cache's entries. Throws `ESTALE` then, which ends the transaction; the
+    /// store is reopened once a later call notices it was replaced. Asked before each removal,
+    /// under this store's lock (which does not hold the other store's writers back): an `lstat`
+    /// and two `stat`s a file removed.
     func removeFileIfStillOurs(_ file: String, _ connection: StoreConnection) throws(SQLiteError) {
-        guard opensItsPath(connection) else {
-            throw SQLiteError(systemCode: ESTALE, operation: "remove \(file): \(path) is another store now")
+        guard opensItsPath(connection), Self.sameFolder(Self.parent(of: file), Self.parent(of: path)) else {
+            throw SQLiteError(systemCode: ESTALE, operation: "remove \(file): \(path) is not its folder's store now")
         }
         try Self.removeFile(file)
+    }
+
+    /// Whether two paths name one folder now (device and inode, links followed): `stat(2)`.
+    private static func sameFolder(_ one: String, _ other: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard stat(one, &first) == 0, stat(other, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+
+    private static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// Whether the store's path still names the file `connection` has open: not once another
