@@ -31,11 +31,24 @@ for package in "${packages[@]}"; do
     echo "== integrations: $package: swift build"
     swift build --build-tests --package-path "Integrations/$package" "${scratch[@]}"
     echo "== integrations: $package: swift test"
-    swift test --skip-build --package-path "Integrations/$package" "${scratch[@]}" 2>&1 | tee "$postgres_cluster/test.log"
+    # The crash test kills the server the other tests use: it runs alone, after them.
+    swift test --skip-build --package-path "Integrations/$package" "${scratch[@]}" --skip CrashTests 2>&1 |
+        tee "$postgres_cluster/test.log"
     # The PostgreSQL suite skips itself without a server: here there is one, so it must have run.
     if grep -q "skipped" "$postgres_cluster/test.log"; then
         echo "integrations: $package skipped tests although PostgreSQL is running" >&2
         exit 1
+    fi
+    if [ "$package" = CashierPostgres ]; then
+        echo "== integrations: CashierPostgres: PostgreSQL killed right after acknowledged changes"
+        CASHIER_POSTGRES_CRASH="bash $(postgres_crash_script)" swift test --skip-build \
+            --package-path "Integrations/$package" "${scratch[@]}" --filter CrashTests 2>&1 |
+            tee "$postgres_cluster/test.log"
+        if grep -q "skipped" "$postgres_cluster/test.log" || ! grep -q "acknowledgedChangesSurviveAKill" \
+            "$postgres_cluster/test.log"; then
+            echo "integrations: the crash test did not run" >&2
+            exit 1
+        fi
     fi
     echo "integrations: $package built and tested in $((SECONDS - started)) s"
 done

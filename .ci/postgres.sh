@@ -62,6 +62,20 @@ postgres_kill() {
     "${postgres_as_owner[@]}" "$postgres_bin/pg_ctl" -D "$postgres_cluster/data" -m immediate stop >/dev/null 2>&1 || true
 }
 
+# Writes a script that kills the server as a crash would and starts it again, for a test that
+# runs it (CashierPostgres's crash test); prints its path.
+postgres_crash_script() {
+    local script="$postgres_cluster/crash.sh"
+    {
+        echo "set -euo pipefail"
+        declare -p postgres_as_owner postgres_bin postgres_cluster postgres_port
+        declare -f postgres_kill postgres_restart
+        echo "postgres_kill"
+        echo "postgres_restart"
+    } >"$script"
+    echo "$script"
+}
+
 postgres_remove() {
     postgres_kill
     rm -rf "$postgres_cluster"
