@@ -79,6 +79,31 @@ extension SharedTierTests {
             #expect(backing.record(in: Self.slot) == nil, "the tier holds no value removed after it was written")
         }
 
+        // MARK: A tier that answers again
+
+        /// A's write failed; the tier is back, and A only reads (no change of A's gets through,
+        /// no reconnection, the timer an hour away): a read the tier answers sends the failed
+        /// write again at once. Before, it waited for the timer, and every other instance read
+        /// the record from before the write (FleetBench's outage runs under load).
+        @Test func aReadTheTierAnswersSendsAFailedWriteAgain() async throws {
+            let a = server(1)
+            let b = server(2)
+            try b.set(5, for: Self.other)
+            b.waitForBackgroundWork()
+            backing.failCalls(of: Self.key.name)
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            #expect(a.folderState.sharedTierWrites.keptFailures == 1)
+            #expect(backing.record(in: Self.slot) == nil)
+            backing.restoreCalls(of: Self.key.name)
+            // A read of a key B stored: found in the tier, kept locally, nothing sent.
+            #expect(try await a.value(for: Self.other) { 9 } == 5)
+            a.waitForBackgroundWork()
+            #expect(a.folderState.sharedTierWrites.keptFailures == 0)
+            #expect(backing.record(in: Self.slot) != nil, "the failed write went again")
+            #expect(try await b.value(for: Self.key) { 9 } == 1, "B reads A's write, not a fetch")
+        }
+
         // MARK: The bound of failed changes
 
         /// At ``SharedTierWrites/FailedChanges/countLimit`` keys all within their quick resends,

@@ -65,8 +65,12 @@ final class SharedTierLink: Sendable {
     func record(in slot: SharedSlot) async -> Lookup {
         let tier = tier
         switch await SharedTierCall.run(within: timeout, { try await tier.record(in: slot) }).outcome {
-        case .success(let record?): return .found(record)
-        case .success(nil): return .absent
+        case .success(let record?):
+            writes.queue.tierAnswered()
+            return .found(record)
+        case .success(nil):
+            writes.queue.tierAnswered()
+            return .absent
         case .failure(let error):
             let failure = CacheError(
                 kind: .sharedTierUnavailable, key: slot.name, message: "reading \(slot) from the shared tier: \(error)")

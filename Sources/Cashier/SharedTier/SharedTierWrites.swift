@@ -213,6 +213,16 @@ final class SharedTierWrites: Sendable {
         if startsSending { Task { await self.sendQueued() } }
     }
 
+    /// The tier answered a read: it is reachable again, so the failed changes within their quick
+    /// resends go again at once, as when a change reaches it. After an outage, a change that
+    /// failed once more just after the reconnection (calls on connections to the server that
+    /// went down fail for a moment) otherwise waited for the timer, doubled during the outage,
+    /// or for a change of this folder to get through: one that only read served, and left the
+    /// other instances reading, the older record (FleetBench's outage runs under load).
+    func tierAnswered() {
+        if state.withLock({ $0.failed.hasQuickResends }) { resendFailed(.changeReached) }
+    }
+
     /// Sends the queue, one change at a time, until it is empty.
     private func sendQueued() async {
         while let next = nextChange() {
