@@ -28,8 +28,9 @@ import Foundation
 ///   this folder's reads of that key away from the shared tier (``SharedTierLedger``).
 /// - **Failed changes are sent again** (``FailedChanges``): the last failed change of each key,
 ///   with its original time, on a timer that backs off (the destination's ``Destination/retryDelay``,
-///   doubled at each failure, up to a minute), and at once when a change reaches the tier again
-///   or the tier's stream says it is back (``resendFailed(_:)``), so the tier does not keep a
+///   doubled at each failure, up to a minute), and at once when a change reaches the tier again,
+///   the tier answers a read (``tierAnswered()``) or its stream says it is back
+///   (``resendFailed(_:)``), so the tier does not keep a
 ///   record older than this folder's change after an outage; a newer change made elsewhere
 ///   meanwhile still wins. A change is never given up while its key has no later one: a store
 ///   refused too often becomes a removal of what is older, so the other instances fetch the
