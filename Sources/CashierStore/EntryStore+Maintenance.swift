@@ -385,35 +385,32 @@ extension EntryStore {
         FileIdentity(path: path) != writerIdentity
     }
 
-    /// Removes `file`, an entry's file of the store's folder, unless the store's path no longer
-    /// names the file `connection` has open, or `file`'s folder is no longer the store's: a folder
-    /// removed and made again by another process holds another store, and a symbolic link on the
-    /// way to `file` may name another folder now (the store opened its folder's resolved path;
-    /// files are named as the cache was given its folder). What this store says of the files
-    /// there (no row: an orphan; a row being removed: its file) is not so; removing them would
-    /// lose another cache's entries. Throws `ESTALE` then, which ends the transaction; the
-    /// store is reopened once a later call notices it was replaced. Asked before each removal,
-    /// under this store's lock (which does not hold the other store's writers back): an `lstat`
-    /// and two `stat`s a file removed.
+    /// Removes `file`, an entry's file of the store's folder, unless ``isItsFolder(_:_:)`` says
+    /// the folder `file` lies in is no longer this store's. Throws `ESTALE` then, which ends the
+    /// transaction; the store is reopened once a later call notices it was replaced. Asked before
+    /// each removal, under this store's lock (which does not hold the other store's writers back).
     func removeFileIfStillOurs(_ file: String, _ connection: StoreConnection) throws(SQLiteError) {
-        guard opensItsPath(connection), Self.sameFolder(Self.parent(of: file), Self.parent(of: path)) else {
+        guard isItsFolder(file, connection) else {
             throw SQLiteError(systemCode: ESTALE, operation: "remove \(file): \(path) is not its folder's store now")
         }
         try Self.removeFile(file)
     }
 
-    /// Whether two paths name one folder now (device and inode, links followed): `stat(2)`.
-    private static func sameFolder(_ one: String, _ other: String) -> Bool {
-        var first = stat()
-        var second = stat()
-        guard stat(one, &first) == 0, stat(other, &second) == 0 else { return false }
-        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    /// Whether the folder `file` lies in is still this store's: the store's path names the file
+    /// `connection` has open, and `file`'s folder is the store's. Not once another process removed
+    /// the folder and made it again (another store), nor once a symbolic link on the way to `file`
+    /// names another folder (the store opened its folder's resolved path; files are named as the
+    /// cache was given its folder): what this store says of the files there (no row: an orphan; a
+    /// row being removed: its file) is not so, and removing them would lose another cache's
+    /// entries. An `lstat` and two `stat`s.
+    func isItsFolder(_ file: String, _ connection: StoreConnection) -> Bool {
+        guard opensItsPath(connection), let folder = FileIdentity(followingLinksAt: Self.folder(of: file)) else {
+            return false
+        }
+        return folder == FileIdentity(followingLinksAt: Self.folder(of: path))
     }
 
-    private static func parent(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
+    private static func folder(of path: String) -> String { (path as NSString).deletingLastPathComponent }
 
     /// Whether the store's path still names the file `connection` has open: not once another
     /// process set the store aside or deleted it, or removed its folder and made it again (the

@@ -157,13 +157,14 @@ extension EntryStore {
     /// (a hard link: unlinking it frees nothing) or something else under the name (a folder, a
     /// link) is left alone, its row with it. At most ``evictionCandidatesForRoom`` rows are
     /// looked at: each one removed touches pages the transaction must find room for. Nothing,
-    /// when the store's path no longer names the store open (the folder made again).
+    /// when the folder is no longer the store's (``isItsFolder(_:_:)``).
     func evictLargeEntries(
         sparing key: String, _ filePath: (String) -> String, _ connection: StoreConnection,
         unlinked: inout [StoreEntry]
     ) throws(SQLiteError) {
-        // A folder made again by another process: the files under these rows' names are its entries.
-        guard opensItsPath(connection) else { return }
+        // A folder made again by another process, or another folder a link names now: the files
+        // under these rows' names are another cache's entries. (They all lie in one folder.)
+        guard isItsFolder(filePath(key), connection) else { return }
         var chosen: [(id: Int64, entry: StoreEntry, path: String)] = []
         var freed: Int64 = 0
         var looked = 0

@@ -58,6 +58,13 @@ package struct FileIdentity: Equatable, Sendable {
         self.init(device: info.st_dev, inode: info.st_ino)
     }
 
+    /// The identity of what `path` names once symbolic links are followed (`stat(2)`).
+    package init?(followingLinksAt path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        self.init(device: info.st_dev, inode: info.st_ino)
+    }
+
     package init<Device: BinaryInteger, Inode: BinaryInteger>(device: Device, inode: Inode) {
         self.device = UInt64(truncatingIfNeeded: device)
         self.inode = UInt64(truncatingIfNeeded: inode)
