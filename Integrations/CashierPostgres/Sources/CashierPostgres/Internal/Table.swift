@@ -41,6 +41,9 @@ struct Table: Sendable {
     /// What a statement's last `FROM` adds to join ``durableItem``.
     private var durableJoin: String { durableCommits ? ", durable" : "" }
 
+    /// The `FROM` of a statement that has none otherwise, to join ``durableItem``.
+    private var durableFrom: String { durableCommits ? " FROM durable" : "" }
+
     /// The version of a key's *tombstone*: the row that keeps the time of the key's latest
     /// removal (an ordered removal, or a store removing the other versions), so that a store
     /// written before it and arriving later is refused and rows written before it are not read.
@@ -202,14 +205,14 @@ struct Table: Sendable {
     func delete(named name: String, notifying notice: String) -> PostgresQuery {
         """
         WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) WHERE name = \(name) RETURNING 1)
-        SELECT pg_notify(\(channel), \(notice))\(unescaped: durableCommits ? " FROM durable" : "")
+        SELECT pg_notify(\(channel), \(notice))\(unescaped: durableFrom)
         """
     }
 
     func deleteAll(notifying notice: String) -> PostgresQuery {
         """
         WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) RETURNING 1)
-        SELECT pg_notify(\(channel), \(notice))\(unescaped: durableCommits ? " FROM durable" : "")
+        SELECT pg_notify(\(channel), \(notice))\(unescaped: durableFrom)
         """
     }
 
