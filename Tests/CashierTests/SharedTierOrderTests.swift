@@ -171,6 +171,33 @@ extension SharedTierTests {
             #expect(backing.orderedCalls(of: "other\(4 * quick)") == 1)
         }
 
+        /// A change past its quick resends (the tier refused it through an outage) goes again
+        /// at the reconnection and fails once more, as calls on connections to the server that
+        /// went down do for a moment: the reconnection started its count again, so it goes with
+        /// the next change that gets through. Before, it was left to the timer, whose delay an
+        /// outage of minutes had doubled to a minute, and the other instances read the older
+        /// record until then.
+        @Test func aChangeFailingJustAfterAReconnectionGoesAgainWithTheNextChangeThatGetsThrough() async throws {
+            let a = server(1)
+            backing.failCalls(of: "n")
+            try a.set(1, for: Self.key)
+            a.waitForBackgroundWork()
+            let quick = SharedTierWrites.FailedChanges.maximumResends
+            for index in 1...(2 * quick) {
+                try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
+                a.waitForBackgroundWork()
+            }
+            #expect(backing.orderedCalls(of: "n") == 1 + 2 * quick, "past its quick resends")
+            backing.send(.all, to: 1)
+            await eventually("the reconnection's resend") { backing.orderedCalls(of: "n") == 2 + 2 * quick }
+            a.waitForBackgroundWork()
+            backing.restoreCalls(of: "n")
+            try a.set(0, for: CacheKey<Int>("other0", schemaVersion: 1))
+            a.waitForBackgroundWork()
+            #expect(backing.orderedCalls(of: "n") == 3 + 2 * quick, "sent again with the change that got through")
+            #expect(backing.tombstone(of: "n") != nil, "the store, refused too often, went as a removal")
+        }
+
         /// The retry timer's waits: the first delay, doubled after each failed resend, never
         /// over a minute; a nonsense first delay is taken as a millisecond or a minute.
         @Test func theRetryTimerBacksOffToAMinute() {

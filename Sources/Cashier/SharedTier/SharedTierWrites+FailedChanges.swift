@@ -23,6 +23,10 @@ extension SharedTierWrites {
     /// - After ``maximumResends`` resends, a change goes again only on the timer (at most once
     ///   a ``longestRetryDelay``) or after a reconnection, no longer after each change that
     ///   gets through: one the tier refuses for good must not cost a failing call each time.
+    /// - A reconnection starts the count again: the tier is back, and a change that fails once
+    ///   more just after it (calls on connections to the server that went down fail for a
+    ///   moment) goes again with the next change that gets through, and on the timer after the
+    ///   first delay, not after the delay an outage of minutes doubled to a minute.
     /// - Bounded: at most ``countLimit`` keys; past it, a change already past its quick resends
     ///   is forgotten to make room, or if none is, the new failure is not kept (the ledger still
     ///   keeps this folder's reads of such a key away from the tier until a later change of it
@@ -132,8 +136,9 @@ extension SharedTierWrites {
         }
 
         /// Removes and answers the changes `reason` sends at `now` (``ResendReason``) of the
-        /// keys and tiers `isFree` accepts, each counted as sent again once more. A change due
-        /// on the timer whose key is not free waits another ``Destination/retryDelay``.
+        /// keys and tiers `isFree` accepts, each counted as sent again once more (after a
+        /// reconnection, as sent for the first time). A change due on the timer whose key is not
+        /// free waits another ``Destination/retryDelay``.
         mutating func take(
             for reason: ResendReason, at now: UInt64, where isFree: (String, Destination) -> Bool
         ) -> [(change: Change, destination: Destination, resends: Int)] {
@@ -154,7 +159,7 @@ extension SharedTierWrites {
                     return nil
                 }
                 forget(slot)
-                return (taken.change, taken.destination, taken.resends + 1)
+                return (taken.change, taken.destination, reason == .reconnected ? 0 : taken.resends + 1)
             }
         }
     }
