@@ -107,7 +107,7 @@ extension SharedTierTests {
         // MARK: The bound of failed changes
 
         /// At ``SharedTierWrites/FailedChanges/countLimit`` keys all within their quick resends,
-        /// a further failed store is not kept, but ``SharedTierWrites/FailedChanges/keep(_:for:resends:at:)``
+        /// a further failed store is not kept, but ``SharedTierWrites/FailedChanges/keep(_:for:resends:sinceBack:at:)``
         /// has already counted its payload against the 4 MiB budget, and nothing ever takes it
         /// back (only a removal of every key reaching the tier resets it). Here one lost 4 MiB
         /// store leaves no budget: every later failed store, however small, is kept as a
@@ -126,14 +126,15 @@ extension SharedTierTests {
             }
             let limit = SharedTierWrites.FailedChanges.countLimit
             for index in 0..<limit {
-                _ = failed.keep(.remove("k\(index)", at: date), for: destination, resends: 0, at: 0)
+                _ = failed.keep(.remove("k\(index)", at: date), for: destination, resends: 0, sinceBack: 0, at: 0)
             }
             #expect(
                 failed.keep(
-                    store("big", bytes: SharedTierWrites.FailedChanges.byteLimit), for: destination, resends: 0, at: 0)
+                    store("big", bytes: SharedTierWrites.FailedChanges.byteLimit), for: destination, resends: 0,
+                    sinceBack: 0, at: 0)
                     == nil)
             failed.forget("k0", of: destination) // room for one more key
-            #expect(failed.keep(store("small", bytes: 1), for: destination, resends: 0, at: 0) != nil)
+            #expect(failed.keep(store("small", bytes: 1), for: destination, resends: 0, sinceBack: 0, at: 0) != nil)
             let taken = failed.take(for: .reconnected, at: 0) { name, _ in name == "small" }
             #expect(taken.count == 1)
             guard case .store = taken.first?.change else {

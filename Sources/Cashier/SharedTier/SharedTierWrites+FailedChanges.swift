@@ -23,10 +23,13 @@ extension SharedTierWrites {
     /// - After ``maximumResends`` resends, a change goes again only on the timer (at most once
     ///   a ``longestRetryDelay``) or after a reconnection, no longer after each change that
     ///   gets through: one the tier refuses for good must not cost a failing call each time.
-    /// - A reconnection starts the count again: the tier is back, and a change that fails once
-    ///   more just after it (calls on connections to the server that went down fail for a
-    ///   moment) goes again with the next change that gets through, and on the timer after the
-    ///   first delay, not after the delay an outage of minutes doubled to a minute.
+    /// - A reconnection starts the count of quick resends and the timer's doubling again (the
+    ///   tier is back): a change that fails once more just after it (calls on connections to
+    ///   the server that went down fail for a moment) goes again with the next change that gets
+    ///   through, and on the timer after the first delay, not after the delay an outage of
+    ///   minutes doubled to a minute. It does not start the count that turns a store into a
+    ///   removal again: a store the tier refuses for good becomes one while the tier's stream
+    ///   keeps reconnecting too.
     /// - Bounded: at most ``countLimit`` keys; past it, a change already past its quick resends
     ///   is forgotten to make room, or if none is, the new failure is not kept (the ledger still
     ///   keeps this folder's reads of such a key away from the tier until a later change of it
@@ -46,8 +49,9 @@ extension SharedTierWrites {
         struct Failed {
             var change: Change
             var destination: Destination
-            /// How often it was sent again already.
+            /// How often it was sent again already, and how often since the tier was last back.
             var resends: Int
+            var sinceBack: Int
             /// When it goes again on the timer (`DispatchTime` uptime nanoseconds).
             var due: UInt64
         }
@@ -77,13 +81,16 @@ extension SharedTierWrites {
 
         /// Keeps `change` (of a key), which failed at `now`, as its key's last failed change for
         /// `destination`, replacing an earlier one; `resends`: how often it was sent again
-        /// already. Returns when it goes again on the timer; nil if it could not be kept.
-        mutating func keep(_ change: Change, for destination: Destination, resends: Int, at now: UInt64) -> UInt64? {
+        /// already, `sinceBack` how often since the tier was last back. Returns when it goes
+        /// again on the timer; nil if it could not be kept.
+        mutating func keep(
+            _ change: Change, for destination: Destination, resends: Int, sinceBack: Int, at now: UInt64
+        ) -> UInt64? {
             guard let name = change.name else { return nil }
             let slot = Slot(name: name, destination: destination.key)
             forget(slot)
             guard changes.count < Self.countLimit || makeRoom() else { return nil }
-            var (kept, resends) = (change, resends)
+            var (kept, resends, sinceBack) = (change, resends, sinceBack)
             if case .store(_, _, let payload, _, _, let writtenAt) = change {
                 if resends < Self.maximumResends, bytes + payload.count <= Self.byteLimit,
                     destination.tier.ordersChanges
@@ -91,12 +98,13 @@ extension SharedTierWrites {
                     bytes += payload.count
                 } else {
                     kept = .remove(name, at: writtenAt)
-                    if resends >= Self.maximumResends { resends = 0 }
+                    if resends >= Self.maximumResends { (resends, sinceBack) = (0, 0) }
                 }
             }
-            let due = now &+ Self.nanoseconds(Self.retryDelay(after: resends, first: destination.retryDelay))
-            changes[slot] = Failed(change: kept, destination: destination, resends: resends, due: due)
-            if resends < Self.maximumResends { quick.insert(slot) }
+            let due = now &+ Self.nanoseconds(Self.retryDelay(after: sinceBack, first: destination.retryDelay))
+            changes[slot] = Failed(
+                change: kept, destination: destination, resends: resends, sinceBack: sinceBack, due: due)
+            if sinceBack < Self.maximumResends { quick.insert(slot) }
             return due
         }
 
@@ -111,8 +119,7 @@ extension SharedTierWrites {
 
         /// Forgets a change past its quick resends, to keep another: whether one was.
         private mutating func makeRoom() -> Bool {
-            guard quick.count < changes.count,
-                let slot = changes.first(where: { $0.value.resends >= Self.maximumResends })?.key
+            guard quick.count < changes.count, let slot = changes.first(where: { !quick.contains($0.key) })?.key
             else { return false }
             forget(slot)
             return true
@@ -127,7 +134,7 @@ extension SharedTierWrites {
         private mutating func forget(_ slot: Slot) {
             guard let old = changes.removeValue(forKey: slot) else { return }
             if case .store(_, _, let payload, _, _, _) = old.change { bytes -= payload.count }
-            if old.resends < Self.maximumResends { quick.remove(slot) }
+            quick.remove(slot)
         }
 
         /// A removal of every record reached `destination`'s tier, or is on its way there.
@@ -137,11 +144,11 @@ extension SharedTierWrites {
 
         /// Removes and answers the changes `reason` sends at `now` (``ResendReason``) of the
         /// keys and tiers `isFree` accepts, each counted as sent again once more (after a
-        /// reconnection, as sent for the first time). A change due on the timer whose key is not
+        /// reconnection, its quick resends and the timer's doubling start again). A change due on the timer whose key is not
         /// free waits another ``Destination/retryDelay``.
         mutating func take(
             for reason: ResendReason, at now: UInt64, where isFree: (String, Destination) -> Bool
-        ) -> [(change: Change, destination: Destination, resends: Int)] {
+        ) -> [(change: Change, destination: Destination, resends: Int, sinceBack: Int)] {
             let slots: [Slot]
             switch reason {
             case .reconnected: slots = Array(changes.keys)
@@ -159,7 +166,9 @@ extension SharedTierWrites {
                     return nil
                 }
                 forget(slot)
-                return (taken.change, taken.destination, reason == .reconnected ? 0 : taken.resends + 1)
+                return (
+                    taken.change, taken.destination, taken.resends + 1, reason == .reconnected ? 0 : taken.sinceBack + 1
+                )
             }
         }
     }

@@ -8,21 +8,23 @@ extension SharedTierWrites {
         var change: Change
         var destination: Destination
         var resends = 0
+        /// How often since the tier was last back (a reconnection): what its quick resends and
+        /// its timer's wait go by (``FailedChanges``).
+        var sinceBack = 0
     }
 
     /// The changes waiting to be sent, in order, with what the hot questions need counted as
     /// they come and go: which keys have a change queued (asked for every resend candidate and
     /// by reads), and which tiers a removal of every record is on its way to (queued or being
-    /// sent). Taking a change near the head is O(1) (a change taken from behind the head leaves
-    /// a hole, skipped later), and queuing a change of a key none queued is too: after an
-    /// outage the queue may hold tens of thousands of changes.
+    /// sent). Taking the first is O(1), and queuing a change of a key none queued is too: after
+    /// an outage the queue may hold tens of thousands of changes.
     struct ChangeQueue {
-        private var items: [Queued?] = []
+        private var items: [Queued] = []
         private var head = 0
         private var names: [String: Int] = [:]
         private var removalsOfAll: [ObjectIdentifier: Int] = [:]
 
-        var timeouts: [TimeInterval] { items[head...].compactMap { $0?.destination.timeout } }
+        var timeouts: [TimeInterval] { items[head...].map(\.destination.timeout) }
 
         func contains(_ name: String) -> Bool { names[name] != nil }
 
@@ -38,33 +40,12 @@ extension SharedTierWrites {
             }
         }
 
-        /// Takes the first of the `window` changes at the head that `canStart` accepts, never
-        /// one behind a removal of every record (which itself must be accepted first). A change
-        /// passed over stays where it is, so a later change of its key (refused as long as that
-        /// key has one being sent) never goes before it. A removal of every record still counts
-        /// as on its way until ``endRemovalOfAll(for:)``.
-        mutating func take(within window: Int, where canStart: (Queued) -> Bool) -> Queued? {
-            var index = head
-            var looked = 0
-            while index < items.count, looked < window {
-                defer { index += 1 }
-                guard let queued = items[index] else { continue }
-                looked += 1
-                guard canStart(queued) else {
-                    if queued.change.name == nil { return nil }
-                    continue
-                }
-                items[index] = nil
-                if let name = queued.change.name { uncount(name) }
-                dropTakenHead()
-                return queued
-            }
-            return nil
-        }
-
-        /// Moves the head past the changes taken, releasing the storage they held now and then.
-        private mutating func dropTakenHead() {
-            while head < items.count, items[head] == nil { head += 1 }
+        /// The first change; a removal of every record still counts as on its way until
+        /// ``endRemovalOfAll(for:)``.
+        mutating func popFirst() -> Queued? {
+            guard head < items.count else { return nil }
+            let first = items[head]
+            head += 1
             if head == items.count {
                 items.removeAll(keepingCapacity: true)
                 head = 0
@@ -72,6 +53,8 @@ extension SharedTierWrites {
                 items.removeSubrange(0..<head)
                 head = 0
             }
+            if let name = first.change.name { uncount(name) }
+            return first
         }
 
         /// A removal of every record for `destination` was sent (or failed).
@@ -84,16 +67,18 @@ extension SharedTierWrites {
         /// (``Change/isSuperseded(by:)``), and answers them.
         mutating func removeSuperseded(by change: Change, for destination: Destination) -> [Change] {
             if let name = change.name, names[name] == nil { return [] }
+            if head > 0 {
+                items.removeSubrange(0..<head)
+                head = 0
+            }
             var superseded: [Change] = []
             items.removeAll { queued in
-                guard let queued else { return true }
                 guard queued.destination.id === destination.id, queued.change.isSuperseded(by: change) else {
                     return false
                 }
                 superseded.append(queued.change)
                 return true
             }
-            head = 0
             for change in superseded {
                 if let name = change.name { uncount(name) } else { endRemovalOfAll(for: destination) }
             }

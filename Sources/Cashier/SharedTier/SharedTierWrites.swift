@@ -10,14 +10,9 @@ import Foundation
 /// its way, which would bring the removed value back).
 ///
 /// - **Order.** Each change is queued under its key's lock (or the barrier of every key) in
-///   the step that makes it locally. The queue sends up to ``maximumSending`` changes at once,
-///   of distinct keys, in the order they came: a change of a key starts only once the key's
-///   last change has ended, even one cancelled at its timeout, so a later change of a key never
-///   overtakes an earlier one, whichever instance on the folder made either. A removal of every
-///   record starts once every change before it has ended, and the changes after it wait for
-///   it. (One at a time, the queue fell behind the changes a loaded server makes after an
-///   outage: FleetBench's outage runs found instances still sending changes 5 s after the load
-///   ended, the others serving the values those changes replaced.)
+///   the step that makes it locally, and the queue sends one change at a time, the next only
+///   once the last has ended, even one cancelled at its timeout: a later change of a key never
+///   overtakes an earlier one, whichever instance on the folder made either.
 /// - **Superseded changes go unsent.** A change still queued when a later change, for the same
 ///   tier (``Destination``), of the same slot (a write), the same key (a removal) or every key
 ///   (``Cache/removeAll()``) comes is dropped: the tier ends as it would have, and a tier that is down or slow keeps the
@@ -112,7 +107,7 @@ final class SharedTierWrites: Sendable {
         /// failed change goes.
         case reconnected
         /// A change reached the tier: the failed changes still within their first
-        /// ``FailedChanges/maximumResends`` resends go (one the tier refuses for good must not
+        /// ``FailedChanges/maximumResends`` resends since the tier was last back go (one the tier refuses for good must not
         /// cost a failing call after every change that gets through).
         case changeReached
         /// The retry timer: the failed changes whose time to go again has come.
@@ -128,16 +123,12 @@ final class SharedTierWrites: Sendable {
         func callAsFunction(_ name: String) { drop.withLock { $0 }?(name) }
     }
 
-    /// The most changes sent at once.
-    static let maximumSending = 4
-    /// How many changes at the head of the queue are looked at for one that may start, past
-    /// those whose key has a change being sent.
-    static let startWindow = 32
-
     private struct State {
         var queued = ChangeQueue()
-        /// The changes being sent.
-        var sending = Sending()
+        /// Whether a task is sending the queue (one at a time).
+        var isSending = false
+        /// The timeout of the change being sent.
+        var sendingTimeout: TimeInterval = 0
         /// The last change of each key that failed to reach its tier, to send again.
         var failed = FailedChanges()
         /// When the retry timer waiting now fires (`DispatchTime` uptime nanoseconds), if one is.
@@ -157,19 +148,20 @@ final class SharedTierWrites: Sendable {
         unsent.enter()
         ledger.begin(change.name)
         if let name = change.name, let date = change.date { ledger.noteChange(name, at: date) }
-        let superseded = state.withLock { state -> [Change] in
+        let (superseded, startsSending) = state.withLock { state -> ([Change], Bool) in
             let superseded = state.queued.removeSuperseded(by: change, for: destination)
             // What failed before a removal of every record needs no resending: the removal
             // clears it from the tier (and a resend after it would bring it back).
             if change.name == nil { state.failed.forgetAll(of: destination) }
             state.queued.append(Queued(change: change, destination: destination))
-            return superseded
+            defer { state.isSending = true }
+            return (superseded, !state.isSending)
         }
         for change in superseded {
             ledger.end(change.name, reached: nil)
             unsent.leave()
         }
-        startSending()
+        if startsSending { Task { await self.sendQueued() } }
     }
 
     /// Blocks until every change queued so far has been sent, has failed or has timed out,
@@ -177,7 +169,7 @@ final class SharedTierWrites: Sendable {
     /// ignores cancellation, or a pool of threads all blocked, never blocks this for good).
     func waitUntilSent() {
         let timeouts = state.withLock { state in
-            state.queued.timeouts + (state.sending.count > 0 ? [state.sending.timeout] : [])
+            state.queued.timeouts + (state.isSending ? [state.sendingTimeout] : [])
         }
         guard !timeouts.isEmpty else { return }
         let bound = timeouts.reduce(5) { $0 + ($1.isFinite ? min(max($1, 0), 3600) : 0) }
@@ -201,7 +193,7 @@ final class SharedTierWrites: Sendable {
     /// made before it would bring back what it removed.
     func resendFailed(_ reason: ResendReason = .reconnected) {
         let now = DispatchTime.now().uptimeNanoseconds
-        let resent = state.withLock { state -> Bool in
+        let startsSending = state.withLock { state -> Bool in
             // Taken out while the queue is read (no copy of either: the queue grows next).
             var failed = FailedChanges()
             swap(&failed, &state.failed)
@@ -214,11 +206,14 @@ final class SharedTierWrites: Sendable {
                 unsent.enter()
                 ledger.begin(resent.change.name)
                 state.queued.append(
-                    Queued(change: resent.change, destination: resent.destination, resends: resent.resends))
+                    Queued(
+                        change: resent.change, destination: resent.destination, resends: resent.resends,
+                        sinceBack: resent.sinceBack))
             }
-            return true
+            defer { state.isSending = true }
+            return !state.isSending
         }
-        if resent { startSending() }
+        if startsSending { Task { await self.sendQueued() } }
     }
 
     /// The tier answered a read: it is reachable again, so the failed changes within their quick
@@ -231,27 +226,21 @@ final class SharedTierWrites: Sendable {
         if state.withLock({ $0.failed.hasQuickResends }) { resendFailed(.changeReached) }
     }
 
-    /// Starts sending the changes that may start now (``maximumSending`` at once, in order,
-    /// none of a key that has one being sent, none beside a removal of every record), each in a
-    /// task of its own that starts the next when it ends.
-    private func startSending() {
-        let started = state.withLock { state -> [Queued] in
-            var started: [Queued] = []
-            while state.sending.count < Self.maximumSending {
-                let sending = state.sending
-                guard let next = state.queued.take(within: Self.startWindow, where: { sending.mayStart($0) }) else {
-                    break
-                }
-                state.sending.begin(next)
-                started.append(next)
-            }
-            return started
+    /// Sends the queue, one change at a time, until it is empty.
+    private func sendQueued() async {
+        while let next = nextChange() {
+            await send(next)
         }
-        for queued in started {
-            Task {
-                await self.send(queued)
-                self.startSending()
+    }
+
+    private func nextChange() -> Queued? {
+        state.withLock { state in
+            guard let next = state.queued.popFirst() else {
+                state.isSending = false
+                return nil
             }
+            state.sendingTimeout = next.destination.timeout
+            return next
         }
     }
 
@@ -324,7 +313,6 @@ final class SharedTierWrites: Sendable {
         let (change, destination) = (queued.change, queued.destination)
         let now = DispatchTime.now().uptimeNanoseconds
         let due = state.withLock { state -> UInt64? in
-            state.sending.end(queued)
             guard let name = change.name else {
                 state.queued.endRemovalOfAll(for: destination)
                 if reached { state.failed.forgetAll(of: destination) }
@@ -336,7 +324,8 @@ final class SharedTierWrites: Sendable {
             }
             // A removal of every record queued after it makes it moot.
             guard !state.queued.removesAll(for: destination) else { return nil }
-            return state.failed.keep(change, for: destination, resends: queued.resends, at: now)
+            return state.failed.keep(
+                change, for: destination, resends: queued.resends, sinceBack: queued.sinceBack, at: now)
         }
         if superseded, let name = change.name { destination.dropsCopies(name) }
         ledger.end(change.name, reached: reached)
@@ -352,45 +341,6 @@ final class SharedTierWrites: Sendable {
         }
         let failure = CacheError(kind: .sharedTierUnavailable, key: change.name, message: "\(what): \(error)")
         onEvent?(.failure(key: change.name, error: failure))
-    }
-}
-
-extension SharedTierWrites {
-    /// The changes being sent: how many, of which keys, whether a removal of every record is.
-    struct Sending {
-        private(set) var count = 0
-        private var names: [String: Int] = [:]
-        private var removalsOfAll = 0
-        /// The longest timeout of the changes being sent since the last time none was.
-        private(set) var timeout: TimeInterval = 0
-
-        /// Whether `queued`, next in the queue but for those passed over, may start now: none
-        /// goes beside a removal of every record, and a change of a key waits for the key's last.
-        func mayStart(_ queued: Queued) -> Bool {
-            guard removalsOfAll == 0 else { return false }
-            guard let name = queued.change.name else { return count == 0 }
-            return names[name] == nil
-        }
-
-        mutating func begin(_ queued: Queued) {
-            timeout = count == 0 ? queued.destination.timeout : max(timeout, queued.destination.timeout)
-            count += 1
-            if let name = queued.change.name {
-                names[name, default: 0] += 1
-            } else {
-                removalsOfAll += 1
-            }
-        }
-
-        mutating func end(_ queued: Queued) {
-            count -= 1
-            if let name = queued.change.name {
-                let left = names[name] ?? 1
-                names[name] = left > 1 ? left - 1 : nil
-            } else {
-                removalsOfAll -= 1
-            }
-        }
     }
 }
 
