@@ -59,17 +59,21 @@ extension EntryStore {
     {
         try withWriter { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
+                // Through a store another process replaced (its folder removed and made again),
+                // the files are the other store's entries and its rows would stay: the caller
+                // reopens the store and removes every entry there.
+                try ensureOpensItsPath(connection, "remove every entry")
                 let removed = try connection.run(.largeEntries) { files throws(SQLiteError) in
                     var removed: [StoreEntry] = []
                     while try files.step() { removed.append(Self.entry(files)) }
                     return removed
                 }
-                if let filePath { for entry in removed { try Self.removeFile(filePath(entry.key)) } }
+                if let filePath { for entry in removed { try removeFileIfStillOurs(filePath(entry.key), connection) } }
                 // Files are renamed into their names only inside their rows' transactions: what
                 // the folder holds under an entry's name now is committed or left behind. Best
                 // effort (something that is not a file keeps its name): the caller's reconcile
                 // after the transaction deals with what stays, as it did before.
-                if let otherFiles { for path in otherFiles() { _ = unlink(path) } }
+                if let otherFiles { for path in otherFiles() where isItsFolder(path, connection) { _ = unlink(path) } }
                 try connection.step(.deleteAll)
                 return removed
             }
@@ -411,6 +415,15 @@ extension EntryStore {
     }
 
     private static func folder(of path: String) -> String { (path as NSString).deletingLastPathComponent }
+
+    /// Throws `ESTALE` unless ``opensItsPath(_:)``: a removal through a store another process
+    /// replaced would leave the replacing store's rows (and, once it removed files, take that
+    /// store's files). The caller reopens the store (``reopenIfMoved()``) and removes there.
+    func ensureOpensItsPath(_ connection: StoreConnection, _ operation: String) throws(SQLiteError) {
+        guard opensItsPath(connection) else {
+            throw SQLiteError(systemCode: ESTALE, operation: "\(operation): \(path) is not its folder's store now")
+        }
+    }
 
     /// Whether the store's path still names the file `connection` has open: not once another
     /// process set the store aside or deleted it, or removed its folder and made it again (the

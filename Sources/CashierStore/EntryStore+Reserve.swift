@@ -138,7 +138,12 @@ extension EntryStore {
         return try withWriter(until: deadline, room: .reserveThenEvictions) { connection throws(SQLiteError) in
             let evicting = connection.evictsForRoom
             return try transaction(connection) { () throws(SQLiteError) in
-                try Self.removeFile(filePath)
+                // Not through a store another process replaced (``ensureOpensItsPath(_:_:)``),
+                // nor a file of a folder no longer the store's (a link on its path moved): one
+                // `lstat` more when the key has no file, as a small entry has none.
+                try ensureOpensItsPath(connection, "remove \(key)")
+                var info = stat()
+                if lstat(filePath, &info) == 0 { try removeFileIfStillOurs(filePath, connection) }
                 // A large entry's removal needs none: its file, gone now, made it absent for good.
                 if evicting, try existing(key, connection)?.location == .row {
                     try evictLargeEntries(sparing: key, largeFilePath, connection, unlinked: &unlinked)

@@ -6,7 +6,8 @@ import Testing
 
 /// A hostile review of the check the removal of planned rows gained (the store's path must still
 /// name the store open before each file goes): the other removals that unlink entries' files
-/// through a store whose folder another process removed and made again.
+/// through a store whose folder another process removed and made again. Found and fixed: the
+/// removal of every entry and of one key took the new folder's files and left its rows.
 @Suite struct EntryStoreReplacedFolderReviewTests {
     let folder = TemporaryFolder()
     let store: EntryStore
@@ -29,30 +30,50 @@ import Testing
         return (other, file)
     }
 
-    /// A removal of every entry (`Cache.removeAll`) through the replaced store unlinks every file
-    /// of the new folder (the large entries' under the old rows' names, and every other entry
-    /// file listed) while the new store's rows stay: the sweep's removal refuses the same.
-    ///
-    /// A known issue: the caller asked for every entry to go, so the files going is what it
-    /// wanted; the new store's small entries staying is not. The fix is to run such a removal
-    /// again on the reopened store (a sweep's plan must not be: it was the old store's).
-    @Test func aRemovalOfEveryEntryThroughAReplacedStoreRemovesNoFile() throws {
-        let (other, file) = try replaceTheStore()
-        _ = try? store.removeAll(filePath: { _ in file }, otherFiles: { [file] })
-        withKnownIssue("a removal of every entry through a replaced store unlinks the new folder's files") {
-            #expect(FileManager.default.fileExists(atPath: file), "the removal took another store's file")
+    /// Whether `call` threw `ESTALE`: the store is not its folder's now.
+    func throwsStale(_ call: () throws(StoreError) -> Void) -> Bool {
+        do throws(StoreError) {
+            try call()
+            return false
+        } catch .failed(let error) {
+            return error.systemCode == ESTALE
+        } catch {
+            return false
         }
+    }
+
+    /// A removal of every entry (`Cache.removeAll`) through the replaced store unlinked every
+    /// file of the new folder (the large entries' under the old rows' names, and every other
+    /// entry file listed) while the new store's rows stayed. Now it throws `ESTALE` and touches
+    /// nothing; reopened, the store removes the new folder's entries, files and rows.
+    @Test func aRemovalOfEveryEntryThroughAReplacedStoreRemovesNoFileAndGoesThroughTheReopenedOne() throws {
+        let (other, file) = try replaceTheStore()
+        #expect(
+            throwsStale { () throws(StoreError) in
+                _ = try store.removeAll(filePath: { _ in file }, otherFiles: { [file] })
+            })
+        #expect(FileManager.default.fileExists(atPath: file), "the removal took another store's file")
         #expect(try other.record(for: "image") != nil)
+        #expect(try store.reopenIfMoved())
+        try store.removeAll(filePath: { _ in file }, otherFiles: { [file] })
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(try other.record(for: "image") == nil, "the folder's store now holds no entry")
     }
 
     /// The same for the removal of one key (`Cache.remove`, the store's removal that may evict
-    /// for room): the other process's file of the key goes, its row stays.
-    @Test func aRemovalOfAKeyThroughAReplacedStoreRemovesNoFile() throws {
-        let (_, file) = try replaceTheStore()
-        _ = try? store.remove("image", filePath: file, evictingFilesAt: { _ in file }, evicted: { _ in })
-        // A known issue, as above: the key's file goes, as its caller asked, but its row stays.
-        withKnownIssue("a removal of one key through a replaced store unlinks the new folder's file of the key") {
-            #expect(FileManager.default.fileExists(atPath: file), "the removal took another store's file")
-        }
+    /// for room): the other process's file of the key went, its row stayed. Now neither, until
+    /// the store is reopened; then both go.
+    @Test func aRemovalOfAKeyThroughAReplacedStoreRemovesNoFileAndGoesThroughTheReopenedOne() throws {
+        let (other, file) = try replaceTheStore()
+        #expect(
+            throwsStale { () throws(StoreError) in
+                _ = try store.remove("image", filePath: file, evictingFilesAt: { _ in file }, evicted: { _ in })
+            })
+        #expect(FileManager.default.fileExists(atPath: file), "the removal took another store's file")
+        #expect(try other.record(for: "image") != nil)
+        #expect(try store.reopenIfMoved())
+        #expect(try store.remove("image", filePath: file, evictingFilesAt: { _ in file }, evicted: { _ in }) != nil)
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(try other.record(for: "image") == nil)
     }
 }

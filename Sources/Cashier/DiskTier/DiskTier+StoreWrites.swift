@@ -138,13 +138,26 @@ extension DiskTier {
     /// Removes `key`'s file (a large entry's, or one older than the store) and then its row, in
     /// one store transaction. A store set aside meanwhile holds nothing to remove.
     /// On a full volume it may evict large entries to make room (EntryStore+Reserve.swift),
-    /// reported as evictions.
+    /// reported as evictions. A store another process replaced since the last check (its folder
+    /// removed and made again) is reopened and the key removed there: through the old one, the
+    /// new store's row would stay, and be read again.
     func removeFromStore(_ store: EntryStore, key: String, until deadline: MonotonicDeadline) throws(SystemError) {
         let file = path(Self.fileName(for: key))
         do throws(StoreError) {
-            let removed = try store.remove(
-                Self.storeKey(key), filePath: file, evictingFilesAt: { [self] in path(Self.fileName(for: $0)) },
-                until: deadline, evicted: { [self] in noteEvictedForRoom($0) })
+            let remove = { [self] (store: EntryStore) throws(StoreError) -> StoreEntry? in
+                try store.remove(
+                    Self.storeKey(key), filePath: file, evictingFilesAt: { [self] in path(Self.fileName(for: $0)) },
+                    until: deadline, evicted: { [self] in noteEvictedForRoom($0) })
+            }
+            let removed: StoreEntry?
+            do throws(StoreError) {
+                removed = try remove(store)
+            } catch .failed(let error) where error.systemCode == ESTALE {
+                checkStoreFile()
+                // A folder gone holds nothing to remove; the next write makes it again.
+                guard let reopened = openedStore, !reopened.isReplaced else { return }
+                removed = try remove(reopened)
+            }
             if removed != nil,
                 // A small row's removal usually frees no page: then there is nothing to give back,
                 // and no reclaim (a thread hop, the writer, a `statvfs`) unless a removal awaits room.

@@ -346,9 +346,21 @@ extension StoreIndex {
     /// behind a row); then the store gives its pages back off the caller's thread.
     func removeEveryRow() -> [SystemError] {
         do throws(StoreError) {
-            let outcome = try store.removeAll(
-                filePath: { [self] key in disk.path(DiskTier.fileName(for: key)) },
-                otherFiles: { [self] in (disk.entryFileNames() ?? []).map(disk.path) })
+            let removeAll = { [self] (store: EntryStore) throws(StoreError) -> StoreRemovals in
+                try store.removeAll(
+                    filePath: { [self] key in disk.path(DiskTier.fileName(for: key)) },
+                    otherFiles: { [self] in (disk.entryFileNames() ?? []).map(disk.path) })
+            }
+            let outcome: StoreRemovals
+            do throws(StoreError) {
+                outcome = try removeAll(store)
+            } catch .failed(let error) where error.systemCode == ESTALE {
+                // Another process replaced the store since the last check (its folder removed
+                // and made again): every entry of the folder's store now goes, not the old one's.
+                disk.checkStoreFile()
+                guard let reopened = disk.openedStore, !reopened.isReplaced else { return [] }
+                outcome = try removeAll(reopened)
+            }
             // On a full volume, rows whose own removal found no room: named, and retried.
             disk.noteRemovalsAwaitingRoom(outcome.awaitingRoom.map { ($0.key, $0) })
         } catch {
