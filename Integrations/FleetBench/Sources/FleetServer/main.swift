@@ -119,7 +119,10 @@ final class EventCounts: Sendable {
         case .failure(_, let error):
             counts.withLock { $0.failures += 1 }
             // In the server's log, which the harness keeps beside its run.
-            FileHandle.standardError.write(Data("failure: \(error)\n".utf8))
+            // With the time (seconds since 1970, to the millisecond), to line failures up with
+            // the checker's writes and the outage's restart.
+            let time = String(format: "%.3f", Date().timeIntervalSince1970)
+            FileHandle.standardError.write(Data("\(time) failure: \(error)\n".utf8))
         default: break
         }
     }
