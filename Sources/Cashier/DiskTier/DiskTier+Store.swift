@@ -186,9 +186,13 @@ extension DiskTier {
     /// this process cannot open now (another process's lock, as an exclusive one on a full
     /// volume, or an I/O error): working from the files alone would remove large entries' files
     /// behind their rows and leave every row, whose values a later read would find again.
-    /// ``indexForReading()``'s index, without its reason for none.
+    /// ``indexForReading()``'s index, without its reason for none. The store file is judged
+    /// anew each time (one `lstat`), not once a ``recheckInterval``: a removal's plan comes from
+    /// the store it scans, and one made from a store another process replaced (its folder
+    /// removed and made again) would leave the replacing store's rows, read again after.
     func indexForChanging() -> (any EntryIndex)? {
-        try? indexForReading().get()
+        checkStoreFile()
+        return try? indexForReading().get()
     }
 
     /// The index for a read or a removal: the store's, opened if the folder has one, or why a
@@ -343,6 +347,27 @@ extension DiskTier {
             storeState.withLock { $0 = StoreState() }
             state.withLock { $0.folderReady = false }
         }
+    }
+
+    /// What a removal that found its store replaced by another process (`ESTALE`) removes
+    /// through instead: the store reopened, nothing (the folder is gone, or holds no store), or
+    /// the failure to open the one it holds now.
+    enum StoreReplacement {
+        case reopened(EntryStore)
+        case gone
+        case unopenable(SystemError)
+    }
+
+    /// After a removal found the open store no longer the folder's: reopens it (``checkStoreFile()``).
+    func storeAfterReplacement() -> StoreReplacement {
+        checkStoreFile()
+        if let reopened = openedStore {
+            guard reopened.isReplaced else { return .reopened(reopened) }
+            return .unopenable(
+                SystemError(code: ESTALE, operation: "reopen the folder's store: replaced again", path: reopened.path))
+        }
+        if let failure = storeOpenFailure() { return .unopenable(failure) }
+        return .gone
     }
 
     /// Why a write cannot go on without the store: the folder has a store file that could not

@@ -140,24 +140,29 @@ extension DiskTier {
     /// On a full volume it may evict large entries to make room (EntryStore+Reserve.swift),
     /// reported as evictions. A store another process replaced since the last check (its folder
     /// removed and made again) is reopened and the key removed there: through the old one, the
-    /// new store's row would stay, and be read again.
+    /// new store's row would stay, and be read again. When the replacing store cannot be opened
+    /// (another process holds it past the wait), the removal throws, as any that cannot land.
     func removeFromStore(_ store: EntryStore, key: String, until deadline: MonotonicDeadline) throws(SystemError) {
+        guard try !removeFromStoreOnce(store, key: key, until: deadline) else { return }
+        switch storeAfterReplacement() {
+        case .gone: return
+        case .unopenable(let failure): throw failure
+        case .reopened(let reopened):
+            guard try !removeFromStoreOnce(reopened, key: key, until: deadline) else { return }
+            throw SystemError(code: ESTALE, operation: "remove: the store was replaced again", path: reopened.path)
+        }
+    }
+
+    /// ``removeFromStore(_:key:until:)`` through `store`; false when `store` is no longer the
+    /// folder's (`ESTALE`), which removed nothing.
+    private func removeFromStoreOnce(_ store: EntryStore, key: String, until deadline: MonotonicDeadline)
+        throws(SystemError) -> Bool
+    {
         let file = path(Self.fileName(for: key))
         do throws(StoreError) {
-            let remove = { [self] (store: EntryStore) throws(StoreError) -> StoreEntry? in
-                try store.remove(
-                    Self.storeKey(key), filePath: file, evictingFilesAt: { [self] in path(Self.fileName(for: $0)) },
-                    until: deadline, evicted: { [self] in noteEvictedForRoom($0) })
-            }
-            let removed: StoreEntry?
-            do throws(StoreError) {
-                removed = try remove(store)
-            } catch .failed(let error) where error.systemCode == ESTALE {
-                checkStoreFile()
-                // A folder gone holds nothing to remove; the next write makes it again.
-                guard let reopened = openedStore, !reopened.isReplaced else { return }
-                removed = try remove(reopened)
-            }
+            let removed = try store.remove(
+                Self.storeKey(key), filePath: file, evictingFilesAt: { [self] in path(Self.fileName(for: $0)) },
+                until: deadline, evicted: { [self] in noteEvictedForRoom($0) })
             if removed != nil,
                 // A small row's removal usually frees no page: then there is nothing to give back,
                 // and no reclaim (a thread hop, the writer, a `statvfs`) unless a removal awaits room.
@@ -165,10 +170,13 @@ extension DiskTier {
             {
                 scheduleReclaim(foldingLog: false)
             }
+            return true
+        } catch .failed(let error) where error.systemCode == ESTALE {
+            return false
         } catch {
             if case .setAside(let setAside) = error {
                 noteSetAside(setAside, of: store)
-                return
+                return true
             }
             let failure = Self.systemError(error, path: store.path, "remove")
             if failure.code == ENOSPC, let row = try? store.entry(for: Self.storeKey(key)) {

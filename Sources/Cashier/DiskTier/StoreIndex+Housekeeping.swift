@@ -357,9 +357,11 @@ extension StoreIndex {
             } catch .failed(let error) where error.systemCode == ESTALE {
                 // Another process replaced the store since the last check (its folder removed
                 // and made again): every entry of the folder's store now goes, not the old one's.
-                disk.checkStoreFile()
-                guard let reopened = disk.openedStore, !reopened.isReplaced else { return [] }
-                outcome = try removeAll(reopened)
+                switch disk.storeAfterReplacement() {
+                case .gone: return []
+                case .unopenable(let failure): return [failure]
+                case .reopened(let reopened): outcome = try removeAll(reopened)
+                }
             }
             // On a full volume, rows whose own removal found no room: named, and retried.
             disk.noteRemovalsAwaitingRoom(outcome.awaitingRoom.map { ($0.key, $0) })
