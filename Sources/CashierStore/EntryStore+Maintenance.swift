@@ -68,12 +68,24 @@ extension EntryStore {
                     while try files.step() { removed.append(Self.entry(files)) }
                     return removed
                 }
-                if let filePath { for entry in removed { try removeFileIfStillOurs(filePath(entry.key), connection) } }
+                // Every file lies in the cache's folder: judged once (``isItsFolder(_:_:)``), not
+                // for each file. Not the store's folder: a large entry's file ends the removal
+                // (as ``removeFileIfStillOurs(_:_:)`` does), another file stays.
+                let largeFiles = filePath.map { path in removed.map { path($0.key) } } ?? []
+                let inItsFolder = largeFiles.first.map { isItsFolder($0, connection) }
+                if inItsFolder == false, let file = largeFiles.first {
+                    throw SQLiteError(
+                        systemCode: ESTALE, operation: "remove \(file): \(path) is not its folder's store now")
+                }
+                for file in largeFiles { try Self.removeFile(file) }
                 // Files are renamed into their names only inside their rows' transactions: what
                 // the folder holds under an entry's name now is committed or left behind. Best
                 // effort (something that is not a file keeps its name): the caller's reconcile
                 // after the transaction deals with what stays, as it did before.
-                if let otherFiles { for path in otherFiles() where isItsFolder(path, connection) { _ = unlink(path) } }
+                let others = otherFiles?() ?? []
+                if inItsFolder ?? others.first.map({ isItsFolder($0, connection) }) ?? true {
+                    for file in others { _ = unlink(file) }
+                }
                 try connection.step(.deleteAll)
                 return removed
             }

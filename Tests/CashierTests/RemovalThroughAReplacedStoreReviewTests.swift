@@ -11,39 +11,11 @@ import Testing
 /// `removeAllLocked()` planned from the old store (now judged anew before every plan), and a
 /// removal whose replacing store could not be opened was dropped without a word (now it
 /// reports the failure). What held is pinned too.
-@Suite struct RemovalThroughAReplacedStoreReviewTests {
+@Suite struct RemovalThroughAReplacedStoreReviewTests: ReplacedFolderSuite {
     let folder = TemporaryFolder()
     let other = TemporaryFolder()
     let clock = TestClock()
     let events = EventLog()
-
-    static let small = Data(repeating: 0x5A, count: 200)
-    /// Over 8 KiB with its header: a file.
-    static let large = Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-
-    /// A cache that checks its store file no more than once an hour, with no memory tier: a
-    /// removal meets a replaced store (as `RemovalThroughAReplacedStoreTests` sets it up).
-    func cache() -> Cache {
-        var configuration = makeConfiguration(folder, clock: clock, events: events)
-        configuration.folderRecheckNanoseconds = 3_600_000_000_000
-        configuration.memoryCountLimit = 0
-        return Cache(configuration)
-    }
-
-    /// A fresh instance on the folder, as another process (or a relaunch) would read it.
-    func relaunched() -> Cache { Cache(makeConfiguration(folder, clock: clock)) }
-
-    /// Removes the cache's folder and makes it again with `keys` written by another cache (as
-    /// another process would), each `value`.
-    func replaceTheFolder(writing keys: [CacheKey<Data>], value: Data) throws {
-        do {
-            let writer = Cache(makeConfiguration(other, clock: clock))
-            for key in keys { try writer.set(value, for: key) }
-            writer.waitForBackgroundWork()
-        }
-        try FileManager.default.removeItem(at: folder.url)
-        try FileManager.default.copyItem(at: other.url, to: folder.url)
-    }
 
     // MARK: Findings
 
@@ -98,7 +70,7 @@ import Testing
 
     // MARK: What held
 
-    /// the folder removed and not made again. `removeValue` reports no failure (nothing
+    /// The folder removed and not made again. `removeValue` reports no failure (nothing
     /// was there to remove), makes no folder, and a later write makes the folder and store again.
     @Test(arguments: [false, true])
     func aRemovalWithTheFolderGoneReportsNothingAndALaterWriteLands(large: Bool) throws {
@@ -134,7 +106,7 @@ import Testing
         #expect(relaunched().value(for: CacheKey<Data>("b")) == Self.small)
     }
 
-    /// a regular file in place of the folder: the removal neither crashes nor touches the
+    /// A regular file in place of the folder: the removal neither crashes nor touches the
     /// file, reads miss, and a later write throws a CacheError.
     @Test func aRemovalWithAFileInPlaceOfTheFolder() throws {
         let key = CacheKey<Data>("k")
@@ -150,7 +122,7 @@ import Testing
         #expect(throws: CacheError.self) { try cache.set(Self.small, for: key) }
     }
 
-    /// the store deleted (with its log and shared memory), the folder and a large entry's
+    /// The store deleted (with its log and shared memory), the folder and a large entry's
     /// file kept: the removal reopens a fresh store and takes the file; nothing reads again.
     @Test func aRemovalWithTheStoreDeletedButTheFolderKept() throws {
         let key = CacheKey<Data>("k")
@@ -165,7 +137,7 @@ import Testing
         #expect(relaunched().value(for: key) == nil)
     }
 
-    /// another process set the store aside (as damaged) and made a fresh one, into which
+    /// Another process set the store aside (as damaged) and made a fresh one, into which
     /// it wrote the key again: the removal reaches the fresh store.
     @Test(arguments: [false, true])
     func aRemovalThroughAStoreSetAside(large: Bool) throws {
@@ -188,7 +160,7 @@ import Testing
         #expect(relaunched().value(for: key) == nil)
     }
 
-    /// nothing escapes the folder. The cache is given its folder through a link (as every
+    /// Nothing escapes the folder. The cache is given its folder through a link (as every
     /// TemporaryFolder is), and the link is pointed at another cache's folder holding the same
     /// large key: the removal does not unlink that folder's file (before 4cc4ef5 it did).
     /// The removal reports a failure instead, naming the key (ESTALE).

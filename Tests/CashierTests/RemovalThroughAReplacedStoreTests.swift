@@ -11,35 +11,11 @@ import Testing
 /// Before, it went to the old, unlinked store: the new store's row of the key stayed, read
 /// again by every instance once they noticed (DESIGN.md: nothing removed is read again), and
 /// the new folder's file of a large key was unlinked under its row.
-@Suite struct RemovalThroughAReplacedStoreTests {
+@Suite struct RemovalThroughAReplacedStoreTests: ReplacedFolderSuite {
     let folder = TemporaryFolder()
     let other = TemporaryFolder()
     let clock = TestClock()
-
-    static let small = Data(repeating: 0x5A, count: 200)
-    /// Over 8 KiB with its header: a file.
-    static let large = Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-
-    /// A cache that checks its store file no more than once an hour, with no memory tier (its
-    /// coherence check would notice the store gone): the removal meets the replaced store.
-    func cache() -> Cache {
-        var configuration = makeConfiguration(folder, clock: clock)
-        configuration.folderRecheckNanoseconds = 3_600_000_000_000
-        configuration.memoryCountLimit = 0
-        return Cache(configuration)
-    }
-
-    /// Removes the cache's folder and makes it again with `keys` written by another cache (as
-    /// another process would), each `value`.
-    func replaceTheFolder(writing keys: [CacheKey<Data>], value: Data) throws {
-        do {
-            let writer = Cache(makeConfiguration(other, clock: clock))
-            for key in keys { try writer.set(value, for: key) }
-            writer.waitForBackgroundWork()
-        }
-        try FileManager.default.removeItem(at: folder.url)
-        try FileManager.default.copyItem(at: other.url, to: folder.url)
-    }
+    let events = EventLog()
 
     @Test(arguments: [false, true])
     func aRemovalOfAKeyReachesTheStoreThatReplacedTheOldOne(large: Bool) throws {
@@ -53,7 +29,7 @@ import Testing
         cache.removeValue(for: key)
         #expect(try folder.row(for: key.name) == nil, "the replacing store's row went")
         #expect(!folder.hasEntryFile(for: key.name))
-        #expect(Cache(makeConfiguration(folder, clock: clock)).value(for: key) == nil)
+        #expect(relaunched().value(for: key) == nil)
     }
 
     @Test func aRemovalOfEveryKeyReachesTheStoreThatReplacedTheOldOne() throws {
@@ -65,6 +41,6 @@ import Testing
         cache.removeAll()
         for name in ["a", "b", "big"] { #expect(try folder.row(for: name) == nil, "\(name) stayed") }
         #expect(folder.entryFiles.isEmpty)
-        #expect(Cache(makeConfiguration(folder, clock: clock)).count == 0)
+        #expect(relaunched().count == 0)
     }
 }

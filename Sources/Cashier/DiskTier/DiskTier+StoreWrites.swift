@@ -149,7 +149,9 @@ extension DiskTier {
         case .unopenable(let failure): throw failure
         case .reopened(let reopened):
             guard try !removeFromStoreOnce(reopened, key: key, until: deadline) else { return }
-            throw SystemError(code: ESTALE, operation: "remove: the store was replaced again", path: reopened.path)
+            // Replaced once more meanwhile, or a link on the folder's path names another folder now.
+            throw SystemError(
+                code: ESTALE, operation: "remove: the folder is not the open store's", path: reopened.path)
         }
     }
 

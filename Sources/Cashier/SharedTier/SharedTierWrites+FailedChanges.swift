@@ -144,8 +144,8 @@ extension SharedTierWrites {
 
         /// Removes and answers the changes `reason` sends at `now` (``ResendReason``) of the
         /// keys and tiers `isFree` accepts, each counted as sent again once more (after a
-        /// reconnection, its quick resends and the timer's doubling start again). A change due on the timer whose key is not
-        /// free waits another ``Destination/retryDelay``.
+        /// reconnection, its quick resends and the timer's doubling start again). A change due
+        /// on the timer whose key is not free waits another ``Destination/retryDelay``.
         mutating func take(
             for reason: ResendReason, at now: UInt64, where isFree: (String, Destination) -> Bool
         ) -> [(change: Change, destination: Destination, resends: Int, sinceBack: Int)] {

@@ -30,8 +30,8 @@ import Foundation
 ///   with its original time, on a timer that backs off (the destination's ``Destination/retryDelay``,
 ///   doubled at each failure, up to a minute), and at once when a change reaches the tier again,
 ///   the tier answers a read (``tierAnswered()``) or its stream says it is back
-///   (``resendFailed(_:)``), so the tier does not keep a
-///   record older than this folder's change after an outage; a newer change made elsewhere
+///   (``resendFailed(_:)``), so the tier does not keep a record older than this folder's
+///   change after an outage; a newer change made elsewhere
 ///   meanwhile still wins. A change is never given up while its key has no later one: a store
 ///   refused too often becomes a removal of what is older, so the other instances fetch the
 ///   key rather than read the record from before it.
@@ -107,8 +107,9 @@ final class SharedTierWrites: Sendable {
         /// failed change goes.
         case reconnected
         /// A change reached the tier: the failed changes still within their first
-        /// ``FailedChanges/maximumResends`` resends since the tier was last back go (one the tier refuses for good must not
-        /// cost a failing call after every change that gets through).
+        /// ``FailedChanges/maximumResends`` resends since the tier was last back go (one the
+        /// tier refuses for good must not cost a failing call after every change that gets
+        /// through).
         case changeReached
         /// The retry timer: the failed changes whose time to go again has come.
         case timer
