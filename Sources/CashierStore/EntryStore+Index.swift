@@ -247,20 +247,28 @@ extension EntryStore {
         return tightVolume
     }
 
-    /// Whether a ``reclaimSpace(pages:foldingLog:)`` without `foldingLog` would do anything now:
-    /// the log holds more than ``removalLogBytes``, the store has free pages, or its log is kept
-    /// small. True, without waiting, while another call of this process holds the writer. One
-    /// `stat` of the log and one `PRAGMA freelist_count`, prepared once.
+    /// Whether a removal of one key should be followed by a ``reclaimSpace(pages:foldingLog:)``
+    /// without `foldingLog`: the log holds more than ``removalLogBytes``, the log is kept small,
+    /// or the last removal of one key left at least ``removalFreePages(ofPages:)`` free pages (it
+    /// counts them inside its own transaction, so this takes no lock of the file). True, without
+    /// waiting, while another call of this process holds the writer.
     package func mayGiveSpaceBack() -> Bool {
-        // A store that keeps its log small answers without the writer: on a full volume that
-        // writer is an exclusive connection, which a call opens and closes (and checkpoints).
-        if logExceedsRemovalBound || keepsLogSmall { return true }
-        let free = try? withWriter(until: MonotonicDeadline(milliseconds: 0)) { connection throws(SQLiteError) in
-            try connection.integer(.freePages)
-        }
-        guard let free else { return true } // the writer busy, or a failure
-        return free > 0
+        if logExceedsRemovalBound { return true }
+        guard writeLock.try() else { return true }
+        defer { writeLock.unlock() }
+        // A store that keeps its log small gives everything back at once: its volume is tight.
+        guard !tightVolume, let (free, pages) = pagesAfterRemoval else { return true }
+        return free >= Self.removalFreePages(ofPages: pages)
     }
+
+    /// Free pages that removals of single keys leave in the store before one of them gives
+    /// them back: 64 pages (256 KiB of 4 KiB pages), or a sixteenth of the store's pages when
+    /// that is fewer, so a small store's size limit is not held up by free pages (they count
+    /// towards ``DiskTier`` limits), and at least one. Giving back every freed page at once cost
+    /// a removal that emptied a page a checkpoint (three `fdatasync` and two `ftruncate` of the
+    /// store and its log): one removal in about fifteen, one key at a time, paid a millisecond.
+    /// Free pages left in the store are where its next rows go.
+    package static func removalFreePages(ofPages pages: Int64) -> Int64 { max(1, min(64, pages / 16)) }
 
     /// Bytes of log that removals of single keys leave to SQLite's own checkpoints (three pages,
     /// 12 KiB, a removal): what the store keeps on a tight volume (`journal_size_limit`,

@@ -91,6 +91,9 @@ package final class EntryStore: @unchecked Sendable {
     /// what its next opening, or a memory hit's check, compares to tell whether another process
     /// wrote meanwhile (``StoreFilesState``).
     var closedFiles: StoreFilesState?
+    /// Free and all pages as the last removal of one key left them, under `writeLock`: what
+    /// ``mayGiveSpaceBack()`` decides by (nil before any: a reclaim is then asked for).
+    var pagesAfterRemoval: (free: Int64, pages: Int64)?
     /// Whether the writer keeps the log small (``Options/tightVolume``), under `writeLock`.
     /// Read outside this file by `keepsLogSmall`, under `writeLock`.
     var tightVolume: Bool
@@ -455,18 +458,6 @@ package final class EntryStore: @unchecked Sendable {
         replaceFile()
         connection = try Self.openFallingBack(path, options)
         return true
-    }
-
-    /// The writer's `data_version`, told apart from an earlier connection's to the same file: a
-    /// connection counts from scratch, and one opened after another closed (an exclusive writer
-    /// reopened, or giving way to a shared one) may count as the closed one did although another
-    /// process wrote in between: ``generation`` moves on whenever that may be so. An exclusive
-    /// writer's own count says nothing (no other connection can commit while it is open): its
-    /// version is the generation alone, which ``exclusiveGeneration()`` moves on when the files
-    /// changed since it closed. Called with `writeLock` held.
-    func dataVersion(of connection: StoreConnection) throws(SQLiteError) -> Int64 {
-        if connection.isExclusive { return Int64(exclusiveGeneration()) << 32 }
-        return try (connection.integer(.dataVersion) ?? 0) &+ Int64(generation) << 32
     }
 
     /// Device and inode of the file the writer has open. Called with `writeLock` held.

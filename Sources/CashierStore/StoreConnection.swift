@@ -231,7 +231,7 @@ enum StoreStatement: Int, CaseIterable {
     // Transactions and the coherence check.
     case begin, beginRead, commit, rollback, dataVersion
     // The index: counts, listings, passes over every record.
-    case count, totalSize, fileBytes, freePages, pageSize
+    case count, totalSize, fileBytes, freePages, pageSize, pageCount
     case keys, keysAndShapes, unshapedKeys, largeEntryKeys, entries, largeEntries, largestUnlockedFiles, allRecords
     // Removals, imports, upkeep.
     case removeUnchanged, insertIfAbsent, deleteAll, checkpoint
@@ -275,6 +275,7 @@ enum StoreStatement: Int, CaseIterable {
         case .fileBytes: "SELECT total(size) FROM entry WHERE location != 4 AND location = 1"
         case .freePages: "PRAGMA freelist_count"
         case .pageSize: "PRAGMA page_size"
+        case .pageCount: "PRAGMA page_count"
         case .keys: "SELECT key FROM entry ORDER BY key"
         case .keysAndShapes: "SELECT key, location, substr(record, 1, 3) FROM entry"
         // The condition of `entry_unshaped`, word for word (what lets SQLite use it).

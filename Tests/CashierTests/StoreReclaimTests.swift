@@ -1,3 +1,5 @@
+import CashierSQLite
+import CashierStore
 import CashierTestSupport
 import Foundation
 import Testing
@@ -7,7 +9,8 @@ import Testing
 /// What removals give back, and what the removal of one key no longer pays for. Removing one
 /// small row frees room inside a page, not a page: the store's log is then left to SQLite's own
 /// checkpoints (a checkpoint there cost every such removal a `fdatasync` and a `ftruncate`).
-/// Removals that free pages, and `removeAll()`, still give them back and cut the log back.
+/// Removals that free pages give them back once they are a batch
+/// (``EntryStore/removalFreePages(ofPages:)``), and `removeAll()` cuts the log back.
 @Suite struct StoreReclaimTests {
     let folder = TemporaryFolder()
     let clock = TestClock()
@@ -49,5 +52,43 @@ import Testing
         #expect(cache.count == 50)
         // 150 pages of 4 KiB freed: at least 100 of them are back with the file system.
         #expect(bytes(of: folder.storePath) + logBytes <= before - 100 * 4_096)
+    }
+
+    /// Pages the store file holds free (`PRAGMA freelist_count`), read by a connection of the test's own.
+    var freePages: Int {
+        get throws {
+            let reader = try SQLiteConnection(path: folder.storePath, flags: SQLiteCode.openReadOnly)
+            return Int(try reader.integer("PRAGMA freelist_count") ?? 0)
+        }
+    }
+
+    /// A removal of one key that frees a page no longer gives it back at once (a checkpoint,
+    /// with its syncs and truncations, for 4 KiB): the free pages stay in the store, where the
+    /// next rows go, until the removals have freed a batch; then one reclaim gives them all back.
+    @Test func removalsOfSingleKeysGiveFreePagesBackInBatches() throws {
+        let cache = Cache(makeConfiguration(folder, clock: clock))
+        let value = Data(repeating: 9, count: 3_000) // about one row a page
+        for index in 0..<400 { try cache.set(value, for: CacheKey<Data>("k\(index)")) }
+        cache.removeAll(where: { $0 == "k399" }) // folds the log in: the store file holds every page
+        cache.waitForBackgroundWork()
+        let pages = Int64(bytes(of: folder.storePath) / 4_096)
+        let batch = Int(EntryStore.removalFreePages(ofPages: pages))
+        #expect(batch > 10, "a store of \(pages) pages")
+
+        for index in 0..<10 {
+            cache.removeValue(for: CacheKey<Data>("k\(index)"))
+            cache.waitForBackgroundWork()
+        }
+        #expect(try freePages >= 10, "the freed pages stay in the store, a batch being \(batch)")
+        #expect(bytes(of: folder.storePath) == Int(pages) * 4_096)
+
+        for index in 10..<(batch + 20) {
+            cache.removeValue(for: CacheKey<Data>("k\(index)"))
+            cache.waitForBackgroundWork()
+        }
+        #expect(try freePages < batch)
+        #expect(bytes(of: folder.storePath) <= Int(pages - Int64(batch)) * 4_096)
+        #expect(cache.count == 399 - batch - 20)
+        #expect(Cache(makeConfiguration(folder, clock: clock)).value(for: CacheKey<Data>("k0")) == nil)
     }
 }
