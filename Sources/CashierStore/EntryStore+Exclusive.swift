@@ -104,6 +104,18 @@ extension EntryStore {
         var info = stat()
         return lstat(path + "-shm", &info) == 0 && info.st_size >= 32 << 10
     }
+
+    /// The writer's `data_version`, told apart from an earlier connection's to the same file: a
+    /// connection counts from scratch, and one opened after another closed (an exclusive writer
+    /// reopened, or giving way to a shared one) may count as the closed one did although another
+    /// process wrote in between: ``generation`` moves on whenever that may be so. An exclusive
+    /// writer's own count says nothing (no other connection can commit while it is open): its
+    /// version is the generation alone, which ``exclusiveGeneration()`` moves on when the files
+    /// changed since it closed. Called with `writeLock` held.
+    func dataVersion(of connection: StoreConnection) throws(SQLiteError) -> Int64 {
+        if connection.isExclusive { return Int64(exclusiveGeneration()) << 32 }
+        return try (connection.integer(.dataVersion) ?? 0) &+ Int64(generation) << 32
+    }
 }
 
 /// What another process's commit changes in a store's files: the store file's and its log's
@@ -122,17 +134,5 @@ struct StoreFilesState: Equatable {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
         return [Int64(truncatingIfNeeded: info.st_ino), Int64(info.st_size), Platform.changeNanoseconds(info)]
-    }
-
-    /// The writer's `data_version`, told apart from an earlier connection's to the same file: a
-    /// connection counts from scratch, and one opened after another closed (an exclusive writer
-    /// reopened, or giving way to a shared one) may count as the closed one did although another
-    /// process wrote in between: ``generation`` moves on whenever that may be so. An exclusive
-    /// writer's own count says nothing (no other connection can commit while it is open): its
-    /// version is the generation alone, which ``exclusiveGeneration()`` moves on when the files
-    /// changed since it closed. Called with `writeLock` held.
-    func dataVersion(of connection: StoreConnection) throws(SQLiteError) -> Int64 {
-        if connection.isExclusive { return Int64(exclusiveGeneration()) << 32 }
-        return try (connection.integer(.dataVersion) ?? 0) &+ Int64(generation) << 32
     }
 }
