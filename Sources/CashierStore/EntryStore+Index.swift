@@ -249,16 +249,20 @@ extension EntryStore {
 
     /// Whether a removal of one key should be followed by a ``reclaimSpace(pages:foldingLog:)``
     /// without `foldingLog`: the log holds more than ``removalLogBytes``, the log is kept small,
-    /// or the last removal of one key left at least ``removalFreePages(ofPages:)`` free pages (it
-    /// counts them inside its own transaction, so this takes no lock of the file). True, without
+    /// the last removal of one key left at least ``removalFreePages(ofPages:)`` free pages (it
+    /// counts them inside its own transaction, so this takes no lock of the file), or it freed a
+    /// page and `volumeIsTight` (asked then only: a `statfs` a page freed, as often as the
+    /// reclaim that measured the volume before batches) says the volume has little room now,
+    /// which another app may have taken since this store last measured it. True, without
     /// waiting, while another call of this process holds the writer.
-    package func mayGiveSpaceBack() -> Bool {
+    package func mayGiveSpaceBack(volumeIsTight: () -> Bool) -> Bool {
         if logExceedsRemovalBound { return true }
         guard writeLock.try() else { return true }
-        defer { writeLock.unlock() }
         // A store that keeps its log small gives everything back at once: its volume is tight.
-        guard !tightVolume, let (free, pages) = pagesAfterRemoval else { return true }
-        return free >= Self.removalFreePages(ofPages: pages)
+        let last = tightVolume ? nil : pagesAfterRemoval
+        writeLock.unlock()
+        guard let (free, pages, freedOne) = last else { return true }
+        return free >= Self.removalFreePages(ofPages: pages) || (freedOne && volumeIsTight())
     }
 
     /// Free pages that removals of single keys leave in the store before one of them gives

@@ -148,11 +148,12 @@ extension EntryStore {
                 if evicting, try existing(key, connection)?.location == .row {
                     try evictLargeEntries(sparing: key, largeFilePath, connection, unlinked: &unlinked)
                 }
+                // What ``mayGiveSpaceBack(volumeIsTight:)`` decides by, read in this transaction
+                // (page 1 is already its own): no read transaction of its own after it.
+                let freeBefore = try connection.integer(.freePages) ?? 0
                 let removed = try delete([key], connection).first
-                // What ``mayGiveSpaceBack()`` decides by, read in this transaction (page 1 is
-                // already its own): no read transaction of its own after it.
                 let free = try connection.integer(.freePages) ?? 0
-                pagesAfterRemoval = (free, try connection.integer(.pageCount) ?? 0)
+                pagesAfterRemoval = (free, try connection.integer(.pageCount) ?? 0, free > freeBefore)
                 return removed
             }
         }

@@ -91,9 +91,9 @@ package final class EntryStore: @unchecked Sendable {
     /// what its next opening, or a memory hit's check, compares to tell whether another process
     /// wrote meanwhile (``StoreFilesState``).
     var closedFiles: StoreFilesState?
-    /// Free and all pages as the last removal of one key left them, under `writeLock`: what
-    /// ``mayGiveSpaceBack()`` decides by (nil before any: a reclaim is then asked for).
-    var pagesAfterRemoval: (free: Int64, pages: Int64)?
+    /// Free and all pages as the last removal of one key left them, and whether it freed one,
+    /// under `writeLock`: what ``mayGiveSpaceBack(volumeIsTight:)`` decides by (nil before any).
+    var pagesAfterRemoval: (free: Int64, pages: Int64, freedOne: Bool)?
     /// Whether the writer keeps the log small (``Options/tightVolume``), under `writeLock`.
     /// Read outside this file by `keepsLogSmall`, under `writeLock`.
     var tightVolume: Bool

@@ -166,9 +166,11 @@ extension DiskTier {
                 Self.storeKey(key), filePath: file, evictingFilesAt: { [self] in path(Self.fileName(for: $0)) },
                 until: deadline, evicted: { [self] in noteEvictedForRoom($0) })
             if removed != nil,
-                // A small row's removal usually frees no page: then there is nothing to give back,
-                // and no reclaim (a thread hop, the writer, a `statvfs`) unless a removal awaits room.
-                store.mayGiveSpaceBack() || storeState.withLock({ !$0.removalsAwaitingRoom.isEmpty })
+                // A small row's removal usually frees no page, and free pages go back in batches
+                // (`EntryStore.removalFreePages`): no reclaim (a thread hop, the writer, a
+                // `statvfs`) until then, unless the volume is tight or a removal awaits room.
+                store.mayGiveSpaceBack(volumeIsTight: { isVolumeTight })
+                    || storeState.withLock({ !$0.removalsAwaitingRoom.isEmpty })
             {
                 scheduleReclaim(foldingLog: false)
             }

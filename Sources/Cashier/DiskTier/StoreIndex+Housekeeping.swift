@@ -217,7 +217,13 @@ extension StoreIndex {
             if let largeLimit, occupied.subtractingClamped(limit) > occupied / 10 { limit = largeLimit }
             needed = occupied.subtractingClamped(limit).subtractingClamped(freedFirst)
         }
-        if let minimumFreeSpace, let free = disk.fileSystem.availableCapacity(disk.folder) {
+        if let minimumFreeSpace, var free = disk.fileSystem.availableCapacity(disk.folder) {
+            // Free pages the store holds (removals of single keys leave them, up to a batch) are
+            // room for the volume once given back: that first, then entries for what is missing.
+            if free < minimumFreeSpace, (try? store.occupiedBytes(includingLog: false)) ?? 0 > occupied {
+                _ = try? store.reclaimSpace(foldingLog: false)
+                free = disk.fileSystem.availableCapacity(disk.folder) ?? free
+            }
             needed = max(needed, minimumFreeSpace.subtractingClamped(free).subtractingClamped(freedFirst))
         }
         guard needed > 0 else { return [] }
