@@ -250,19 +250,17 @@ extension EntryStore {
     /// Whether a removal of one key should be followed by a ``reclaimSpace(pages:foldingLog:)``
     /// without `foldingLog`: the log holds more than ``removalLogBytes``, the log is kept small,
     /// the last removal of one key left at least ``removalFreePages(ofPages:)`` free pages (it
-    /// counts them inside its own transaction, so this takes no lock of the file), or it freed a
-    /// page and `volumeIsTight` (asked then only: a `statfs` a page freed, as often as the
-    /// reclaim that measured the volume before batches) says the volume has little room now,
-    /// which another app may have taken since this store last measured it. True, without
-    /// waiting, while another call of this process holds the writer.
+    /// counts them inside its own transaction, so this takes no lock of the file), or it left
+    /// some and `volumeIsTight` (asked then only: a `statfs`) says the volume has little room
+    /// now, which another app may have taken since this store last measured it: pages earlier
+    /// removals left go back then too, whichever removal freed them.
+    ///
+    /// Decided under a lock of its own, not the writer's: another thread's write taking the
+    /// writer the moment the removal let go must not make it reclaim whatever is free.
     package func mayGiveSpaceBack(volumeIsTight: () -> Bool) -> Bool {
         if logExceedsRemovalBound { return true }
-        guard writeLock.try() else { return true }
-        // A store that keeps its log small gives everything back at once: its volume is tight.
-        let last = tightVolume ? nil : pagesAfterRemoval
-        writeLock.unlock()
-        guard let (free, pages, freedOne) = last else { return true }
-        return free >= Self.removalFreePages(ofPages: pages) || (freedOne && volumeIsTight())
+        guard let (free, pages, tight) = removalLock.withLock({ pagesAfterRemoval }), !tight else { return true }
+        return free >= Self.removalFreePages(ofPages: pages) || (free > 0 && volumeIsTight())
     }
 
     /// Free pages that removals of single keys leave in the store before one of them gives

@@ -148,12 +148,12 @@ extension EntryStore {
                 if evicting, try existing(key, connection)?.location == .row {
                     try evictLargeEntries(sparing: key, largeFilePath, connection, unlinked: &unlinked)
                 }
+                let removed = try delete([key], connection).first
                 // What ``mayGiveSpaceBack(volumeIsTight:)`` decides by, read in this transaction
                 // (page 1 is already its own): no read transaction of its own after it.
-                let freeBefore = try connection.integer(.freePages) ?? 0
-                let removed = try delete([key], connection).first
                 let free = try connection.integer(.freePages) ?? 0
-                pagesAfterRemoval = (free, try connection.integer(.pageCount) ?? 0, free > freeBefore)
+                let after = (free, try connection.integer(.pageCount) ?? 0, tightVolume)
+                removalLock.withLock { pagesAfterRemoval = after }
                 return removed
             }
         }

@@ -91,9 +91,11 @@ package final class EntryStore: @unchecked Sendable {
     /// what its next opening, or a memory hit's check, compares to tell whether another process
     /// wrote meanwhile (``StoreFilesState``).
     var closedFiles: StoreFilesState?
-    /// Free and all pages as the last removal of one key left them, and whether it freed one,
-    /// under `writeLock`: what ``mayGiveSpaceBack(volumeIsTight:)`` decides by (nil before any).
-    var pagesAfterRemoval: (free: Int64, pages: Int64, freedOne: Bool)?
+    /// Free and all pages as the last removal of one key left them, and whether the store kept
+    /// its log small then, under `removalLock`: what ``mayGiveSpaceBack(volumeIsTight:)``
+    /// decides by (nil before any).
+    var pagesAfterRemoval: (free: Int64, pages: Int64, tight: Bool)?
+    let removalLock = NSLock()
     /// Whether the writer keeps the log small (``Options/tightVolume``), under `writeLock`.
     /// Read outside this file by `keepsLogSmall`, under `writeLock`.
     var tightVolume: Bool

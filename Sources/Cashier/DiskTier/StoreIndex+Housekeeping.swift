@@ -221,8 +221,10 @@ extension StoreIndex {
             // Free pages the store holds (removals of single keys leave them, up to a batch) are
             // room for the volume once given back: that first, then entries for what is missing.
             if free < minimumFreeSpace, (try? store.occupiedBytes(includingLog: false)) ?? 0 > occupied {
+                // A reader of another process keeps the store file from being cut back: then the
+                // vacuum only lengthened the log, and the room measured before stands.
                 _ = try? store.reclaimSpace(foldingLog: false)
-                free = disk.fileSystem.availableCapacity(disk.folder) ?? free
+                free = max(free, disk.fileSystem.availableCapacity(disk.folder) ?? free)
             }
             needed = max(needed, minimumFreeSpace.subtractingClamped(free).subtractingClamped(freedFirst))
         }
