@@ -72,18 +72,14 @@ extension EntryStore {
                 // for each file. Not the store's folder: a large entry's file ends the removal
                 // (as ``removeFileIfStillOurs(_:_:)`` does), another file stays.
                 let largeFiles = filePath.map { path in removed.map { path($0.key) } } ?? []
-                let inItsFolder = largeFiles.first.map { isItsFolder($0, connection) }
-                if inItsFolder == false, let file = largeFiles.first {
-                    throw SQLiteError(
-                        systemCode: ESTALE, operation: "remove \(file): \(path) is not its folder's store now")
-                }
+                if let first = largeFiles.first { try ensureIsItsFolder(first, connection) }
                 for file in largeFiles { try Self.removeFile(file) }
                 // Files are renamed into their names only inside their rows' transactions: what
                 // the folder holds under an entry's name now is committed or left behind. Best
                 // effort (something that is not a file keeps its name): the caller's reconcile
                 // after the transaction deals with what stays, as it did before.
                 let others = otherFiles?() ?? []
-                if inItsFolder ?? others.first.map({ isItsFolder($0, connection) }) ?? true {
+                if !largeFiles.isEmpty || others.first.map({ isItsFolder($0, connection) }) ?? true {
                     for file in others { _ = unlink(file) }
                 }
                 try connection.step(.deleteAll)
@@ -406,10 +402,15 @@ extension EntryStore {
     /// transaction; the store is reopened once a later call notices it was replaced. Asked before
     /// each removal, under this store's lock (which does not hold the other store's writers back).
     func removeFileIfStillOurs(_ file: String, _ connection: StoreConnection) throws(SQLiteError) {
+        try ensureIsItsFolder(file, connection)
+        try Self.removeFile(file)
+    }
+
+    /// Throws `ESTALE` unless ``isItsFolder(_:_:)``: `file`'s folder is no longer this store's.
+    func ensureIsItsFolder(_ file: String, _ connection: StoreConnection) throws(SQLiteError) {
         guard isItsFolder(file, connection) else {
             throw SQLiteError(systemCode: ESTALE, operation: "remove \(file): \(path) is not its folder's store now")
         }
-        try Self.removeFile(file)
     }
 
     /// Whether the folder `file` lies in is still this store's: the store's path names the file

@@ -219,11 +219,11 @@ extension StoreIndex {
         }
         if let minimumFreeSpace, var free = disk.fileSystem.availableCapacity(disk.folder) {
             // Free pages the store holds (removals of single keys leave them, up to a batch) are
-            // room for the volume once given back: that first, then entries for what is missing.
-            if free < minimumFreeSpace, (try? store.occupiedBytes(includingLog: false)) ?? 0 > occupied {
-                // A reader of another process keeps the store file from being cut back: then the
-                // vacuum only lengthened the log, and the room measured before stands.
-                _ = try? store.reclaimSpace(foldingLog: false)
+            // room for the volume once given back: that first (a reclaim with none to give back
+            // reads the free-page count and stops), then entries for what is missing. A reader
+            // of another process may keep the store file from being cut back: the vacuum then
+            // only lengthened the log, and the room measured before stands.
+            if free < minimumFreeSpace, (try? store.reclaimSpace(foldingLog: false)) ?? 0 > 0 {
                 free = max(free, disk.fileSystem.availableCapacity(disk.folder) ?? free)
             }
             needed = max(needed, minimumFreeSpace.subtractingClamped(free).subtractingClamped(freedFirst))
