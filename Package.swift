@@ -80,8 +80,10 @@ let package = Package(
         .executableTarget(
             name: "CashierReplay", dependencies: ["CashierEviction", "Cashier", "CashierStore", "CashierStoreSupport"],
             path: "Tools/CashierReplay"),
-        // What the test targets and the stress child share: a seedable generator, temporary folders.
-        .target(name: "CashierTestSupport", dependencies: ["Cashier"], path: "Tests/CashierTestSupport"),
+        // What the test targets and the stress child share: a seedable generator, temporary folders,
+        // a store's free pages.
+        .target(
+            name: "CashierTestSupport", dependencies: ["Cashier", "CashierSQLite"], path: "Tests/CashierTestSupport"),
         .testTarget(
             name: "CashierTests",
             dependencies: [

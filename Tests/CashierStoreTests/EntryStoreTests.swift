@@ -1,4 +1,3 @@
-import CashierSQLite
 import CashierStore
 import CashierStoreSupport
 import CashierTestSupport
@@ -365,11 +364,7 @@ import Testing
             #expect(!FileManager.default.fileExists(atPath: folder.path + "/read-only/store.sqlite"))
         }
     }
-    /// Pages the store file holds free (`PRAGMA freelist_count`), read by a connection of the test's own.
-    private func freePages() throws -> Int {
-        let reader = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadOnly)
-        return Int(try reader.integer("PRAGMA freelist_count") ?? 0)
-    }
+    private func freePages() throws -> Int { try storeFreePages(store.path) }
 }
 
 @Suite struct EntryStoreSharingTests {

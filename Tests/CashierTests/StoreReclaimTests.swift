@@ -1,4 +1,3 @@
-import CashierSQLite
 import CashierStore
 import CashierTestSupport
 import Foundation
@@ -54,11 +53,13 @@ import Testing
         #expect(bytes(of: folder.storePath) + logBytes <= before - 100 * 4_096)
     }
 
-    /// Pages the store file holds free (`PRAGMA freelist_count`), read by a connection of the test's own.
-    var freePages: Int {
-        get throws {
-            let reader = try SQLiteConnection(path: folder.storePath, flags: SQLiteCode.openReadOnly)
-            return Int(try reader.integer("PRAGMA freelist_count") ?? 0)
+    var freePages: Int { get throws { try storeFreePages(folder.storePath) } }
+
+    /// Removes `indices`' keys (`k0`…) one at a time, each removal's background work waited for.
+    func removeOneAtATime(_ cache: Cache, _ indices: some Sequence<Int>) {
+        for index in indices {
+            cache.removeValue(for: CacheKey<Data>("k\(index)"))
+            cache.waitForBackgroundWork()
         }
     }
 
@@ -75,17 +76,11 @@ import Testing
         let batch = Int(EntryStore.removalFreePages(ofPages: pages))
         #expect(batch > 10, "a store of \(pages) pages")
 
-        for index in 0..<10 {
-            cache.removeValue(for: CacheKey<Data>("k\(index)"))
-            cache.waitForBackgroundWork()
-        }
+        removeOneAtATime(cache, 0..<10)
         #expect(try freePages >= 10, "the freed pages stay in the store, a batch being \(batch)")
         #expect(bytes(of: folder.storePath) == Int(pages) * 4_096)
 
-        for index in 10..<(batch + 20) {
-            cache.removeValue(for: CacheKey<Data>("k\(index)"))
-            cache.waitForBackgroundWork()
-        }
+        removeOneAtATime(cache, 10..<(batch + 20))
         #expect(try freePages < batch)
         #expect(bytes(of: folder.storePath) <= Int(pages - Int64(batch)) * 4_096)
         #expect(cache.count == 399 - batch - 20)
