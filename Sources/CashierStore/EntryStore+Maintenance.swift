@@ -106,14 +106,19 @@ extension EntryStore {
     /// of a one-row transaction ends the removals there: thrown if none was removed yet. (No
     /// entry is evicted to make room here: only ``remove(_:filePath:evictingFilesAt:until:evicted:)``,
     /// the removal of one key on its caller's thread, does that, once.)
+    ///
+    /// `asWalked`: the row ids and snapshot of the walk the entries were chosen by
+    /// (``walkEvictionOrder(_:_:)``). When the store is as it was then, nothing changed since
+    /// the walk read the rows, and they are deleted by id (``removeAsWalked(_:rowIDs:_:filePath:)``).
     @discardableResult
     package func remove(
         unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil,
-        filePath: ((String) -> String?)? = nil
+        filePath: ((String) -> String?)? = nil, asWalked walk: (rowIDs: [Int64], snapshot: StoreSnapshot)? = nil
     ) throws(StoreError) -> StoreRemovals {
         guard !entries.isEmpty else { return StoreRemovals() }
         do throws(StoreError) {
-            return StoreRemovals(removed: try removeInOneTransaction(entries, evictedIn: order, filePath: filePath))
+            return StoreRemovals(
+                removed: try removeInOneTransaction(entries, evictedIn: order, filePath: filePath, asWalked: walk))
         } catch .failed(let error) where error.primaryCode == SQLiteCode.full && entries.count > 1 {
             var outcome = StoreRemovals()
             for entry in entries {
@@ -136,15 +141,29 @@ extension EntryStore {
     /// One row draws on the folder's reserve when the volume is full (EntryStore+Reserve.swift);
     /// many do not: what does not fit goes again one a transaction, each of which may.
     private func removeInOneTransaction(
-        _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?, filePath: ((String) -> String?)?
+        _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?, filePath: ((String) -> String?)?,
+        asWalked walk: (rowIDs: [Int64], snapshot: StoreSnapshot)? = nil
     ) throws(StoreError) -> [StoreEntry] {
         try withWriter(room: entries.count == 1 ? .reserve : .log) { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
+                // Inside the write transaction: no commit can come between the look and the deletes.
+                // The path must still name the store the walk read (not one another process put there).
+                var asWalked: [StoreEntry]? = nil
+                if let walk, walk.rowIDs.count == entries.count, try snapshot(of: connection) == walk.snapshot,
+                    opensItsPath(connection)
+                {
+                    asWalked = try removeAsWalked(entries, rowIDs: walk.rowIDs, connection, filePath: filePath)
+                }
                 // Whatever the row's location: a row that replaced a large entry may have its old
                 // file still under the key's name (a kill between its two transactions); with the
                 // row gone, the next import would give that file a row again.
-                let removed = try removeUnchanged(entries, connection) { entry throws(SQLiteError) in
-                    if let path = filePath?(entry.key) { try removeFileIfStillOurs(path, connection) }
+                let removed: [StoreEntry]
+                if let asWalked {
+                    removed = asWalked
+                } else {
+                    removed = try removeUnchanged(entries, connection) { entry throws(SQLiteError) in
+                        if let path = filePath?(entry.key) { try removeFileIfStillOurs(path, connection) }
+                    }
                 }
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
                 return removed
@@ -220,7 +239,7 @@ extension EntryStore {
 
     /// Deletes each of `entries` whose row is as planned, inside the caller's transaction,
     /// calling `removed` for each deleted (before the transaction commits); returns them.
-    private func removeUnchanged(
+    func removeUnchanged(
         _ entries: [StoreEntry], _ connection: StoreConnection,
         removed: (StoreEntry) throws(SQLiteError) -> Void = { _ in }
     ) throws(SQLiteError) -> [StoreEntry] {

@@ -234,9 +234,10 @@ enum StoreStatement: Int, CaseIterable {
     case count, totalSize, fileBytes, freePages, pageSize, pageCount
     case keys, keysAndShapes, unshapedKeys, largeEntryKeys, entries, largeEntries, largestUnlockedFiles, allRecords
     // Removals, imports, upkeep.
-    case removeUnchanged, insertIfAbsent, deleteAll, checkpoint
+    case removeUnchanged, removeRowsAsWalked, totalChanges, insertIfAbsent, deleteAll, checkpoint
     // Eviction: least recently used first, and frequency-aware (``EvictionSQL``).
-    case evictionOrder, newestNew, oldQueue, reusedQueue, newestQueue, newQueue, ghostCensus, remember, ghostEdge
+    case evictionOrder, newestNew, oldQueue, reusedQueue, newestQueue, newQueue, ghostCensus, remember, rememberMany
+    case ghostEdge
     case promoteForgotten, forget, forgetAll
     // Compaction after a sweep: the rows with the lowest ids move to the end of the table.
     case idSpan, lowestIDs, moveRow
@@ -288,6 +289,9 @@ enum StoreStatement: Int, CaseIterable {
         case .allRecords: "SELECT \(SQL.columns), record FROM entry"
         case .removeUnchanged:
             "DELETE FROM entry WHERE key = ? AND (location = 1) = ? AND size = ? AND last_use <= ? AND locked = ?"
+        case .removeRowsAsWalked:
+            "DELETE FROM entry WHERE id IN (\((1...EntryStore.rowsPerRemoval).map { "?\($0)" }.joined(separator: ", ")))"
+        case .totalChanges: "SELECT total_changes()"
         case .insertIfAbsent:
             "INSERT INTO entry(\(SQL.columns), record) VALUES(?, 1, ?, ?, ?, ?, 0, NULL) ON CONFLICT(key) DO NOTHING"
         case .deleteAll: "DELETE FROM entry"
@@ -300,6 +304,7 @@ enum StoreStatement: Int, CaseIterable {
         case .newQueue: EvictionSQL.queue(.new)
         case .ghostCensus: EvictionSQL.ghostCensus
         case .remember: EvictionSQL.remember
+        case .rememberMany: EvictionSQL.rememberMany
         case .ghostEdge: EvictionSQL.ghostEdge
         case .promoteForgotten: EvictionSQL.promoteForgotten
         case .forget: EvictionSQL.forget

@@ -46,6 +46,13 @@ package struct StoreEntry: Sendable, Equatable {
     }
 }
 
+/// The store as its writer knew it at one moment (``EntryStore/walkEvictionOrder(_:_:)``): two
+/// equal snapshots mean no row changed between them, in any process.
+package struct StoreSnapshot: Sendable, Equatable {
+    var dataVersion: Int64
+    var changes: Int64
+}
+
 /// The first use of a row a read found never used since written (`frequency = 0`): recorded on
 /// that row only, the one whose `last_use` is still `written` (``EntryStore/recordUses(_:granularity:firstUses:)``).
 package struct StoreFirstUse: Sendable, Equatable {

@@ -8,6 +8,7 @@ import Foundation
 //   CashierStoreChild kill-writer FOLDER              # writes until killed (EntryStoreKillTests)
 //   CashierStoreChild eviction FOLDER candidates      # the frequency-aware order's candidates
 //   CashierStoreChild eviction FOLDER evict BYTES     # a sweep down to BYTES (EntryStoreEvictionTests)
+//   CashierStoreChild write FOLDER KEY SIZE LASTUSE    # one row of SIZE bytes (EvictionAsWalkedTests)
 
 /// Writes `key-0`, `key-1`, … (each record names its key and index), printing each index once
 /// its write returned, until it is killed.
@@ -38,11 +39,21 @@ func eviction(folder: String, _ command: ArraySlice<String>) {
     print(keys.joined(separator: "\n"))
 }
 
+/// Writes one row, `size` bytes of record, last used at `lastUse`, as another process's write.
+func write(folder: String, key: String, size: Int, lastUse: Int64) {
+    let store = try! EntryStore(folder: folder)
+    try! store.upsert(
+        StoreEntry(key: key, location: .row, size: size, lastUse: lastUse), record: bytes(size, seed: size))
+}
+
 let arguments = CommandLine.arguments
 switch (arguments.dropFirst().first, arguments.count > 2) {
 case ("kill-writer", true): killWriter(folder: arguments[2])
 case ("eviction", true): eviction(folder: arguments[2], arguments.dropFirst(3))
+case ("write", true) where arguments.count == 6:
+    write(folder: arguments[2], key: arguments[3], size: Int(arguments[4])!, lastUse: Int64(arguments[5])!)
 default:
     print("usage: CashierStoreChild kill-writer FOLDER | eviction FOLDER candidates | evict BYTES")
+    print("       CashierStoreChild write FOLDER KEY SIZE LASTUSE")
     exit(2)
 }

@@ -1,7 +1,7 @@
 import CashierStore
 
 /// Whole sweeps and coarse recency of the store, made of the calls the cache's disk tier makes
-/// (``EntryStore/forEachEvictionCandidate(order:_:)`` to plan, ``EntryStore/remove(unchanged:evictedIn:filePath:)``
+/// (``EntryStore/walkEvictionOrder(_:_:)`` to plan, ``EntryStore/remove(unchanged:evictedIn:filePath:asWalked:)``
 /// to apply, ``EntryStore/recordUses(_:granularity:)``): what the store's tests, its benchmark,
 /// its kill child and the trace replay drive, so they drive the store as the library runs it.
 extension EntryStore {
@@ -29,12 +29,14 @@ extension EntryStore {
         var left = try totalSize()
         guard left > bytes else { return [] }
         var victims: [StoreEntry] = []
-        try forEachEvictionCandidate(order: order) { entry in
+        var rowIDs: [Int64] = []
+        let walked = try walkEvictionOrder(order) { entry, rowID in
             victims.append(entry)
+            rowIDs.append(rowID)
             left -= entry.size
             return left > bytes
         }
-        let removed = try remove(unchanged: victims, evictedIn: order).removed
+        let removed = try remove(unchanged: victims, evictedIn: order, asWalked: walked.map { (rowIDs, $0) }).removed
         try? compact(afterRemoving: removed.count)
         return removed
     }

@@ -71,6 +71,9 @@ extension DiskTier {
         var reclaimsStore = false
         /// The order the plan's evictions were chosen in: the store remembers them by it.
         var evictionOrder: StoreEvictionOrder?
+        /// The store as the walk that chose the evictions began: unchanged when they are removed,
+        /// their rows go by the ids the walk read (``Choice/rowID``).
+        var walkedStore: StoreSnapshot?
 
         var isEmpty: Bool { choices.isEmpty }
     }
@@ -79,14 +82,16 @@ extension DiskTier {
     struct Choice: Sendable {
         /// The file to remove; nil for a row chosen by its key alone (an eviction), whose file,
         /// if the folder has one, goes with the row by the key's name
-        /// (``StoreIndex/removeRows(_:evictionOrder:)``): a sweep of 5,000 rows named none.
+        /// (``StoreIndex/removeRows(_:evictionOrder:walkedStore:)``): a sweep of 5,000 rows named none.
         var fileName: String?
         var sequence: UInt64?
         var removal: Removal
         /// The file's size: what removing it frees, as far as the plan counts.
         var size: Int
-        /// The entry's row as the plan saw it: removed only if still so (see ``StoreIndex/removeRows(_:evictionOrder:)``).
+        /// The entry's row as the plan saw it: removed only if still so (see ``StoreIndex/removeRows(_:evictionOrder:walkedStore:)``).
         var stored: StoreEntry? = nil
+        /// The row's id, for an eviction the store's walk chose (``RemovalPlan/walkedStore``).
+        var rowID: Int64? = nil
     }
 
     /// Removes each file of `plan` that this process has not written, read or used since it
@@ -114,7 +119,7 @@ extension DiskTier {
     }
 
     /// Removals up to which a sweep of rows unlinks each key's file name without listing the
-    /// folder (``StoreIndex/removeRows(_:evictionOrder:)``).
+    /// folder (``StoreIndex/removeRows(_:evictionOrder:walkedStore:)``).
     static let unlinksWithoutListing = 64
 
     /// Rebuilds the index after `plan` was applied, when the plan asks for it (garbage

@@ -180,10 +180,11 @@ extension StoreIndex {
             _ = try? store.remove(unchanged: row, ifMissing: disk.path(DiskTier.fileName(for: row.key)))
         }
         let freed = chosen.reduce(0) { $0.addingClamped($1.size) } // a damaged row's size may be near Int.max
-        let victims = chooseVictims(
+        let (victims, walked) = chooseVictims(
             order: limits.evictionOrder, downTo: limits.size, minimumFreeSpace: limits.minimumFreeSpace,
             freedFirst: freed, excluding: Set(chosen.compactMap { $0.stored?.key }))
-        return DiskTier.RemovalPlan(choices: chosen + victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
+        return DiskTier.RemovalPlan(
+            choices: chosen + victims, reclaimsStore: true, evictionOrder: limits.evictionOrder, walkedStore: walked)
     }
 
     /// Chooses unlocked entries in the index's eviction order `order` (a locked entry is never
@@ -196,21 +197,24 @@ extension StoreIndex {
     /// `startingAbove`: choose nothing unless the folder occupies more than this.
     /// `orAfterALargeOverrun`: the limit to go down to instead when the folder is over `limit` by
     /// more than a tenth of what it occupies (see ``DiskTier/Limits/largeSweepTarget``).
+    /// Returns the victims with their row ids, and the store as the walk that chose them began.
     func chooseVictims(
         order: StoreEvictionOrder, downTo limit: Int?, orAfterALargeOverrun largeLimit: Int? = nil,
         minimumFreeSpace: Int?, freedFirst: Int = 0, excluding: Set<String> = [], startingAbove: Int? = nil
-    ) -> [DiskTier.Choice] {
+    ) -> (victims: [DiskTier.Choice], walked: StoreSnapshot?) {
         // The log first goes into the store and is cut back: what is left is what entries
         // occupy, not writes waiting for the next automatic checkpoint.
         // A log the checkpoint could not cut back (a writer or reader of another process was
         // at it: it never waits) is not what entries take: counted, it had a sweep evict nearly
         // everything. It goes at the next checkpoint, and `waitForBackgroundWork` settles it.
         _ = try? store.checkpoint()
-        guard let occupied = try? store.occupiedBytes(includingLog: false, includingFreePages: false) else { return [] }
+        guard let occupied = try? store.occupiedBytes(includingLog: false, includingFreePages: false) else {
+            return ([], nil)
+        }
         disk.storeState.withLock { $0.occupiedEstimate = occupied }
         if let startingAbove, occupied <= startingAbove {
             disk.storeState.withLock { $0.fruitlessSweepAt = nil }
-            return []
+            return ([], nil)
         }
         var needed = 0
         if var limit {
@@ -228,11 +232,11 @@ extension StoreIndex {
             }
             needed = max(needed, minimumFreeSpace.subtractingClamped(free).subtractingClamped(freedFirst))
         }
-        guard needed > 0 else { return [] }
+        guard needed > 0 else { return ([], nil) }
         var victims: [DiskTier.Choice] = []
         var freed = 0
         // One pass in the order, read as far as it chooses (the rest of the index is not read).
-        _ = try? store.forEachEvictionCandidate(order: order) { entry in
+        let walked = try? store.walkEvictionOrder(order) { entry, rowID in
             guard !excluding.contains(entry.key) else { return true }
             // A large entry's row whose file is gone (an eviction for room that could not commit,
             // reported then) frees nothing and is no eviction: its row goes, unannounced.
@@ -248,20 +252,24 @@ extension StoreIndex {
             victims.append(
                 DiskTier.Choice(
                     fileName: nil, sequence: nil, removal: .evicted(key: entry.key, bytes: entry.size),
-                    size: entry.size, stored: entry))
+                    size: entry.size, stored: entry, rowID: rowID))
             return freed < needed
         }
         // Locked entries are never evicted (they are not candidates): a folder of locked entries
         // may stay over its limit, and is not swept again until it grows (see `fruitlessSweepAt`).
         disk.storeState.withLock { $0.fruitlessSweepAt = freed < needed ? occupied : nil }
-        return victims
+        return (victims, walked ?? nil)
     }
 
     /// Removes the rows of `choices` that are as planned (one transaction), and the files of
     /// the large entries among them; returns the removals done.
     /// Each large entry's file goes inside the transaction, before its row (EntryStore's
     /// `remove(unchanged:evictedIn:filePath:)`): no process reads a removed entry's file again.
-    func removeRows(_ choices: [DiskTier.Choice], evictionOrder: StoreEvictionOrder?) -> [DiskTier.Removal] {
+    /// `walkedStore`: the store as the walk that chose the evictions began; when it is so still,
+    /// their rows go by id (EntryStore's `remove(unchanged:evictedIn:filePath:asWalked:)`).
+    func removeRows(
+        _ choices: [DiskTier.Choice], evictionOrder: StoreEvictionOrder?, walkedStore: StoreSnapshot?
+    ) -> [DiskTier.Removal] {
         guard !choices.isEmpty else { return [] }
         var removed: [StoreEntry] = []
         func isEviction(_ choice: DiskTier.Choice) -> Bool {
@@ -289,16 +297,34 @@ extension StoreIndex {
         // On a full volume the store removes the rows one a transaction; those that find no
         // room even so stay, reported (EntryStore's `remove(unchanged:evictedIn:filePath:)`).
         var awaitingRoom: [StoreEntry] = []
-        func remove(_ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?) throws(StoreError) -> [StoreEntry] {
-            let outcome = try store.remove(unchanged: entries, evictedIn: order, filePath: filePath)
+        func remove(
+            _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?,
+            asWalked walk: (rowIDs: [Int64], snapshot: StoreSnapshot)? = nil
+        ) throws(StoreError) -> [StoreEntry] {
+            let outcome = try store.remove(unchanged: entries, evictedIn: order, filePath: filePath, asWalked: walk)
             // An eviction that finds no room is left to the next sweep, which chooses again.
             if order == nil { awaitingRoom += outcome.awaitingRoom }
             return outcome.removed
         }
         do throws(StoreError) {
-            removed += try remove(choices.filter { !isEviction($0) }.compactMap(\.stored), evictedIn: nil)
+            var (others, evictions, rowIDs): ([StoreEntry], [StoreEntry], [Int64]) = ([], [], [])
+            evictions.reserveCapacity(choices.count)
+            rowIDs.reserveCapacity(choices.count)
+            for choice in choices {
+                guard let stored = choice.stored else { continue }
+                if !isEviction(choice) {
+                    others.append(stored)
+                } else {
+                    evictions.append(stored)
+                    if let rowID = choice.rowID { rowIDs.append(rowID) }
+                }
+            }
+            removed += try remove(others, evictedIn: nil)
             listed = choices.count <= DiskTier.unlinksWithoutListing // else listed again in the next transaction
-            removed += try remove(choices.filter(isEviction).compactMap(\.stored), evictedIn: evictionOrder)
+            // Every eviction's row id, or none: the first transaction's removals, if any, are a
+            // commit since the walk, which the store then finds (each row is checked).
+            let walk = walkedStore.flatMap { rowIDs.count == evictions.count ? (rowIDs, $0) : nil }
+            removed += try remove(evictions, evictedIn: evictionOrder, asWalked: walk)
         } catch {
             if case .setAside(let setAside) = error { disk.noteSetAside(setAside, of: store) }
             return []
@@ -313,6 +339,8 @@ extension StoreIndex {
         // The oldest survivors move to the end of the table, so the pages the sweep left partly
         // empty go back whole; not on a tight volume, where the moves' pages may not fit.
         if evictionOrder != nil, !disk.isVolumeTight { try? store.compact(afterRemoving: removed.count) }
+        // As many removed as chosen: every choice was done (a key chosen twice is removed once).
+        if removed.count == choices.count, choices.allSatisfy({ $0.stored != nil }) { return choices.map(\.removal) }
         let removedKeys = Set(removed.map(\.key))
         return choices.compactMap { choice in
             guard let stored = choice.stored, removedKeys.contains(stored.key) else { return nil }

@@ -361,12 +361,13 @@ struct StoreIndex: EntryIndex {
     /// of uses (``DiskTier/adaptUseGranularity(toVictims:at:)``).
     func planSweep(limits: DiskTier.Limits, at now: Double) -> DiskTier.RemovalPlan {
         guard let limit = limits.size else { return DiskTier.RemovalPlan() }
-        let victims = chooseVictims(
+        let (victims, walked) = chooseVictims(
             order: limits.evictionOrder, downTo: Int(Double(limit) * limits.sweepTarget),
             orAfterALargeOverrun: Int(Double(limit) * limits.largeSweepTarget), minimumFreeSpace: nil,
             startingAbove: limit)
         disk.adaptUseGranularity(toVictims: victims.compactMap(\.stored), at: now)
-        return DiskTier.RemovalPlan(choices: victims, reclaimsStore: true, evictionOrder: limits.evictionOrder)
+        return DiskTier.RemovalPlan(
+            choices: victims, reclaimsStore: true, evictionOrder: limits.evictionOrder, walkedStore: walked)
     }
 
     /// By the estimate of what the folder occupies (DiskTier+Store.swift).
@@ -380,7 +381,8 @@ struct StoreIndex: EntryIndex {
     /// The rows as planned in the store's transactions, then the files the plan chose without a
     /// row (damaged files).
     func apply(_ plan: DiskTier.RemovalPlan) -> [DiskTier.Removal] {
-        removeRows(plan.choices.filter { $0.stored != nil }, evictionOrder: plan.evictionOrder)
+        removeRows(
+            plan.choices.filter { $0.stored != nil }, evictionOrder: plan.evictionOrder, walkedStore: plan.walkedStore)
             + disk.removeChosenFiles(plan)
     }
 
