@@ -83,7 +83,7 @@ extension EntryStore {
     /// Deletes `entries` by the row ids a walk read them with (`rowIDs`, in step), 64 a
     /// statement (half the time of a conditional `DELETE` per key for 5,000 rows: each statement's
     /// own cost was the half); an entry with a file (`filePath`) goes as
-    /// ``remove(unchanged:evictedIn:filePath:)`` removes it, file and row, after them. Call
+    /// ``remove(unchanged:evictedIn:filePath:asWalked:)`` removes it, file and row, after them. Call
     /// inside a transaction that found the store as the walk began. Returns the entries removed;
     /// nil, having deleted nothing, when a row the walk read is not there (not expected: the
     /// caller then checks each row).

@@ -39,7 +39,7 @@ extension EntryStore {
         } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
             // What the whole transaction answers: the large entries removed (their files first,
             // which makes room), then the rows one a transaction, as any bulk removal on a full
-            // volume goes (``remove(unchanged:evictedIn:filePath:)``): those that find no room
+            // volume goes (``remove(unchanged:evictedIn:filePath:asWalked:)``): those that find no room
             // even so stay as they were, in `awaitingRoom`, for the caller to name and retry.
             var removed: [StoreEntry] = []
             var rows: [StoreEntry] = []
@@ -223,7 +223,7 @@ extension EntryStore {
     static let movesPerSweep = 256
     private static let movesPerSweepID = Int64(movesPerSweep)
 
-    /// Removes `entry`'s row if it is still as it was (see ``remove(unchanged:evictedIn:filePath:)``)
+    /// Removes `entry`'s row if it is still as it was (see ``remove(unchanged:evictedIn:filePath:asWalked:)``)
     /// and no file is at `file`, checked under the store's write lock, where no write of the key
     /// is under way: the row of a large entry whose file is gone. Returns whether it removed it.
     @discardableResult

@@ -117,7 +117,7 @@ package enum StoreError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// What a removal of planned rows did (``EntryStore/remove(unchanged:evictedIn:filePath:)``).
+/// What a removal of planned rows did (``EntryStore/remove(unchanged:evictedIn:filePath:asWalked:)``).
 package struct StoreRemovals: Sendable, Equatable {
     /// The rows removed, as they were planned.
     package var removed: [StoreEntry] = []

@@ -207,7 +207,7 @@ extension DiskTier {
     }
 
     /// Notes rows a bulk removal could not remove, even one a transaction, for want of room
-    /// (``StoreIndex/removeRows(_:evictionOrder:)``), by the keys the removals name: each is
+    /// (``StoreIndex/removeRows(_:evictionOrder:walkedStore:)``), by the keys the removals name: each is
     /// reported as a failure of kind ``CacheError/Kind/noSpace`` naming its key, and the next
     /// reclaim removes it, once other removals may have made room, if its row is unchanged (as
     /// ``removeFromStore(_:key:until:)`` does for one key).
