@@ -110,15 +110,29 @@ extension EntryStore {
     /// `asWalked`: the row ids and snapshot of the walk the entries were chosen by
     /// (``walkEvictionOrder(_:_:)``). When the store is as it was then, nothing changed since
     /// the walk read the rows, and they are deleted by id (``removeAsWalked(_:rowIDs:_:filePath:)``).
+    ///
+    /// An eviction of more than ``movesPerSweep`` rows (no compaction follows it) gives the free
+    /// pages back inside its own transaction (`PRAGMA incremental_vacuum`), unless the store
+    /// keeps its log small: the pages it empties reach the log once, where a vacuum of its own
+    /// after the commit wrote them again. Evicting half of 10,000 rows took 2 ms less
+    /// (`cashier-ratios --only sqlite-evict-reclaim`). If that transaction finds the volume full,
+    /// it is made again without the vacuum.
     @discardableResult
     package func remove(
         unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil,
         filePath: ((String) -> String?)? = nil, asWalked walk: (rowIDs: [Int64], snapshot: StoreSnapshot)? = nil
     ) throws(StoreError) -> StoreRemovals {
         guard !entries.isEmpty else { return StoreRemovals() }
+        let givesPagesBack = order != nil && entries.count > Self.movesPerSweep
         do throws(StoreError) {
-            return StoreRemovals(
-                removed: try removeInOneTransaction(entries, evictedIn: order, filePath: filePath, asWalked: walk))
+            do throws(StoreError) {
+                return StoreRemovals(
+                    removed: try removeInOneTransaction(
+                        entries, evictedIn: order, filePath: filePath, asWalked: walk, givingPagesBack: givesPagesBack))
+            } catch .failed(let error) where error.primaryCode == SQLiteCode.full && givesPagesBack {
+                return StoreRemovals(
+                    removed: try removeInOneTransaction(entries, evictedIn: order, filePath: filePath, asWalked: walk))
+            }
         } catch .failed(let error) where error.primaryCode == SQLiteCode.full && entries.count > 1 {
             var outcome = StoreRemovals()
             for entry in entries {
@@ -142,7 +156,7 @@ extension EntryStore {
     /// many do not: what does not fit goes again one a transaction, each of which may.
     private func removeInOneTransaction(
         _ entries: [StoreEntry], evictedIn order: StoreEvictionOrder?, filePath: ((String) -> String?)?,
-        asWalked walk: (rowIDs: [Int64], snapshot: StoreSnapshot)? = nil
+        asWalked walk: (rowIDs: [Int64], snapshot: StoreSnapshot)? = nil, givingPagesBack: Bool = false
     ) throws(StoreError) -> [StoreEntry] {
         try withWriter(room: entries.count == 1 ? .reserve : .log) { connection throws(SQLiteError) in
             try transaction(connection) { () throws(SQLiteError) in
@@ -166,6 +180,7 @@ extension EntryStore {
                     }
                 }
                 if order == .frequencyAware { try rememberEvicted(removed, connection) }
+                if givingPagesBack, !tightVolume { try connection.sqlite.execute("PRAGMA incremental_vacuum") }
                 return removed
             }
         }

@@ -8,7 +8,8 @@ import Foundation
 /// and the records (headers, checksums) from the store and list the folder only for large
 /// entries' files; applying a plan removes rows in one transaction and unlinks large entries'
 /// files, under the key barrier as for files (DiskTier+Housekeeping.swift); finishing gives
-/// the freed pages back to the file system, off the barrier.
+/// the freed pages back to the file system, off the barrier (a large eviction's own
+/// transaction gives them back: `EntryStore.remove(unchanged:evictedIn:filePath:asWalked:)`).
 extension StoreIndex {
     /// An entry a pass over the folder found: its header, what stands for its `stat`, and its
     /// row when it has one (a large entry's file found without one has none).
