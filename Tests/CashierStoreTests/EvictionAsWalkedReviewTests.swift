@@ -1,0 +1,56 @@
+import CashierSQLite
+import CashierStore
+import CashierStoreSupport
+import CashierTestSupport
+import Foundation
+import Testing
+
+/// A hostile review of the removal by the walk's row ids (`EntryStore.walkEvictionOrder` and
+/// `remove(unchanged:evictedIn:filePath:asWalked:)`): a snapshot equal to the walk's must mean
+/// the rows the ids name are the rows the walk read.
+@Suite struct EvictionAsWalkedReviewTests {
+    let folder = TemporaryFolder()
+
+    init() throws {
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+    }
+
+    /// Ten rows `prefix0`…`prefix9` of 10 bytes, `prefix0` least recently used.
+    private static func fill(_ store: EntryStore, _ prefix: String) throws {
+        for index in 0..<10 {
+            try store.upsert(
+                StoreEntry(key: "\(prefix)\(index)", location: .row, size: 10, lastUse: Int64(index)), record: [1])
+        }
+    }
+
+    /// The walk's first `count` victims with their ids.
+    private static func walk(_ store: EntryStore, _ count: Int) throws -> (
+        victims: [StoreEntry], rowIDs: [Int64], walked: StoreSnapshot
+    ) {
+        var (victims, rowIDs): ([StoreEntry], [Int64]) = ([], [])
+        let walked = try store.walkEvictionOrder(.leastRecentlyUsed) { entry, rowID in
+            victims.append(entry)
+            rowIDs.append(rowID)
+            return victims.count < count
+        }
+        return (victims, rowIDs, try #require(walked))
+    }
+
+    /// The snapshot names no file: a fresh connection's `data_version` and `total_changes()`
+    /// start from the same values, so a walk of one store and the removal through another
+    /// store opened later on the same path (the folder removed and made again, then written
+    /// as the first was) compare equal, and the first store's ids delete the second's rows.
+    /// The removal must find none of the walked keys (they are not in the new store).
+    @Test func aWalkOfAStoreSinceReplacedDeletesNoRowOfTheNewStoreByID() throws {
+        let first = try EntryStore(folder: folder.path)
+        try Self.fill(first, "old")
+        let (victims, rowIDs, walked) = try Self.walk(first, 3)
+        try FileManager.default.removeItem(at: folder.url)
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        let second = try EntryStore(folder: folder.path)
+        try Self.fill(second, "new")
+        let removed = try second.remove(unchanged: victims, evictedIn: .leastRecentlyUsed, asWalked: (rowIDs, walked))
+        #expect(removed.removed.isEmpty, "reported the old store's keys removed from the new one")
+        #expect(try second.keys().sorted() == (0..<10).map { "new\($0)" }, "the new store's rows were deleted by id")
+    }
+}
