@@ -53,4 +53,18 @@ import Testing
         #expect(removed.removed.isEmpty, "reported the old store's keys removed from the new one")
         #expect(try second.keys().sorted() == (0..<10).map { "new\($0)" }, "the new store's rows were deleted by id")
     }
+
+    /// Holds at ec0561a (the path check): the same store's removal, once another store has
+    /// taken its path, goes row by row in the file it has open and leaves the new store's rows.
+    @Test func theSameStoresRemovalAfterItsPathWasTakenLeavesTheNewStoresRows() throws {
+        let first = try EntryStore(folder: folder.path)
+        try Self.fill(first, "old")
+        let (victims, rowIDs, walked) = try Self.walk(first, 3)
+        try FileManager.default.removeItem(at: folder.url)
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        let second = try EntryStore(folder: folder.path)
+        try Self.fill(second, "new")
+        _ = try? first.remove(unchanged: victims, evictedIn: .leastRecentlyUsed, asWalked: (rowIDs, walked))
+        #expect(try second.keys().sorted() == (0..<10).map { "new\($0)" })
+    }
 }
