@@ -65,12 +65,14 @@ extension EntryStore {
         return before ?? nil
     }
 
-    /// What the writer knows of the store's changes: every other connection's commits (in any
-    /// process: `PRAGMA data_version`, with the writer's generation) and its own rows changed
-    /// (`total_changes()`, rolled back or not). Equal twice: nothing was committed between.
+    /// What the writer knows of the store's changes: which writer it is, every other
+    /// connection's commits (in any process: `PRAGMA data_version`, with the writer's
+    /// generation) and its own rows changed (`total_changes()`, rolled back or not). Equal
+    /// twice: the same file, and nothing was committed between.
     func snapshot(of connection: StoreConnection) throws(SQLiteError) -> StoreSnapshot {
         StoreSnapshot(
-            dataVersion: try dataVersion(of: connection), changes: try connection.integer(.totalChanges) ?? -1)
+            connection: connection.serial, dataVersion: try dataVersion(of: connection),
+            changes: try connection.integer(.totalChanges) ?? -1)
     }
 
     /// The keys one statement puts in the ghost (``rememberEvicted(_:_:)``).

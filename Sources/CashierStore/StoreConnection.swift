@@ -43,6 +43,11 @@ final class StoreConnection {
     /// Set for the last run of a call that found the volume full, when a removal may evict large
     /// entries to make room (EntryStore+Reserve.swift); cleared when the call returns.
     var evictsForRoom = false
+    /// This connection's number, unique in the process: the writer a ``StoreSnapshot`` was taken
+    /// on. A fresh writer's `data_version` and `total_changes()` are the same whatever file it
+    /// opened, so those alone would call a walk of a store since replaced a walk of the new one.
+    /// (Not the object's address, nor the file's inode: each is reused once the old one is gone.)
+    let serial = ConnectionSerials.shared.next()
 
     init(
         _ sqlite: SQLiteConnection, identity: FileIdentity?, busyTimeout: Int32, isExclusive: Bool = false,
@@ -219,6 +224,20 @@ final class StoreConnection {
 
     func integer(_ sql: String) throws(SQLiteError) -> Int64? { try sqlite.integer(sql) }
     var changes: Int { sqlite.changes }
+}
+
+/// Numbers the store's connections in the process (``StoreConnection/serial``).
+final class ConnectionSerials: @unchecked Sendable {
+    static let shared = ConnectionSerials()
+    private let lock = NSLock()
+    private var last: Int64 = 0 // under `lock`
+
+    func next() -> Int64 {
+        lock.withLock {
+            last += 1
+            return last
+        }
+    }
 }
 
 /// The statements the store runs more than once: an array slot each in ``StoreConnection``,

@@ -47,8 +47,12 @@ package struct StoreEntry: Sendable, Equatable {
 }
 
 /// The store as its writer knew it at one moment (``EntryStore/walkEvictionOrder(_:_:)``): two
-/// equal snapshots mean no row changed between them, in any process.
+/// equal snapshots mean one writer connection, to one file, and no row changed between them,
+/// in any process.
 package struct StoreSnapshot: Sendable, Equatable {
+    /// The writer's number (``StoreConnection/serial``): another writer, even to a file at the
+    /// same path, is another store.
+    var connection: Int64
     var dataVersion: Int64
     var changes: Int64
 }

@@ -36,11 +36,11 @@ import Testing
         return (victims, rowIDs, try #require(walked))
     }
 
-    /// The snapshot names no file: a fresh connection's `data_version` and `total_changes()`
-    /// start from the same values, so a walk of one store and the removal through another
-    /// store opened later on the same path (the folder removed and made again, then written
-    /// as the first was) compare equal, and the first store's ids delete the second's rows.
-    /// The removal must find none of the walked keys (they are not in the new store).
+    /// A fresh connection's `data_version` and `total_changes()` start from the same values,
+    /// so a walk of one store and a removal through another store opened later on the same
+    /// path (the folder removed and made again, then written as the first was) agree on both:
+    /// the snapshot also names its writer, and the removal finds none of the walked keys (they
+    /// are not in the new store) instead of deleting the new store's rows by the old ids.
     @Test func aWalkOfAStoreSinceReplacedDeletesNoRowOfTheNewStoreByID() throws {
         let first = try EntryStore(folder: folder.path)
         try Self.fill(first, "old")
@@ -54,8 +54,8 @@ import Testing
         #expect(try second.keys().sorted() == (0..<10).map { "new\($0)" }, "the new store's rows were deleted by id")
     }
 
-    /// Holds at ec0561a (the path check): the same store's removal, once another store has
-    /// taken its path, goes row by row in the file it has open and leaves the new store's rows.
+    /// The same store's removal, once another store has taken its path (`opensItsPath` fails),
+    /// goes row by row in the file it has open and leaves the new store's rows.
     @Test func theSameStoresRemovalAfterItsPathWasTakenLeavesTheNewStoresRows() throws {
         let first = try EntryStore(folder: folder.path)
         try Self.fill(first, "old")

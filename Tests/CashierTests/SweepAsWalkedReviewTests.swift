@@ -30,10 +30,11 @@ import Testing
 
     /// A sweep planned on the folder's store; the folder then removed by another process (the
     /// next read finds the store gone and cannot reopen it: the tier forgets it), made again
-    /// and written as the first was, the tier opening a new store. Applied now, the plan's
-    /// snapshot equals the new store's (a fresh writer counts as the first did), and the walk's
-    /// ids delete the new store's rows, a locked entry's among them, reported as the old keys.
-    /// (More than `DiskTier.unlinksWithoutListing` victims: fewer go row by row, each checked.)
+    /// and written as the first was, the tier opening a new store. Applied now, the plan
+    /// removes nothing: its snapshot names the old store's writer, so the walk's ids are not
+    /// taken for the new store's rows (a fresh writer counts data versions and changes as the
+    /// first did), and none of the old keys is there. (More than
+    /// `DiskTier.unlinksWithoutListing` victims: fewer go row by row, each checked.)
     @Test func aSweepPlannedBeforeTheFolderWasMadeAgainDeletesNoRowOfTheNewStore() throws {
         let disk = DiskTier(folder: folder.path, recheckInterval: 0)
         for index in 0..<100 { try Self.write("old\(index)", disk, locked: index == 99) }

@@ -238,7 +238,7 @@ extension StoreIndex {
         var freed = 0
         // One pass in the order, read as far as it chooses (the rest of the index is not read).
         let walked = try? store.walkEvictionOrder(order) { entry, rowID in
-            guard !excluding.contains(entry.key) else { return true }
+            guard excluding.isEmpty || !excluding.contains(entry.key) else { return true }
             // A large entry's row whose file is gone (an eviction for room that could not commit,
             // reported then) frees nothing and is no eviction: its row goes, unannounced.
             if entry.location == .file,
