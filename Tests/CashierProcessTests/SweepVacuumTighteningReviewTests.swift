@@ -107,4 +107,38 @@ struct SweepVacuumTighteningReviewTests {
         let reopened = Self.cache(folder, minimumFree: 0, events: Locked([]))
         #expect(Set(reopened.keys) == Set(keys).subtracting(allGone), "after a reopening: evicted keys back, or kept ones gone")
     }
+
+    /// The same collection with 64 KiB free: the eviction's transaction finds no room, its rows
+    /// go one a transaction, each frequency-aware eviction remembered in the ghost; a collection
+    /// made for room must never leave the volume with less than it found, nor a log it cannot
+    /// fold back in.
+    ///
+    /// Fails at 108a06e, as at dd564b4 (not a regression): 284 of some 2,900 chosen rows go, the
+    /// store then needs one page more than its file holds, the log (40 KiB) cannot be folded in,
+    /// and the volume is left with 0 bytes free where it had 40 KiB. (Least recently used, with
+    /// no ghost, evicts 2,248 and leaves the 40 KiB.)
+    @Test func aCollectionForRoomOnAVolumeWithAlmostNoRoomLeavesNoLessRoom() throws {
+        let volume = try #require(TighteningVolume.folder)
+        let folder = URL(fileURLWithPath: volume).appendingPathComponent("vacuum-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let events = Locked<[CacheEvent]>([])
+        let cache = Self.cache(folder, minimumFree: 3 << 20, events: events)
+        for index in 0..<Self.rows {
+            let key = "row-\(index)"
+            try cache.set(StressSession.value(for: key, bytes: 1_000, seed: UInt64(index)), for: CacheKey<Data>(key))
+        }
+        cache.waitForBackgroundWork()
+        let filler = TighteningVolume.fill(volume, leaving: 64 << 10)
+        defer { unlink(filler) }
+        let freeBefore = FullVolume.freeBytes(volume)
+        cache.collectGarbage()
+        cache.waitForBackgroundWork()
+        let freeAfter = FullVolume.freeBytes(volume)
+        let log = (try? FileManager.default.attributesOfItem(atPath: folder.path + "/store.sqlite-wal"))?[.size] as? Int
+        #expect(
+            freeAfter >= freeBefore,
+            "the collection took the volume from \(freeBefore) to \(freeAfter) bytes free; the folder holds \(FullVolume.describe(folder))"
+        )
+        #expect(log == 0, "a log of \(log ?? -1) bytes stays")
+    }
 }
