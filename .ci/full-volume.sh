@@ -4,5 +4,9 @@
 # check that every write that returned reads back whole, then that removals give space back and
 # writes resume in the test process, in a fresh process and after `cashier-tool prune`.
 set -euo pipefail
-exec "$(dirname "$0")/volume-tests.sh" full-volume 2m CASHIER_FULL_VOLUME FullVolume \
+"$(dirname "$0")/volume-tests.sh" full-volume 2m CASHIER_FULL_VOLUME FullVolume \
     "full volume (removeValue)" "full volume (removeAllWhere)"
+# Large sweeps on a volume with little room (Tests/CashierStoreTests/SweepVacuumSmallVolumeReviewTests.swift),
+# on a tmpfs of their own: they fill it, so they do not run beside the suites above.
+exec "$(dirname "$0")/volume-tests.sh" sweep-small-volume 16m CASHIER_FULL_VOLUME SweepVacuumSmallVolume \
+    "sweep on a volume with"

@@ -215,24 +215,39 @@ extension EntryStore {
     /// Works in steps of ``reclaimStep`` pages, each its own transaction, so writers (this
     /// process's and others') wait for one step, not the whole reclaim: 100,000 entries of 187
     /// bytes, half evicted, give back 17.5 MB in about 56 ms (`cashier-ratios --only
-    /// sqlite-evict-reclaim` times a whole eviction, this included).
+    /// sqlite-evict-reclaim` times a whole eviction, this included). A step whose log finds no
+    /// room on the volume goes again an eighth as large (down to a page), each folded in and cut
+    /// back: 512 pages a step, on a volume another app filled, gave nothing back, and garbage
+    /// collection for `minimumFreeDiskSpace` evicted again and again for room it never got.
     @discardableResult
     package func reclaimSpace(pages: Int = 1 << 20, foldingLog: Bool = true) throws(StoreError) -> Int {
         let before = storeFileBytes()
         var remaining = max(0, pages)
         var vacuumed = false
+        var stepPages = Self.reclaimStep
         while remaining > 0 {
-            let step = min(remaining, Self.reclaimStep)
-            let freed = try withWriter(until: MonotonicDeadline(milliseconds: 0)) {
-                connection throws(SQLiteError) -> Int in
-                let free = Int(try connection.integer(.freePages) ?? 0)
-                guard free > 0 else { return 0 }
-                try connection.sqlite.execute("PRAGMA incremental_vacuum(\(step))")
-                return free - Int(try connection.integer(.freePages) ?? 0)
+            let step = min(remaining, stepPages)
+            let freed: Int
+            do throws(StoreError) {
+                freed = try withWriter(until: MonotonicDeadline(milliseconds: 0)) {
+                    connection throws(SQLiteError) -> Int in
+                    let free = Int(try connection.integer(.freePages) ?? 0)
+                    guard free > 0 else { return 0 }
+                    try connection.sqlite.execute("PRAGMA incremental_vacuum(\(step))")
+                    return free - Int(try connection.integer(.freePages) ?? 0)
+                }
+            } catch .failed(let error) where error.primaryCode == SQLiteCode.full && stepPages > 1 {
+                // The log had no room for the step's pages (another app filled the volume since the
+                // store measured it): the log is folded in and cut back, and the pages go in
+                // smaller steps, each folded in, so the log never needs more than a step's room.
+                _ = try? checkpoint()
+                stepPages = max(1, stepPages / 8)
+                continue
             }
             guard freed > 0 else { break }
             vacuumed = true
             remaining -= freed
+            if stepPages < Self.reclaimStep { _ = try? checkpoint() }
         }
         guard vacuumed || foldingLog || keepsLogSmall || logExceedsRemovalBound else { return 0 }
         try checkpoint()

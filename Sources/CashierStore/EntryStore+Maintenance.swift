@@ -137,7 +137,11 @@ extension EntryStore {
             var outcome = StoreRemovals()
             for entry in entries {
                 do throws(StoreError) {
-                    outcome.removed += try removeInOneTransaction([entry], evictedIn: order, filePath: filePath)
+                    // Not remembered in the ghost (it only sharpens the order): its keys took pages
+                    // the store file did not have, which the log, the only room left, then could
+                    // not be folded into (a collection for room on a volume with 40 KiB free left
+                    // it none). A key evicted so comes back new if written again.
+                    outcome.removed += try removeInOneTransaction([entry], evictedIn: nil, filePath: filePath)
                 } catch .failed(let error) where error.primaryCode == SQLiteCode.full {
                     outcome.awaitingRoom.append(entry)
                 } catch {

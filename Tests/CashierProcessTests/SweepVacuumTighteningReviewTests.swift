@@ -44,13 +44,11 @@ struct SweepVacuumTighteningReviewTests {
     /// collection evicts nothing more, and a cache opened afterwards finds exactly the keys not
     /// evicted.
     ///
-    /// Fails at 108a06e (and with the in-transaction vacuum disabled: not a regression of
-    /// 2808c42, whose vacuum meets the full volume and is dropped here): the rows go, but the
-    /// sweep's reclaim vacuums `EntryStore.reclaimStep` (512) pages a transaction, whose log
-    /// (about 2 MiB) never fits, so no page goes back; the next collection finds the volume as
-    /// full and evicts again (613 of the 613 rows left at 512 KiB free, 1,441 of 1,558 at
-    /// 1.5 MiB). A reclaim that goes again in smaller steps on `SQLITE_FULL`, each folded in
-    /// and cut back, gives 3.2 to 3.4 MiB back and passes.
+    /// The sweep's reclaim vacuums `EntryStore.reclaimStep` (512) pages a transaction, whose log
+    /// (about 2 MiB) does not fit here: a step that finds the volume full goes again in smaller
+    /// steps, each folded in and cut back (`EntryStore.reclaimSpace`). Before, no page went back
+    /// and the next collection, finding the volume as full, evicted again (613 of the 613 rows
+    /// left at 512 KiB free, 1,441 of 1,558 at 1.5 MiB); now 3.2 to 3.4 MiB come back.
     @Test(arguments: [512 << 10, 1_536 << 10])
     func aLargeCollectionForRoomOnAVolumeFilledSinceOpeningGivesTheRoomBack(left: Int) throws {
         let volume = try #require(TighteningVolume.folder)
@@ -97,26 +95,29 @@ struct SweepVacuumTighteningReviewTests {
         let evictedAgain = events.withLock { $0 }.count - seen.count
         #expect(
             evictedAgain == 0,
-            "a second collection evicted \(evictedAgain) more of \(Self.rows - evicted.count) left, for room the first did not give back (\(FullVolume.freeBytes(volume)) bytes free now)")
-        let allGone = Set(events.withLock { $0 }.compactMap { event -> String? in
-            if case .evicted(let key, _) = event { key } else { nil }
-        })
+            "a second collection evicted \(evictedAgain) more of \(Self.rows - evicted.count) left, for room the first did not give back (\(FullVolume.freeBytes(volume)) bytes free now)"
+        )
+        let allGone = Set(
+            events.withLock { $0 }.compactMap { event -> String? in
+                if case .evicted(let key, _) = event { key } else { nil }
+            })
         cache = nil
         unlink(filler)
 
         let reopened = Self.cache(folder, minimumFree: 0, events: Locked([]))
-        #expect(Set(reopened.keys) == Set(keys).subtracting(allGone), "after a reopening: evicted keys back, or kept ones gone")
+        #expect(
+            Set(reopened.keys) == Set(keys).subtracting(allGone),
+            "after a reopening: evicted keys back, or kept ones gone")
     }
 
     /// The same collection with 64 KiB free: the eviction's transaction finds no room, its rows
-    /// go one a transaction, each frequency-aware eviction remembered in the ghost; a collection
-    /// made for room must never leave the volume with less than it found, nor a log it cannot
+    /// go one a transaction; a collection made for room must never leave the volume with less than it found, nor a log it cannot
     /// fold back in.
     ///
-    /// Fails at 108a06e, as at dd564b4 (not a regression): 284 of some 2,900 chosen rows go, the
-    /// store then needs one page more than its file holds, the log (40 KiB) cannot be folded in,
-    /// and the volume is left with 0 bytes free where it had 40 KiB. (Least recently used, with
-    /// no ghost, evicts 2,248 and leaves the 40 KiB.)
+    /// Rows that go one a transaction are not remembered in the ghost. When they were, 284 of
+    /// some 2,900 chosen rows went, the ghost's keys needed a page more than the store file held,
+    /// the log (40 KiB) could not be folded in, and the volume was left with 0 bytes free where
+    /// it had 40 KiB. (Least recently used, with no ghost, evicted 2,248 and left the 40 KiB.)
     @Test func aCollectionForRoomOnAVolumeWithAlmostNoRoomLeavesNoLessRoom() throws {
         let volume = try #require(TighteningVolume.folder)
         let folder = URL(fileURLWithPath: volume).appendingPathComponent("vacuum-\(UUID().uuidString)")

@@ -55,8 +55,9 @@ import Testing
         }
         #expect(wrong.isEmpty, "\(wrong.count) keys read otherwise than the evictions say, e.g. \(wrong.prefix(5))")
         // The limit is on what the folder occupies (rows are stored smaller than their entries' sizes).
-        let store = (try? FileManager.default.attributesOfItem(atPath: folder.path + "/" + DiskTier.storeFileName))?[
-            .size] as? Int ?? .max
+        let store =
+            (try? FileManager.default.attributesOfItem(atPath: folder.path + "/" + DiskTier.storeFileName))?[
+                .size] as? Int ?? .max
         #expect(store <= limit, "the store file takes \(store) bytes, over a limit of \(limit)")
         second = nil
 

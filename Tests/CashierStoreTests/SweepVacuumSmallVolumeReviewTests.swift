@@ -48,7 +48,7 @@ enum SmallVolume {
 @Suite(
     .serialized,
     .enabled(if: SmallVolume.folder != nil, "CASHIER_FULL_VOLUME does not name a folder on a small volume: skipped"))
-struct SweepVacuumFullVolumeReviewTests {
+struct SweepVacuumSmallVolumeReviewTests {
     /// `count` rows of 1,000 bytes each (their records random, so not stored smaller), `r0` least
     /// recently used, in a store of a folder of its own on the small volume.
     static func rows(_ count: Int, in folder: String) throws -> EntryStore {
