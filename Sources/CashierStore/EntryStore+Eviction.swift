@@ -46,9 +46,17 @@ extension EntryStore {
     /// walk began: given back to ``remove(unchanged:evictedIn:filePath:asWalked:)`` with the ids,
     /// it lets the removal delete the rows by id when nothing was committed since. Nil when
     /// this process's writer was busy (a write under way) or the store is opened exclusively.
-    package func walkEvictionOrder(_ order: StoreEvictionOrder, _ body: (StoreEntry, _ rowID: Int64) -> Bool)
-        throws(StoreError) -> StoreSnapshot?
-    {
+    ///
+    /// `measuring`: called first, in the walk's own read transaction, with what the entries
+    /// occupy as that snapshot has them (``StoreMeasure``); the walk goes on only if it answers
+    /// true. A measure of its own before the walk counted, as entries, pages a commit had given
+    /// back while a reader of another process held the log (the file is cut back at a checkpoint:
+    /// a second sweep chose every row left), and another process's sweep committed between the
+    /// two evicted its overrun twice.
+    package func walkEvictionOrder(
+        _ order: StoreEvictionOrder, measuring: ((StoreMeasure) -> Bool)? = nil,
+        _ body: (StoreEntry, _ rowID: Int64) -> Bool
+    ) throws(StoreError) -> StoreSnapshot? {
         // Taken before the walk's read transaction begins: a commit between the two is in what
         // the walk reads, and in what the removal finds changed (it then checks every row).
         let before = try? withWriterIfFree { connection throws(SQLiteError) -> StoreSnapshot? in
@@ -60,9 +68,20 @@ extension EntryStore {
         try withReader { connection throws(SQLiteError) in
             try connection.step(.beginRead)
             defer { _ = try? connection.step(.commit) }
+            if let measuring, !measuring(try measure(connection)) { return }
             try walk(order, limit: -1, connection) { id, entry in body(entry, id) }
         }
         return before ?? nil
+    }
+
+    /// What the entries occupy in `connection`'s snapshot (``StoreMeasure``).
+    private func measure(_ connection: StoreConnection) throws(SQLiteError) -> StoreMeasure {
+        let files = Int(clamping: try connection.integer(.fileBytes) ?? 0)
+        let pages = (try connection.integer(.pageCount) ?? 0) - (try connection.integer(.freePages) ?? 0)
+        let (used, overflow) = max(0, pages).multipliedReportingOverflow(by: try connection.integer(.pageSize) ?? 0)
+        return StoreMeasure(
+            occupied: files.addingClamped(overflow ? .max : Int(clamping: used)).addingClamped(fileSize(path + "-shm")),
+            entries: Int(clamping: try connection.integer(.totalSize) ?? 0))
     }
 
     /// What the writer knows of the store's changes: which writer it is, every other

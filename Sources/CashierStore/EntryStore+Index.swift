@@ -152,7 +152,7 @@ extension EntryStore {
     /// Bytes the store's own files hold: the store, its `-wal` and its `-shm`.
     package func storeFileBytes() -> Int { fileSize(path) + fileSize(path + "-wal") + fileSize(path + "-shm") }
 
-    private func fileSize(_ path: String) -> Int {
+    func fileSize(_ path: String) -> Int {
         var info = stat()
         return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }

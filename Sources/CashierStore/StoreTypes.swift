@@ -57,6 +57,16 @@ package struct StoreSnapshot: Sendable, Equatable {
     var changes: Int64
 }
 
+/// What a sweep measures in its walk's read transaction (``EntryStore/walkEvictionOrder(_:measuring:_:)``).
+package struct StoreMeasure: Sendable, Equatable {
+    /// Bytes the entries occupy: the large entries' files, the store's pages in use as the
+    /// snapshot has them (pages its log adds or gives back included, free pages not) and its
+    /// `-shm`; not the log's own bytes, which the next checkpoint gives back.
+    package var occupied: Int
+    /// The entries' sizes added up (``EntryStore/totalSize()``): what evicting them is counted in.
+    package var entries: Int
+}
+
 /// The first use of a row a read found never used since written (`frequency = 0`): recorded on
 /// that row only, the one whose `last_use` is still `written` (``EntryStore/recordUses(_:granularity:firstUses:)``).
 package struct StoreFirstUse: Sendable, Equatable {

@@ -8,13 +8,12 @@ import Testing
 
 @testable import Cashier
 
-/// A hostile review of 2808c42: a sweep of more than `EntryStore.movesPerSweep` rows gives its
-/// free pages back inside its own transaction, so its commit leaves no free page, but the store
-/// file keeps its length until a checkpoint copies the log back. A sweep measures what the
-/// folder occupies as the store file's length less its free pages (`occupiedBytes(includingLog:
-/// false, includingFreePages: false)`): before the checkpoint, the pages given back are counted
-/// as entries. A reader (any process) holding a snapshot from before the sweep keeps every
-/// checkpoint from getting there, and two processes sweeping at once meet the same window.
+/// A hostile review of how a sweep measures the folder. A sweep of more than
+/// `EntryStore.movesPerSweep` rows gives its free pages back inside its own transaction, so its
+/// commit leaves no free page, but the store file keeps its length until a checkpoint copies the
+/// log back, and a reader (any process) holding a snapshot from before the sweep keeps every
+/// checkpoint from getting there. A sweep now measures in its walk's own read transaction, by
+/// the store's page count there (`EntryStore.walkEvictionOrder(_:measuring:_:)`).
 @Suite struct SweepVacuumMeasureReviewTests {
     let folder = TemporaryFolder()
 
@@ -34,13 +33,10 @@ import Testing
     /// first sweep to a limit of 700 kB (about a third) evicts well over 256 rows; a second sweep to the same
     /// limit, right after it, must choose nothing: the folder is within the limit.
     ///
-    /// Fails at 108a06e: the second sweep measures the store file as long as before the first
-    /// (its pages went back in the commit, the file is cut only at a checkpoint the reader
-    /// holds off) with no free page to subtract, and chooses all 441 rows left: a reader of
-    /// another process that stays empties the cache, sweep after sweep. Not a regression: with
-    /// the in-transaction vacuum disabled the sweep's reclaim (its own commit) does the same.
-    /// Measuring the snapshot's `page_count` (less its free pages) instead of the file's length
-    /// passes.
+    /// Measured by the store file's length, as before, the second sweep found the file as long
+    /// as before the first (its pages went back in the commit, the file is cut only at a
+    /// checkpoint the reader holds off) with no free page to subtract, and chose all 441 rows
+    /// left: a reader of another process that stays emptied the cache, sweep after sweep.
     @Test func aSecondSweepRightAfterALargeOneChoosesNothingWhileAReaderHoldsTheLog() throws {
         let disk = DiskTier(folder: folder.path, recheckInterval: 0)
         for index in 0..<2_000 { try Self.write("k\(index)", disk) }
@@ -61,7 +57,8 @@ import Testing
         let second = disk.planSweep(limits: limits, at: 101)
         #expect(
             second.choices.count == 0,
-            "a second sweep chose \(second.choices.count) more rows of the \(2_000 - removed.count) left, within the limit")
+            "a second sweep chose \(second.choices.count) more rows of the \(2_000 - removed.count) left, within the limit"
+        )
         #expect(try reader.integer("SELECT count(*) FROM entry") == 2_000, "the reader's snapshot moved")
     }
 
@@ -70,14 +67,13 @@ import Testing
     /// the free space, through a store connection of its own). The walk must not go on to evict
     /// what the measure counted, from what the other sweep left.
     ///
-    /// Fails at 108a06e, as at dd564b4 (not a regression): the measure and the walk are two read
-    /// transactions, and the walk's snapshot (ec0561a) is taken after the measure, so the
-    /// collection evicts the 2,000 rows' overrun again from the 441 the other sweep left: all of
-    /// them. Comparing the writer's `data_version` before the measure with the walk's snapshot,
-    /// and measuring again when they differ, passes.
+    /// When the measure and the walk were two read transactions, the collection evicted the
+    /// 2,000 rows' overrun again from the 441 the other sweep left: all of them. The measure is
+    /// now made in the walk's own snapshot.
     @Test func aCollectionWhoseWalkFollowsAnotherProcesssSweepEvictsOnlyWhatIsStillOver() throws {
         let armed = Locked<(@Sendable () -> Void)?>(nil)
-        let disk = DiskTier(folder: folder.path, fileSystem: HookedSpace(hook: armed), usesStore: true, recheckInterval: 0)
+        let disk = DiskTier(
+            folder: folder.path, fileSystem: HookedSpace(hook: armed), usesStore: true, recheckInterval: 0)
         for index in 0..<2_000 { try Self.write("k\(index)", disk) }
         let limit = 700_000
         // The other process: the same sweep to the same limit, on a connection of its own.
@@ -106,17 +102,17 @@ import Testing
         let left = try other.occupiedBytes(includingLog: false, includingFreePages: false)
         #expect(
             left >= limit / 2,
-            "the collection evicted \(removed.count) of the \(leftByOther) rows the other sweep left: \(left) bytes left under a limit of \(limit)")
+            "the collection evicted \(removed.count) of the \(leftByOther) rows the other sweep left: \(left) bytes left under a limit of \(limit)"
+        )
     }
 
     /// 2,500 rows of 1,000 bytes (three to a page); a sweep to a limit of 1 MB. What it evicts
     /// is counted in entries' sizes against an overrun measured in pages: the folder must be
     /// left near the limit's sweep target (90 to 95%), not at a fraction of it.
     ///
-    /// Fails at 108a06e, as at dd564b4 (not a regression): the overrun is 2.8 MB of pages, the
-    /// sweep frees 2.8 MB of entries, some 2,400 of 2,500 rows, and leaves the store at about a
-    /// fifth of the limit. Two processes whose sweeps meet a large overrun (a relaunch with a
-    /// lower limit) see it: SweepVacuumProcessReviewTests kept 125 of 2,650 rows under 1 MB.
+    /// Unscaled, the overrun was 2.8 MB of pages and the sweep freed 2.8 MB of entries, some
+    /// 2,400 of 2,500 rows, leaving the store at about a fifth of the limit; a large overrun is
+    /// now scaled by the entries' bytes to the bytes they occupy.
     @Test func aLargeSweepLeavesTheFolderNearItsLimitNotAFractionOfIt() throws {
         let disk = DiskTier(folder: folder.path, recheckInterval: 0)
         for index in 0..<2_500 { try Self.write(String(format: "k%05d", index), disk, bytes: 1_000) }

@@ -209,35 +209,48 @@ extension StoreIndex {
         // at it: it never waits) is not what entries take: counted, it had a sweep evict nearly
         // everything. It goes at the next checkpoint, and `waitForBackgroundWork` settles it.
         _ = try? store.checkpoint()
-        guard let occupied = try? store.occupiedBytes(includingLog: false, includingFreePages: false) else {
-            return ([], nil)
-        }
-        disk.storeState.withLock { $0.occupiedEstimate = occupied }
-        if let startingAbove, occupied <= startingAbove {
-            disk.storeState.withLock { $0.fruitlessSweepAt = nil }
-            return ([], nil)
-        }
-        var needed = 0
-        if var limit {
-            if let largeLimit, occupied.subtractingClamped(limit) > occupied / 10 { limit = largeLimit }
-            needed = occupied.subtractingClamped(limit).subtractingClamped(freedFirst)
-        }
-        if let minimumFreeSpace, var free = disk.fileSystem.availableCapacity(disk.folder) {
+        var free: Int?
+        if let minimumFreeSpace, var measured = disk.fileSystem.availableCapacity(disk.folder) {
             // Free pages the store holds (removals of single keys leave them, up to a batch) are
             // room for the volume once given back: that first (a reclaim with none to give back
             // reads the free-page count and stops), then entries for what is missing. A reader
             // of another process may keep the store file from being cut back: the vacuum then
             // only lengthened the log, and the room measured before stands.
-            if free < minimumFreeSpace, (try? store.reclaimSpace(foldingLog: false)) ?? 0 > 0 {
-                free = max(free, disk.fileSystem.availableCapacity(disk.folder) ?? free)
+            if measured < minimumFreeSpace, (try? store.reclaimSpace(foldingLog: false)) ?? 0 > 0 {
+                measured = max(measured, disk.fileSystem.availableCapacity(disk.folder) ?? measured)
             }
-            needed = max(needed, minimumFreeSpace.subtractingClamped(free).subtractingClamped(freedFirst))
+            free = measured
         }
-        guard needed > 0 else { return ([], nil) }
+        var occupied: Int?
+        var needed = 0
+        // Measured in the walk's own snapshot (`EntryStore.walkEvictionOrder(_:measuring:_:)`).
+        let measure = { [disk] (measure: StoreMeasure) -> Bool in
+            occupied = measure.occupied
+            disk.storeState.withLock { $0.occupiedEstimate = measure.occupied }
+            if let startingAbove, measure.occupied <= startingAbove { return false }
+            var over = 0
+            if var limit {
+                if let largeLimit, measure.occupied.subtractingClamped(limit) > measure.occupied / 10 {
+                    // What is over is counted in the store's pages, what eviction frees in the
+                    // entries' sizes: rows of 1 KB, three to a 4 KiB page, had a sweep to 1 MB evict
+                    // 2,400 of 2,500. A large overrun is scaled by the entries' bytes to the bytes
+                    // they occupy (never up), its target a tenth under the limit leaving room for
+                    // what does not shrink with them (the `-shm`, the schema's pages).
+                    limit = largeLimit
+                    let scale = min(1, Double(measure.entries) / Double(max(1, measure.occupied)))
+                    over = Int(Double(measure.occupied.subtractingClamped(limit)) * scale)
+                } else {
+                    over = measure.occupied.subtractingClamped(limit)
+                }
+            }
+            if let minimumFreeSpace, let free { over = max(over, minimumFreeSpace.subtractingClamped(free)) }
+            needed = over.subtractingClamped(freedFirst)
+            return needed > 0
+        }
         var victims: [DiskTier.Choice] = []
         var freed = 0
         // One pass in the order, read as far as it chooses (the rest of the index is not read).
-        let walked = try? store.walkEvictionOrder(order) { entry, rowID in
+        let walked = try? store.walkEvictionOrder(order, measuring: measure) { entry, rowID in
             guard excluding.isEmpty || !excluding.contains(entry.key) else { return true }
             // A large entry's row whose file is gone (an eviction for room that could not commit,
             // reported then) frees nothing and is no eviction: its row goes, unannounced.
@@ -256,6 +269,7 @@ extension StoreIndex {
                     size: entry.size, stored: entry, rowID: rowID))
             return freed < needed
         }
+        guard let occupied else { return ([], nil) }
         // Locked entries are never evicted (they are not candidates): a folder of locked entries
         // may stay over its limit, and is not swept again until it grows (see `fruitlessSweepAt`).
         disk.storeState.withLock { $0.fruitlessSweepAt = freed < needed ? occupied : nil }
