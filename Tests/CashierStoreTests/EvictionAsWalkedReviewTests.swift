@@ -15,25 +15,19 @@ import Testing
         try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
     }
 
-    /// Ten rows `prefix0`…`prefix9` of 10 bytes, `prefix0` least recently used.
-    private static func fill(_ store: EntryStore, _ prefix: String) throws {
-        for index in 0..<10 {
-            try store.upsert(
-                StoreEntry(key: "\(prefix)\(index)", location: .row, size: 10, lastUse: Int64(index)), record: [1])
-        }
-    }
-
-    /// The walk's first `count` victims with their ids.
-    private static func walk(_ store: EntryStore, _ count: Int) throws -> (
-        victims: [StoreEntry], rowIDs: [Int64], walked: StoreSnapshot
+    /// A store of ten rows `old0`…`old9`, the walk's first three victims; then its folder removed
+    /// and made again, and a second store there of ten rows `new0`…`new9`.
+    private func walkThenReplace() throws -> (
+        first: EntryStore, second: EntryStore, victims: [StoreEntry], rowIDs: [Int64], walked: StoreSnapshot
     ) {
-        var (victims, rowIDs): ([StoreEntry], [Int64]) = ([], [])
-        let walked = try store.walkEvictionOrder(.leastRecentlyUsed) { entry, rowID in
-            victims.append(entry)
-            rowIDs.append(rowID)
-            return victims.count < count
-        }
-        return (victims, rowIDs, try #require(walked))
+        let first = try EntryStore(folder: folder.path)
+        try first.fillTen("old")
+        let (victims, rowIDs, walked) = try first.walkOldest(3)
+        try FileManager.default.removeItem(at: folder.url)
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        let second = try EntryStore(folder: folder.path)
+        try second.fillTen("new")
+        return (first, second, victims, rowIDs, walked)
     }
 
     /// A fresh connection's `data_version` and `total_changes()` start from the same values,
@@ -42,13 +36,7 @@ import Testing
     /// the snapshot also names its writer, and the removal finds none of the walked keys (they
     /// are not in the new store) instead of deleting the new store's rows by the old ids.
     @Test func aWalkOfAStoreSinceReplacedDeletesNoRowOfTheNewStoreByID() throws {
-        let first = try EntryStore(folder: folder.path)
-        try Self.fill(first, "old")
-        let (victims, rowIDs, walked) = try Self.walk(first, 3)
-        try FileManager.default.removeItem(at: folder.url)
-        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
-        let second = try EntryStore(folder: folder.path)
-        try Self.fill(second, "new")
+        let (_, second, victims, rowIDs, walked) = try walkThenReplace()
         let removed = try second.remove(unchanged: victims, evictedIn: .leastRecentlyUsed, asWalked: (rowIDs, walked))
         #expect(removed.removed.isEmpty, "reported the old store's keys removed from the new one")
         #expect(try second.keys().sorted() == (0..<10).map { "new\($0)" }, "the new store's rows were deleted by id")
@@ -57,13 +45,7 @@ import Testing
     /// The same store's removal, once another store has taken its path (`opensItsPath` fails),
     /// goes row by row in the file it has open and leaves the new store's rows.
     @Test func theSameStoresRemovalAfterItsPathWasTakenLeavesTheNewStoresRows() throws {
-        let first = try EntryStore(folder: folder.path)
-        try Self.fill(first, "old")
-        let (victims, rowIDs, walked) = try Self.walk(first, 3)
-        try FileManager.default.removeItem(at: folder.url)
-        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
-        let second = try EntryStore(folder: folder.path)
-        try Self.fill(second, "new")
+        let (first, second, victims, rowIDs, walked) = try walkThenReplace()
         _ = try? first.remove(unchanged: victims, evictedIn: .leastRecentlyUsed, asWalked: (rowIDs, walked))
         #expect(try second.keys().sorted() == (0..<10).map { "new\($0)" })
     }

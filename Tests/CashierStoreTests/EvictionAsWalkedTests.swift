@@ -18,20 +18,9 @@ import Testing
     }
 
     /// Ten rows `k0`…`k9`, `k0` least recently used; then the walk's first `count` victims.
-    private func walkOldest(_ count: Int, in store: EntryStore? = nil) throws -> (
-        victims: [StoreEntry], rowIDs: [Int64], walked: StoreSnapshot
-    ) {
-        let store = store ?? self.store
-        for index in 0..<10 {
-            try store.upsert(StoreEntry(key: "k\(index)", location: .row, size: 10, lastUse: Int64(index)), record: [1])
-        }
-        var (victims, rowIDs): ([StoreEntry], [Int64]) = ([], [])
-        let walked = try store.walkEvictionOrder(.leastRecentlyUsed) { entry, rowID in
-            victims.append(entry)
-            rowIDs.append(rowID)
-            return victims.count < count
-        }
-        return (victims, rowIDs, try #require(walked))
+    private func walkOldest(_ count: Int) throws -> (victims: [StoreEntry], rowIDs: [Int64], walked: StoreSnapshot) {
+        try store.fillTen("k")
+        return try store.walkOldest(count)
     }
 
     @Test func withNothingCommittedSinceTheWalkTheRowsGoByItsIDs() throws {
@@ -148,5 +137,26 @@ import Testing
         let swept = try SQLiteConnection(path: store.path, flags: SQLiteCode.openReadOnly).texts(ghost)
         #expect(!swept.isEmpty)
         #expect(swept == (try SQLiteConnection(path: checked.path, flags: SQLiteCode.openReadOnly).texts(ghost)))
+    }
+}
+
+extension EntryStore {
+    /// Ten rows `prefix0`…`prefix9` of 10 bytes, `prefix0` least recently used.
+    func fillTen(_ prefix: String) throws {
+        for index in 0..<10 {
+            try upsert(
+                StoreEntry(key: "\(prefix)\(index)", location: .row, size: 10, lastUse: Int64(index)), record: [1])
+        }
+    }
+
+    /// The least-recently-used walk's first `count` victims, with their row ids and its snapshot.
+    func walkOldest(_ count: Int) throws -> (victims: [StoreEntry], rowIDs: [Int64], walked: StoreSnapshot) {
+        var (victims, rowIDs): ([StoreEntry], [Int64]) = ([], [])
+        let walked = try walkEvictionOrder(.leastRecentlyUsed) { entry, rowID in
+            victims.append(entry)
+            rowIDs.append(rowID)
+            return victims.count < count
+        }
+        return (victims, rowIDs, try #require(walked))
     }
 }
