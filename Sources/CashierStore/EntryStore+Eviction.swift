@@ -78,11 +78,18 @@ extension EntryStore {
     private func measure(_ connection: StoreConnection) throws(SQLiteError) -> StoreMeasure {
         let files = Int(clamping: try connection.integer(.fileBytes) ?? 0)
         let pages = (try connection.integer(.pageCount) ?? 0) - (try connection.integer(.freePages) ?? 0)
-        let (used, overflow) = max(0, pages).multipliedReportingOverflow(by: try connection.integer(.pageSize) ?? 0)
+        let pageSize = try connection.integer(.pageSize) ?? 0
+        let (used, overflow) = max(0, pages).multipliedReportingOverflow(by: pageSize)
+        let shm = fileSize(path + "-shm")
         return StoreMeasure(
-            occupied: files.addingClamped(overflow ? .max : Int(clamping: used)).addingClamped(fileSize(path + "-shm")),
-            entries: Int(clamping: try connection.integer(.totalSize) ?? 0))
+            occupied: files.addingClamped(overflow ? .max : Int(clamping: used)).addingClamped(shm),
+            entries: Int(clamping: try connection.integer(.totalSize) ?? 0), files: files,
+            fixed: shm.addingClamped(Self.emptyStorePages * Int(clamping: max(0, min(pageSize, 1 << 16)))))
     }
+
+    /// Pages a store holds with no entry (its schema's tables' and indexes' roots, the pointer
+    /// map, the header): what a sweep does not count as rows' (``StoreMeasure/fixed``).
+    static let emptyStorePages = 10
 
     /// What the writer knows of the store's changes: which writer it is, every other
     /// connection's commits (in any process: `PRAGMA data_version`, with the writer's

@@ -65,6 +65,10 @@ package struct StoreMeasure: Sendable, Equatable {
     package var occupied: Int
     /// The entries' sizes added up (``EntryStore/totalSize()``): what evicting them is counted in.
     package var entries: Int
+    /// The large entries' files, in ``occupied`` and ``entries`` both.
+    package var files: Int
+    /// What does not shrink with the entries: the `-shm` and an empty store's pages.
+    package var fixed: Int
 }
 
 /// The first use of a row a read found never used since written (`frequency = 0`): recorded on

@@ -6,13 +6,14 @@ import Testing
 
 @testable import Cashier
 
-/// A hostile review of c3107a5: a large overrun (over a tenth of what the folder occupies) is
-/// scaled by `min(1, entries / occupied)`, the ratio of the whole folder, and then paid in the
-/// sizes of the entries the eviction order reaches first. When those entries occupy what their
-/// sizes say (large entries' files) and the rest of the folder occupies far more than its sizes
-/// (small values under long keys: the key is in the row, in the record and in the key index),
-/// the sweep frees a fraction of the overrun and leaves the folder over its limit.
-/// `largeSweepTarget` (90%) is documented to leave the folder under the limit after one sweep.
+/// A hostile review of how a large overrun (over a tenth of what the folder occupies) is paid:
+/// scaled by one ratio for the whole folder (`entries / occupied`), it was paid in the sizes of
+/// the entries the eviction order reaches first. When those occupy what their sizes say (large
+/// entries' files) and the rest of the folder far more (small values under long keys: the key is
+/// in the row, in the record and in the key index), the sweep freed a fraction of the overrun
+/// and left the folder over its limit. Now a row's eviction counts as its share of the rows'
+/// pages, a large entry's as its file. `largeSweepTarget` (90%) leaves the folder under the
+/// limit after one sweep.
 @Suite struct SweepScaledOverrunReviewTests {
     let folder = TemporaryFolder()
     let clock = TestClock()
@@ -40,12 +41,9 @@ import Testing
     /// bytes under 300-character keys. A sweep to half of what the folder occupies must leave it
     /// within the limit.
     ///
-    /// Passes at ca80c93; fails at c3107a5: the rows occupy about three times their sizes, so the folder's ratio is
-    /// well under 1; the scaled overrun is paid in the large entries' files, which free only
-    /// their sizes, and the folder is left 15% over its limit (5.91 MB under 5.12 MB). Before (unscaled), the
-    /// sweep evicted the overrun in entries' sizes and left the folder within it. Scaling by
-    /// what the victims themselves occupy (a file: its size; rows: the walk's running share of
-    /// their pages), or only rows' share by rows' ratio, would hold the limit.
+    /// The rows occupy about three times their sizes, so the folder's ratio is well under 1: the
+    /// overrun scaled by it and paid in the large entries' files, which free only their sizes,
+    /// left the folder 15% over its limit (5.91 MB under 5.12 MB).
     @Test func aLargeSweepOfLargeFilesAmongPoorlyPackedRowsLeavesTheFolderWithinItsLimit() throws {
         let disk = DiskTier(folder: folder.path, recheckInterval: 0)
         for index in 0..<80 { try Self.write("large-\(index)", disk, bytes: 50_000, usedAt: 1_000) }
@@ -73,9 +71,8 @@ import Testing
     /// what it occupies: at rest (`waitForBackgroundWork`, which sweeps once more when the folder
     /// is still over) the store and large files must be within the limit and one entry.
     ///
-    /// Holds at c3107a5 (a guard): the first sweep leaves the folder over its limit (as in the
-    /// test above), and the one more sweep `waitForBackgroundWork` runs, whose victims are rows
-    /// of the folder's own ratio, makes it up.
+    /// A guard: with the whole folder's ratio the first sweep left the folder over its limit (as
+    /// in the test above), and the one more sweep `waitForBackgroundWork` runs made it up.
     @Test func aCacheOpenedWithALowerLimitIsWithinItAtRest() throws {
         do {
             let unlimited = makeLimitedCache(
@@ -86,7 +83,8 @@ import Testing
             }
             clock.advance(by: 120)
             for index in 0..<8_000 {
-                try unlimited.set(Data(repeating: UInt8(truncatingIfNeeded: index), count: 60),
+                try unlimited.set(
+                    Data(repeating: UInt8(truncatingIfNeeded: index), count: 60),
                     for: CacheKey<Data>(Self.longKey(index)))
             }
             unlimited.waitForBackgroundWork()
@@ -108,16 +106,16 @@ import Testing
     /// written without a limit, then a cache opened with it. At rest, the folder must be within
     /// the limit and one entry.
     ///
-    /// Passes at ca80c93; fails at c3107a5 (143,360 bytes, 51 entries): the scale `entries / occupied` counts the fixed part as if it shrank with
-    /// the entries, so each large sweep leaves about `fixed + 0.9 × limit × share` (over the
-    /// limit when the fixed part is over a tenth of it), and the sweep after it is large again.
-    /// Scaling only what the entries occupy (occupied less the `-shm` and an empty store's pages)
-    /// would hold it.
+    /// A scale of `entries / occupied` counted the fixed part as if it shrank with the entries:
+    /// each large sweep left about `fixed + 0.9 × limit × share` (over the limit when the fixed
+    /// part is over a tenth of it), and the sweep after it was large again (143,360 bytes, 51
+    /// entries, at rest). The rows' share now leaves the `-shm` and an empty store's pages out.
     @Test func aSmallLimitIsHeldAtRestAfterALargeOverrun() throws {
         do {
             let unlimited = makeLimitedCache(folder, clock: clock, diskLimit: nil, memoryLimit: nil, events: nil)
             for index in 0..<1_500 {
-                try unlimited.set(Data(repeating: UInt8(truncatingIfNeeded: index), count: 1_000),
+                try unlimited.set(
+                    Data(repeating: UInt8(truncatingIfNeeded: index), count: 1_000),
                     for: CacheKey<Data>("row-\(index)"))
                 clock.advance(by: 1)
             }
@@ -129,7 +127,9 @@ import Testing
         cache.waitForBackgroundWork()
         let wal = fileSize(DiskTier.storeFileName + "-wal")
         let after = folder.occupiedBytes - wal
-        #expect(after <= limit + 1_100, "limit \(limit): \(after) occupied at rest (log \(wal) aside), \(cache.count) entries")
+        #expect(
+            after <= limit + 1_100,
+            "limit \(limit): \(after) occupied at rest (log \(wal) aside), \(cache.count) entries")
     }
 
     func fileSize(_ name: String) -> Int {

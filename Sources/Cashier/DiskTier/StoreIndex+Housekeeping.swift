@@ -223,6 +223,8 @@ extension StoreIndex {
         }
         var occupied: Int?
         var needed = 0
+        // What a row's eviction frees for each byte of its size (a large entry's frees its size).
+        var rowFactor = 1.0
         // Measured in the walk's own snapshot (`EntryStore.walkEvictionOrder(_:measuring:_:)`).
         let measure = { [disk] (measure: StoreMeasure) -> Bool in
             occupied = measure.occupied
@@ -231,17 +233,20 @@ extension StoreIndex {
             var over = 0
             if var limit {
                 if let largeLimit, measure.occupied.subtractingClamped(limit) > measure.occupied / 10 {
-                    // What is over is counted in the store's pages, what eviction frees in the
-                    // entries' sizes: rows of 1 KB, three to a 4 KiB page, had a sweep to 1 MB evict
-                    // 2,400 of 2,500. A large overrun is scaled by the entries' bytes to the bytes
-                    // they occupy (never up), its target a tenth under the limit leaving room for
-                    // what does not shrink with them (the `-shm`, the schema's pages).
                     limit = largeLimit
-                    let scale = min(1, Double(measure.entries) / Double(max(1, measure.occupied)))
-                    over = Int(Double(measure.occupied.subtractingClamped(limit)) * scale)
-                } else {
-                    over = measure.occupied.subtractingClamped(limit)
+                    // What is over is counted in what the folder occupies, what a row's eviction
+                    // frees in its size: rows of 1 KB, three to a 4 KiB page, had a sweep to 1 MB
+                    // evict 2,400 of 2,500. For a large overrun a row counts as its share of the
+                    // pages rows take (never less than its size; the `-shm` and the empty store's
+                    // pages do not shrink with them), a large entry as its file. One ratio for
+                    // the whole folder left it over its limit when old large files were among
+                    // rows that take three times their sizes.
+                    let rowsOccupied = measure.occupied.subtractingClamped(measure.files)
+                        .subtractingClamped(measure.fixed)
+                    let rowsEntries = measure.entries.subtractingClamped(measure.files)
+                    rowFactor = max(1, Double(rowsOccupied) / Double(max(1, rowsEntries)))
                 }
+                over = measure.occupied.subtractingClamped(limit)
             }
             if let minimumFreeSpace, let free { over = max(over, minimumFreeSpace.subtractingClamped(free)) }
             needed = over.subtractingClamped(freedFirst)
@@ -262,7 +267,7 @@ extension StoreIndex {
                         fileName: nil, sequence: nil, removal: .removed(key: entry.key), size: 0, stored: entry))
                 return true
             }
-            freed = freed.addingClamped(entry.size)
+            freed = freed.addingClamped(entry.location == .file ? entry.size : Int(Double(entry.size) * rowFactor))
             victims.append(
                 DiskTier.Choice(
                     fileName: nil, sequence: nil, removal: .evicted(key: entry.key, bytes: entry.size),
