@@ -74,10 +74,13 @@ extension EntryStore {
         return before ?? nil
     }
 
-    /// What the entries occupy in `connection`'s snapshot (``StoreMeasure``).
-    private func measure(_ connection: StoreConnection) throws(SQLiteError) -> StoreMeasure {
+    /// What the entries occupy in `connection`'s snapshot (``StoreMeasure``); with
+    /// `includingFreePages`, the store's free pages counted as occupied.
+    func measure(_ connection: StoreConnection, includingFreePages: Bool = false) throws(SQLiteError) -> StoreMeasure {
         let files = Int(clamping: try connection.integer(.fileBytes) ?? 0)
-        let pages = (try connection.integer(.pageCount) ?? 0) - (try connection.integer(.freePages) ?? 0)
+        let pages =
+            (try connection.integer(.pageCount) ?? 0)
+            - (includingFreePages ? 0 : try connection.integer(.freePages) ?? 0)
         let pageSize = try connection.integer(.pageSize) ?? 0
         let (used, overflow) = max(0, pages).multipliedReportingOverflow(by: pageSize)
         let shm = fileSize(path + "-shm")

@@ -132,11 +132,20 @@ extension EntryStore {
     /// on disk (pages, free pages and all) plus the large entries' files. What a disk size limit
     /// bounds, and what `totalSize` reports.
     /// `includingLog: false` leaves the `-wal` out: what the entries themselves take, which a
-    /// sweep chooses its victims by (the log is folded into the store and cut back, not evicted).
+    /// sweep chooses its victims by (the log is folded into the store and cut back, not evicted),
+    /// measured as a sweep measures it (``StoreMeasure/occupied``: the pages of one snapshot,
+    /// whatever the store file's length until the next checkpoint).
     /// `includingFreePages: false` leaves the store's free pages out too: room the next writes
     /// reuse and the next reclaim gives back, not entries (a sweep that counted them, after a
     /// reclaim another write kept from running, evicted entries for room already free).
     package func occupiedBytes(includingLog: Bool = true, includingFreePages: Bool = true) throws(StoreError) -> Int {
+        guard includingLog else {
+            return try withReader { connection throws(SQLiteError) in
+                try connection.step(.beginRead)
+                defer { _ = try? connection.step(.commit) }
+                return try measure(connection, includingFreePages: includingFreePages).occupied
+            }
+        }
         let (files, free) = try withReader { connection throws(SQLiteError) -> (Int, Int) in
             let files = Int(clamping: try connection.integer(.fileBytes) ?? 0)
             guard !includingFreePages else { return (files, 0) }
@@ -145,8 +154,7 @@ extension EntryStore {
             return (files, overflow ? .max : Int(clamping: free))
         }
         // Clamped: a damaged row may claim a size near `Int.max`, and `count` must not trap on it.
-        return files.addingClamped(storeFileBytes()).subtractingClamped(includingLog ? 0 : fileSize(path + "-wal"))
-            .subtractingClamped(max(0, free))
+        return files.addingClamped(storeFileBytes()).subtractingClamped(max(0, free))
     }
 
     /// Bytes the store's own files hold: the store, its `-wal` and its `-shm`.

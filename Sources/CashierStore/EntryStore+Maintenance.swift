@@ -116,23 +116,19 @@ extension EntryStore {
     /// keeps its log small: the pages it empties reach the log once, where a vacuum of its own
     /// after the commit wrote them again. Evicting half of 10,000 rows took 2 ms less
     /// (`cashier-ratios --only sqlite-evict-reclaim`). If that transaction finds the volume full,
-    /// it is made again without the vacuum.
+    /// the writer's own retry (``withWriter(until:room:_:)``, which then keeps the log small) makes
+    /// it again without the vacuum.
     @discardableResult
     package func remove(
         unchanged entries: [StoreEntry], evictedIn order: StoreEvictionOrder? = nil,
         filePath: ((String) -> String?)? = nil, asWalked walk: (rowIDs: [Int64], snapshot: StoreSnapshot)? = nil
     ) throws(StoreError) -> StoreRemovals {
         guard !entries.isEmpty else { return StoreRemovals() }
-        let givesPagesBack = order != nil && entries.count > Self.movesPerSweep
         do throws(StoreError) {
-            do throws(StoreError) {
-                return StoreRemovals(
-                    removed: try removeInOneTransaction(
-                        entries, evictedIn: order, filePath: filePath, asWalked: walk, givingPagesBack: givesPagesBack))
-            } catch .failed(let error) where error.primaryCode == SQLiteCode.full && givesPagesBack {
-                return StoreRemovals(
-                    removed: try removeInOneTransaction(entries, evictedIn: order, filePath: filePath, asWalked: walk))
-            }
+            return StoreRemovals(
+                removed: try removeInOneTransaction(
+                    entries, evictedIn: order, filePath: filePath, asWalked: walk,
+                    givingPagesBack: order != nil && entries.count > Self.movesPerSweep))
         } catch .failed(let error) where error.primaryCode == SQLiteCode.full && entries.count > 1 {
             var outcome = StoreRemovals()
             for entry in entries {

@@ -203,11 +203,10 @@ extension StoreIndex {
         order: StoreEvictionOrder, downTo limit: Int?, orAfterALargeOverrun largeLimit: Int? = nil,
         minimumFreeSpace: Int?, freedFirst: Int = 0, excluding: Set<String> = [], startingAbove: Int? = nil
     ) -> (victims: [DiskTier.Choice], walked: StoreSnapshot?) {
-        // The log first goes into the store and is cut back: what is left is what entries
-        // occupy, not writes waiting for the next automatic checkpoint.
-        // A log the checkpoint could not cut back (a writer or reader of another process was
-        // at it: it never waits) is not what entries take: counted, it had a sweep evict nearly
-        // everything. It goes at the next checkpoint, and `waitForBackgroundWork` settles it.
+        // The log first goes into the store and is cut back (never waiting: a writer or reader
+        // of another process leaves it for the next checkpoint): it is part of what the folder
+        // occupies and of the volume's room, though not of what the measure below counts as the
+        // entries' (the pages of the walk's snapshot), which no checkpoint changes.
         _ = try? store.checkpoint()
         var free: Int?
         if let minimumFreeSpace, var measured = disk.fileSystem.availableCapacity(disk.folder) {
