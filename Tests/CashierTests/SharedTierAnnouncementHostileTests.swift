@@ -28,7 +28,7 @@ extension SharedTierTests {
         /// The record a cache of `appVersion` stores in the tier for `value` (made on a tier of its own).
         static func craft<V: Codable & Sendable>(
             _ value: V, for key: CacheKey<V>, appVersion: String = "1.0", lifespan: Lifespan? = nil
-        ) throws -> SharedRecord {
+        ) async throws -> SharedRecord {
             let other = SharedBacking()
             let folder = TemporaryFolder()
             var configuration = makeConfiguration(folder, appVersion: appVersion)
@@ -36,7 +36,7 @@ extension SharedTierTests {
             configuration.sharedTierTimeout = 30
             let cache = Cache(configuration)
             try cache.set(value, for: key, lifespan: lifespan)
-            cache.waitForBackgroundWork()
+            await cache.waitForSharedTierWork()
             let slot = SharedSlot(name: key.name, schemaVersion: key.schemaVersion, appVersion: appVersion)
             return try #require(other.record(in: slot))
         }
@@ -44,7 +44,7 @@ extension SharedTierTests {
         /// Returns once every change sent to B so far has been applied (changes come in order).
         func flush(_ b: Cache) async throws {
             try b.set(0, for: Self.marker)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             backing.send(.key(Self.marker.name), to: 2)
             await eventually("B applying the changes sent to it") { b.value(for: Self.marker) == nil }
         }
@@ -63,10 +63,10 @@ extension SharedTierTests {
         @Test func aStoreAnnouncedAfterThisInstancesNewerWriteLandedIsNotServed() async throws {
             let (a, b) = (server(1), server(2))
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             let older = try #require(backing.record(in: Self.slot))
             try b.set(3, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 3)
             backing.send(.stored(Self.slot, older), to: 2)
             try await flush(b)
@@ -79,11 +79,11 @@ extension SharedTierTests {
         @Test func aStoreAnnouncedAfterThisInstancesRemovalLandedDoesNotBringTheValueBack() async throws {
             let (a, b) = (server(1), server(2))
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             let older = try #require(backing.record(in: Self.slot))
             try await flush(b)
             b.removeValue(for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             #expect(backing.record(in: Self.slot) == nil)
             backing.send(.stored(Self.slot, older), to: 2)
             try await flush(b)
@@ -98,10 +98,10 @@ extension SharedTierTests {
             let (a, b) = (server(1), server(2))
             let otherB = server(2)
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             let older = try #require(backing.record(in: Self.slot))
             try otherB.set(3, for: Self.key)
-            otherB.waitForBackgroundWork()
+            await otherB.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 3)
             backing.send(.stored(Self.slot, older), to: 2)
             try await flush(b)
@@ -115,9 +115,9 @@ extension SharedTierTests {
             let (a, b) = (server(1), server(2))
             clockA.advance(by: 1) // A's clock now reads B's
             try b.set(3, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             let tied = try #require(backing.record(in: Self.slot))
             backing.send(.stored(Self.slot, tied), to: 2)
             try await flush(b)
@@ -131,10 +131,10 @@ extension SharedTierTests {
         @Test func aRefusedStoreIsNotAnnounced() async throws {
             let (a, b) = (server(1), server(2))
             try b.set(3, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             let notifications = backing.notifications
             try a.set(1, for: Self.key) // A's clock is behind B's: refused
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.supersededStores == 1)
             #expect(backing.notifications == notifications)
             #expect(b.entry(for: Self.key)?.value == 3)

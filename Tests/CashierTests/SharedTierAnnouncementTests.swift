@@ -20,10 +20,10 @@ extension SharedTierTests {
         @Test func aStoredChangeServesTheNextReadWithoutAskingTheTier() async throws {
             let (a, b) = (server(1), server(2))
             try b.set(1, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             clockA.advance(by: 1) // A's write is the newer
             try a.set(2, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
             let entry = try await b.entry(for: Self.key) { Fetched(try await Self.noFetch()) }
             #expect(entry.value == 2)
@@ -36,7 +36,7 @@ extension SharedTierTests {
         @Test func aRecordOfAnotherSlotIsNotUsed() async throws {
             let (a, b) = (server(1), server(2))
             try a.set(2, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             let other = SharedSlot(name: "n", version: "schema-9")
             backing.send(.stored(other, try #require(backing.record(in: Self.slot))), to: 2)
             try await Task.sleep(nanoseconds: 50_000_000)
@@ -47,7 +47,7 @@ extension SharedTierTests {
         @Test func aChangeOfTheKeyMadeHereSinceIsNotUndone() async throws {
             let (a, b) = (server(1), server(2))
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             let older = try #require(backing.record(in: Self.slot))
             #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 1)
             // B removes the key after A's record was announced to it: the record is older.
@@ -55,7 +55,7 @@ extension SharedTierTests {
             await eventually("B hearing of A's record") { b.value(for: Self.key) == nil }
             clockB.advance(by: 1)
             b.removeValue(for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             #expect(backing.record(in: Self.slot) == nil)
             #expect(try await b.value(for: Self.key) { 7 } == 7)
         }
@@ -65,11 +65,11 @@ extension SharedTierTests {
         @Test func aRecordWrittenBeforeThisInstancesRemovalOfEveryKeyIsNotUsed() async throws {
             let (a, b) = (server(1), server(2))
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             let older = try #require(backing.record(in: Self.slot))
             clockB.advance(by: 1)
             b.removeAll()
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             #expect(backing.record(in: Self.slot) == nil)
             backing.send(.stored(Self.slot, older), to: 2)
             try await Task.sleep(nanoseconds: 50_000_000)
@@ -96,7 +96,7 @@ extension SharedTierTests {
         @Test func aRecordAnnouncedWhileAChangeOfTheKeyIsOnItsWayIsNotKept() async throws {
             let (a, b) = (server(1), server(2))
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             let older = try #require(backing.record(in: Self.slot))
             // B's newer write waits at the gate while A's older record is announced to B.
             backing.closeGate(for: [2])
@@ -106,7 +106,7 @@ extension SharedTierTests {
             backing.send(.stored(Self.slot, older), to: 2)
             await eventually("B hearing of A's record") { b.value(for: Self.key) == nil }
             backing.openGate()
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 3)
             // The tier's record, B's own write, not the one announced before it landed.
             #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 3)

@@ -32,10 +32,10 @@ extension SharedTierTests {
         func bHoldingACarriedRecord(_ b: Cache? = nil, lifespan: Lifespan? = nil) async throws -> (a: Cache, b: Cache) {
             let (a, b) = (server(1), b ?? server(2))
             try b.set(1, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             clockA.advance(by: 1)
             try a.set(2, for: Self.key, lifespan: lifespan)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
             #expect(try await b.value(for: Self.key, fetch: Self.noFetch) == 2)
             #expect(backing.reads(in: Self.slot) == 0, "the carried record was used")
@@ -57,7 +57,7 @@ extension SharedTierTests {
             #expect(await updates.next() == .some(2))
             clockB.advance(by: 2) // B's removal is the newest change
             b.removeAll { $0 == Self.key.name }
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             #expect(b.entry(for: Self.key) == nil)
             #expect(backing.record(in: Self.slot) == nil, "B removed the key: the tier holds nothing of it")
             #expect(try await b.value(for: Self.key) { 7 } == 7)
@@ -75,7 +75,7 @@ extension SharedTierTests {
             let otherB = server(2)
             clockB.advance(by: 2)
             otherB.removeAll { $0 == Self.key.name }
-            otherB.waitForBackgroundWork()
+            await otherB.waitForSharedTierWork()
             #expect(b.entry(for: Self.key) == nil)
             #expect(backing.record(in: Self.slot) == nil, "the folder removed the key")
         }
@@ -85,7 +85,7 @@ extension SharedTierTests {
             let (_, b) = try await bHoldingACarriedRecord()
             clockB.advance(by: 2)
             b.removeAllUnlocked()
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             #expect(backing.record(in: Self.slot) == nil, "B removed every unlocked entry")
             #expect(try await b.value(for: Self.key) { 7 } == 7)
         }
@@ -140,10 +140,10 @@ extension SharedTierTests {
         @Test func aRecordCarriedBeforeAReconnectionIsNotServedAfterIt() async throws {
             let (a, b) = (server(1), server(2))
             try b.set(1, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             clockA.advance(by: 1)
             try a.set(2, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             await eventually("B dropping its copy") { b.value(for: Self.key) == nil }
             try b.set(0, for: Self.other)
             backing.send(.all, to: 2)
@@ -167,18 +167,18 @@ extension SharedTierTests {
             // Only the changes getting through send it again here, not the timer.
             let b = server(2) { $0.sharedTierRetryDelay = 3600 }
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             clockB.advance(by: 1) // B's write is the newer
             backing.failCalls(of: Self.key.name)
             let calls = backing.orderedCalls(of: Self.key.name)
             try b.set(2, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             #expect(backing.orderedCalls(of: Self.key.name) == calls + 1)
             for round in 1...SharedTierWrites.FailedChanges.maximumResends {
                 try b.set(round, for: Self.other) // gets through: B's failed change goes again
                 await eventually("resend \(round)") { backing.orderedCalls(of: Self.key.name) == calls + 1 + round }
             }
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             // The tier takes the key again, and B writes another key, which gets through.
             backing.restoreCalls(of: Self.key.name)
             try b.set(10, for: Self.other)
@@ -196,11 +196,11 @@ extension SharedTierTests {
             let a = server(1)
             let b = server(2) { $0.sharedTierRetryDelay = 0.01 }
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             clockB.advance(by: 1)
             backing.failCalls(of: Self.key.name)
             try b.set(2, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             backing.restoreCalls(of: Self.key.name)
             await eventually("B's write reaching the tier") { backing.value(Int.self, in: Self.slot) == 2 }
             await eventually("A dropping its copy") { a.value(for: Self.key) == nil }

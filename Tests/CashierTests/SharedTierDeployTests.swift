@@ -40,11 +40,11 @@ extension SharedTierTests {
         @Test func twoSchemaVersionsKeepTwoRecordsAndNeverLoop() async throws {
             let (old, new) = (server(1), server(2))
             try old.set(User(name: "Ada", age: 36), for: Self.v1)
-            old.waitForBackgroundWork()
+            await old.waitForSharedTierWork()
             // The new version has no migration: its slot is empty, it fetches and stores in its own.
             let fetched = try await new.value(for: Self.v2) { UserV2(fullName: "Ada L.", age: 36) }
             #expect(fetched == UserV2(fullName: "Ada L.", age: 36))
-            new.waitForBackgroundWork()
+            await new.waitForSharedTierWork()
             #expect(backing.value(User.self, in: Self.slot1) == User(name: "Ada", age: 36))
             #expect(backing.value(UserV2.self, in: Self.slot2) == UserV2(fullName: "Ada L.", age: 36))
 
@@ -56,8 +56,8 @@ extension SharedTierTests {
             #expect(read.origin == .shared)
             let again = try await new.value(for: Self.v2) { UserV2(fullName: "origin", age: 0) }
             #expect(again == UserV2(fullName: "Ada L.", age: 36))
-            old.waitForBackgroundWork()
-            new.waitForBackgroundWork()
+            await old.waitForSharedTierWork()
+            await new.waitForSharedTierWork()
             #expect(backing.stores(in: Self.slot1) == 1)
             #expect(backing.stores(in: Self.slot2) == 1)
             #expect(eventsB.discards.isEmpty)
@@ -66,36 +66,36 @@ extension SharedTierTests {
         @Test func aWriteRemovesTheOtherVersionsRecordAndAFetchDoesNot() async throws {
             let (old, new) = (server(1), server(2))
             try old.set(User(name: "Ada", age: 36), for: Self.v1)
-            old.waitForBackgroundWork()
+            await old.waitForSharedTierWork()
             _ = try await new.value(for: Self.v2) { UserV2(fullName: "Ada", age: 36) }
-            new.waitForBackgroundWork()
+            await new.waitForSharedTierWork()
             // A fetched value fills its own slot and leaves the other version's.
             #expect(backing.value(User.self, in: Self.slot1) == User(name: "Ada", age: 36))
 
             // The app writes through the new version: the old version's record held the value
             // it replaced, so it goes, and the old version fetches instead of serving it.
             try new.set(UserV2(fullName: "Ada K.", age: 37), for: Self.v2)
-            new.waitForBackgroundWork()
+            await new.waitForSharedTierWork()
             #expect(backing.record(in: Self.slot1) == nil)
             #expect(backing.value(UserV2.self, in: Self.slot2) == UserV2(fullName: "Ada K.", age: 37))
             await eventually("the old server dropping its copy") { old.value(for: Self.v1) == nil }
             let read = try await old.entry(for: Self.v1) { Fetched(User(name: "Ada K.", age: 37)) }
             #expect(read.origin == .fetch)
             #expect(read.value == User(name: "Ada K.", age: 37))
-            old.waitForBackgroundWork()
+            await old.waitForSharedTierWork()
             #expect(backing.removals.isEmpty)
         }
 
         @Test func aNewVersionMigratesTheOldVersionsRecord() async throws {
             let (old, new) = (server(1), server(2))
             try old.set(User(name: "Ada", age: 36), for: Self.v1)
-            old.waitForBackgroundWork()
+            await old.waitForSharedTierWork()
             let entry = try await new.entry(for: Self.v2Migrating) { Fetched(UserV2(fullName: "origin", age: 0)) }
             #expect(entry.value == UserV2(fullName: "Ada", age: 36))
             #expect(entry.origin == .shared)
             #expect(entry.schemaVersion == 2)
             #expect(eventsB.migrations.contains { $0 == ("profile", 1, 2) })
-            new.waitForBackgroundWork()
+            await new.waitForSharedTierWork()
             // Migrated once, into the new version's own slot; the old record is the old version's.
             #expect(backing.value(UserV2.self, in: Self.slot2) == UserV2(fullName: "Ada", age: 36))
             #expect(backing.stores(in: Self.slot2) == 1)
@@ -107,10 +107,10 @@ extension SharedTierTests {
             let (old, new) = (server(1, appVersion: "1.0"), server(2, appVersion: "2.0"))
             let key = CacheKey<String>("banner")
             try old.set("old", for: key)
-            old.waitForBackgroundWork()
+            await old.waitForSharedTierWork()
             let value = try await new.value(for: key) { "new" }
             #expect(value == "new")
-            new.waitForBackgroundWork()
+            await new.waitForSharedTierWork()
             #expect(backing.value(String.self, in: SharedSlot(name: "banner", version: "app-1.0")) == "old")
             #expect(backing.value(String.self, in: SharedSlot(name: "banner", version: "app-2.0")) == "new")
         }
@@ -120,7 +120,7 @@ extension SharedTierTests {
             // A record written by 1.0 where 2.0 reads (a tier that mixed slots up): judged, not trusted.
             let old = server(1, appVersion: "1.0")
             try old.set("old", for: CacheKey<String>("banner"))
-            old.waitForBackgroundWork()
+            await old.waitForSharedTierWork()
             let record = try #require(backing.record(in: SharedSlot(name: "banner", version: "app-1.0")))
             try await backing.tier(3).store(record, in: SharedSlot(name: "banner", version: "app-2.0"))
             let value = try await new.value(for: CacheKey<String>("banner")) { "fetched" }

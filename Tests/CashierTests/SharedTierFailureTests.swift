@@ -37,7 +37,7 @@ extension SharedTierTests {
                 if case .failure(_, let error) = $0 { error.kind == .sharedTierUnavailable } else { false }
             }
             #expect(sharedTierFailures().first?.key == "n")
-            cache.waitForBackgroundWork()
+            await cache.waitForSharedTierWork()
         }
 
         @Test(arguments: [SharedBacking.Mode.failing, .hanging])
@@ -47,7 +47,7 @@ extension SharedTierTests {
             try cache.set(1, for: Self.key)
             cache.removeValue(for: Self.key)
             try cache.set(2, for: Self.key)
-            cache.waitForBackgroundWork()
+            await cache.waitForSharedTierWork()
             #expect(cache.value(for: Self.key) == 2)
             #expect(!sharedTierFailures().isEmpty)
             #expect(sharedTierFailures().allSatisfy { $0.key == "n" })
@@ -56,13 +56,13 @@ extension SharedTierTests {
         /// The folder's queue of changes keeps the changes that failed, and with each its
         /// destination: once the caches are gone, nothing of theirs may keep the queue alive
         /// (a strong capture of it in the destination made a cycle that leaked it).
-        @Test func theQueueOfFailedChangesGoesWithTheLastCache() throws {
+        @Test func theQueueOfFailedChangesGoesWithTheLastCache() async throws {
             weak var queue: SharedTierWrites?
             do {
                 let cache = cache()
                 backing.mode = .failing
                 try cache.set(1, for: Self.key)
-                cache.waitForBackgroundWork()
+                await cache.waitForSharedTierWork()
                 #expect(!sharedTierFailures().isEmpty, "no change failed; the test proves nothing")
                 queue = cache.folderState.sharedTierWrites
             }
@@ -74,18 +74,18 @@ extension SharedTierTests {
             let other = backing.tier(2)
             let slot = SharedSlot(name: "n", version: "schema-1")
             try cache.set(1, for: Self.key)
-            cache.waitForBackgroundWork()
+            await cache.waitForSharedTierWork()
             let first = try #require(backing.record(in: slot))
             // The removal fails: the tier keeps the old record, which must not come back here.
             backing.mode = .failing
             cache.removeValue(for: Self.key)
-            cache.waitForBackgroundWork()
+            await cache.waitForSharedTierWork()
             backing.mode = .working
             #expect(try await other.record(in: slot) == first)
             let value = try await cache.value(for: Self.key) { 9 }
             #expect(value == 9)
             // The fetch's write reached the tier: the key is read from it again.
-            cache.waitForBackgroundWork()
+            await cache.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: slot) == 9)
         }
 
@@ -102,7 +102,7 @@ extension SharedTierTests {
             try cache.set(2, for: Self.key)
             backing.send(.key("n"), to: 1)
             await eventually("the key dropped by the new stream") { cache.value(for: Self.key) == nil }
-            cache.waitForBackgroundWork()
+            await cache.waitForSharedTierWork()
         }
 
         @Test func theChangeStreamDoesNotKeepTheCacheAlive() async throws {
@@ -110,7 +110,7 @@ extension SharedTierTests {
             do {
                 let cache = cache()
                 try cache.set(1, for: Self.key)
-                cache.waitForBackgroundWork()
+                await cache.waitForSharedTierWork()
                 weakCache = cache
             }
             #expect(weakCache == nil)

@@ -24,14 +24,14 @@ extension SharedTierTests {
 
         // MARK: Times
 
-        @Test func aWriteCarriesItsLocalTimeAndARemovalItsOwn() throws {
+        @Test func aWriteCarriesItsLocalTimeAndARemovalItsOwn() async throws {
             let a = server(1)
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.record(in: Self.slot)?.writtenAt == clockA.now)
             clockA.advance(by: 10)
             a.removeValue(for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.tombstone(of: "n") == clockA.now)
         }
 
@@ -43,7 +43,7 @@ extension SharedTierTests {
                 return 3
             }
             #expect(value == 3)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.record(in: Self.slot)?.writtenAt == started)
         }
 
@@ -56,10 +56,10 @@ extension SharedTierTests {
             try a.set(1, for: Self.key)
             await eventually("A's store waits at the gate") { backing.storesAtGate == 1 }
             try b.set(2, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 2)
             backing.openGate()
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 2)
             #expect(backing.supersededStores == 1)
             #expect(try await a.value(for: Self.key) { 9 } == 2)
@@ -70,10 +70,10 @@ extension SharedTierTests {
             let (a, b) = (server(1), server(2))
             clockB.advance(by: 10)
             try b.set(2, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             let notifications = backing.notifications
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 2)
             #expect(backing.notifications == notifications)
             // A's copy went with the refusal; B's stays.
@@ -89,21 +89,21 @@ extension SharedTierTests {
             try a.set(1, for: Self.key)
             await eventually("A's store waits at the gate") { backing.storesAtGate == 1 }
             b.removeValue(for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             backing.openGate()
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.record(in: Self.slot) == nil)
             #expect(a.value(for: Self.key) == nil)
             #expect(try await b.value(for: Self.key) { 7 } == 7)
         }
 
-        @Test func aWriteNewerThanARemovalLands() throws {
+        @Test func aWriteNewerThanARemovalLands() async throws {
             let (a, b) = (server(1), server(2))
             clockA.advance(by: 1)
             b.removeValue(for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 1)
         }
 
@@ -112,11 +112,11 @@ extension SharedTierTests {
         @Test func aWriteThatFailedIsSentAgainWhenTheStreamSaysTheTierIsBack() async throws {
             let (a, b) = (server(1), server(2))
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             backing.mode = .failing
             clockA.advance(by: 1)
             try a.set(2, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 1)
             backing.mode = .working
             backing.send(.all, to: 1)
@@ -128,10 +128,10 @@ extension SharedTierTests {
         @Test func aRemovalThatFailedIsSentAgainWhenTheNextChangeGetsThrough() async throws {
             let a = server(1)
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             backing.mode = .failing
             a.removeValue(for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.record(in: Self.slot) != nil)
             backing.mode = .working
             try a.set(5, for: CacheKey<Int>("other", schemaVersion: 1))
@@ -142,11 +142,11 @@ extension SharedTierTests {
             let (a, b) = (server(1), server(2))
             backing.mode = .failing
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             backing.mode = .working
             clockB.advance(by: 1)
             try b.set(3, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             backing.send(.all, to: 1)
             await eventually("the failed write sent again and refused") { backing.supersededStores == 1 }
             #expect(backing.value(Int.self, in: Self.slot) == 3)
@@ -157,15 +157,15 @@ extension SharedTierTests {
         /// they do, then as a removal of what is older as often, then only on the retry timer
         /// (an hour here): a change that can never land does not cost a failing call after
         /// every change that gets through.
-        @Test func aChangeTheTierRefusesForGoodGoesAgainWithOtherChangesABoundedNumberOfTimes() throws {
+        @Test func aChangeTheTierRefusesForGoodGoesAgainWithOtherChangesABoundedNumberOfTimes() async throws {
             let a = server(1)
             backing.failCalls(of: "n")
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             let quick = SharedTierWrites.FailedChanges.maximumResends
             for index in 1...(4 * quick) {
                 try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
-                a.waitForBackgroundWork() // the resends a change that got through set off included
+                await a.waitForSharedTierWork() // the resends a change that got through set off included
                 #expect(backing.orderedCalls(of: "n") == 1 + min(index, 2 * quick), "after change \(index)")
             }
             #expect(backing.orderedCalls(of: "other\(4 * quick)") == 1)
@@ -181,19 +181,19 @@ extension SharedTierTests {
             let a = server(1)
             backing.failCalls(of: "n")
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             let quick = SharedTierWrites.FailedChanges.maximumResends
             for index in 1...(2 * quick) {
                 try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
-                a.waitForBackgroundWork()
+                await a.waitForSharedTierWork()
             }
             #expect(backing.orderedCalls(of: "n") == 1 + 2 * quick, "past its quick resends")
             backing.send(.all, to: 1)
             await eventually("the reconnection's resend") { backing.orderedCalls(of: "n") == 2 + 2 * quick }
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             backing.restoreCalls(of: "n")
             try a.set(0, for: CacheKey<Int>("other0", schemaVersion: 1))
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.orderedCalls(of: "n") == 3 + 2 * quick, "sent again with the change that got through")
             #expect(backing.tombstone(of: "n") != nil, "the store, refused too often, went as a removal")
         }
@@ -213,11 +213,11 @@ extension SharedTierTests {
             let keys = (0..<6).map { CacheKey<Data>("big\($0)", schemaVersion: 1) }
             let slots = keys.map { SharedSlot(name: $0.name, version: "schema-1") }
             for key in keys { try a.set(Data(count: 100), for: key) }
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             backing.mode = .failing
             clockA.advance(by: 1)
             for key in keys { try a.set(Data(repeating: 1, count: 1 << 20), for: key) }
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             backing.mode = .working
             backing.send(.all, to: 1)
             // Each key's old record is replaced by the new one or removed; the stores sent again

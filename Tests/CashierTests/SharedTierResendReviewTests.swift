@@ -41,7 +41,7 @@ extension SharedTierTests {
             let queue = a.folderState.sharedTierWrites
             backing.failCalls(of: Self.key.name)
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.orderedCalls(of: Self.key.name) == 1)
             #expect(queue.keptFailures == 1)
             // The queue is held by a store at the gate (reached before the removal of every key
@@ -53,7 +53,7 @@ extension SharedTierTests {
             #expect(queue.keptFailures == 0, "the removal of every key makes the failed write moot")
             backing.restoreCalls(of: Self.key.name)
             backing.openGate()
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(a.value(for: Self.key) == nil, "A removed it")
             #expect(backing.record(in: Self.slot) == nil, "the tier holds no value removed after it was written")
             let b = server(2)
@@ -67,14 +67,14 @@ extension SharedTierTests {
             let a = server(1)
             backing.failCalls(of: Self.key.name)
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             backing.restoreCalls(of: Self.key.name)
             backing.closeGate()
             try a.set(5, for: Self.other)
             await eventually("the other key's store at the gate") { backing.storesAtGate == 1 }
             a.removeAll()
             backing.openGate()
-            a.waitForBackgroundWork() // the resends the store getting through sets off included
+            await a.waitForSharedTierWork() // the resends the store getting through sets off included
             #expect(backing.record(in: SharedSlot(name: Self.other.name, version: "schema-1")) == nil)
             #expect(backing.record(in: Self.slot) == nil, "the tier holds no value removed after it was written")
         }
@@ -89,16 +89,16 @@ extension SharedTierTests {
             let a = server(1)
             let b = server(2)
             try b.set(5, for: Self.other)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             backing.failCalls(of: Self.key.name)
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(a.folderState.sharedTierWrites.keptFailures == 1)
             #expect(backing.record(in: Self.slot) == nil)
             backing.restoreCalls(of: Self.key.name)
             // A read of a key B stored: found in the tier, kept locally, nothing sent.
             #expect(try await a.value(for: Self.other) { 9 } == 5)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(a.folderState.sharedTierWrites.keptFailures == 0)
             #expect(backing.record(in: Self.slot) != nil, "the failed write went again")
             #expect(try await b.value(for: Self.key) { 9 } == 1, "B reads A's write, not a fetch")
@@ -154,19 +154,19 @@ extension SharedTierTests {
             let x = server(1, tier: backing.tier(1))
             let y = server(1, tier: other.tier(1))
             try x.set(1, for: Self.key)
-            x.waitForBackgroundWork()
+            await x.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 1)
             clockA.advance(by: 1)
             backing.failCalls(of: Self.key.name)
             try x.set(2, for: Self.key) // fails to reach X's tier
-            x.waitForBackgroundWork()
+            await x.waitForSharedTierWork()
             try y.set(3, for: Self.key) // reaches Y's tier
-            y.waitForBackgroundWork()
+            await y.waitForSharedTierWork()
             #expect(other.value(Int.self, in: Self.slot) == 3)
             backing.restoreCalls(of: Self.key.name)
             backing.send(.all, to: 1) // X's tier is back: what failed goes again
             try x.set(7, for: Self.other) // and a change of X's gets through
-            x.waitForBackgroundWork()
+            await x.waitForSharedTierWork()
             await eventually("X's write reaching X's tier") { backing.value(Int.self, in: Self.slot) == 2 }
         }
 
@@ -180,16 +180,16 @@ extension SharedTierTests {
             let a = server(1, retryDelay: 0.001)
             backing.failCalls(of: Self.key.name)
             try a.set(0, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             backing.restoreCalls(of: Self.key.name)
             for value in 1...200 {
                 try a.set(value, for: Self.key)
                 if value.isMultiple(of: 20) { try await Task.sleep(nanoseconds: 1_000_000) }
             }
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             await eventually("the last write in the tier") { backing.value(Int.self, in: Self.slot) == 200 }
             // Nothing older comes after it: the failed write is forgotten, the timer idle.
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 200)
             #expect(a.folderState.sharedTierWrites.hasQueuedChange(of: Self.key.name) == false)
         }
@@ -201,20 +201,20 @@ extension SharedTierTests {
             let b = server(2)
             backing.failCalls(of: Self.key.name)
             try a.set(1, for: Self.key)
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             for index in 0..<SharedTierWrites.FailedChanges.maximumResends {
                 try a.set(index, for: CacheKey<Int>("other\(index)", schemaVersion: 1))
-                a.waitForBackgroundWork()
+                await a.waitForSharedTierWork()
             }
             // A's write is now kept as a removal; B writes the key later, then the tier is back.
             backing.restoreCalls(of: Self.key.name)
             clockB.advance(by: 1)
             try b.set(2, for: Self.key)
-            b.waitForBackgroundWork()
+            await b.waitForSharedTierWork()
             let removalsBefore = backing.removals.count
             backing.send(.all, to: 1)
             await eventually("A's removal sent") { backing.removals.count > removalsBefore }
-            a.waitForBackgroundWork()
+            await a.waitForSharedTierWork()
             #expect(backing.removals.last == Self.key.name)
             #expect(backing.value(Int.self, in: Self.slot) == 2)
         }
@@ -227,10 +227,10 @@ extension SharedTierTests {
             do {
                 let a = server(1, retryDelay: 0.001)
                 try a.set(1, for: Self.key)
-                a.waitForBackgroundWork()
+                await a.waitForSharedTierWork()
                 queue = a.folderState.sharedTierWrites
                 await eventually("the timer resending") { backing.orderedCalls(of: Self.key.name) >= 3 }
-                a.waitForBackgroundWork()
+                await a.waitForSharedTierWork()
             }
             await eventually("the queue going with the cache") { queue == nil }
             let calls = backing.orderedCalls(of: Self.key.name)
@@ -284,15 +284,15 @@ extension SharedTierTests.ResendReview {
         let b = server(2, tier: UnorderedTier(inner: backing.tier(2)))
         tierA.down.withLock { $0 = true }
         try a.set(1, for: Self.key)
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         clockB.advance(by: 1)
         try b.set(2, for: Self.key)
-        b.waitForBackgroundWork()
+        await b.waitForSharedTierWork()
         #expect(backing.value(Int.self, in: Self.slot) == 2)
         let storesBefore = backing.stores(in: Self.slot)
         tierA.down.withLock { $0 = false }
         await eventually("A's timer sending its failed write as a removal") { backing.record(in: Self.slot) == nil }
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         #expect(backing.stores(in: Self.slot) == storesBefore, "A's older write is not stored again")
         #expect(
             try await a.value(for: Self.key) { 2 } == 2, "A dropped its 1 when B's write was announced, and fetches")

@@ -45,8 +45,8 @@ extension SharedTierTests {
             // Give a removal sent on its own queue the time to overtake the write.
             await briefly { !backing.removals.isEmpty }
             backing.openGate()
-            one.waitForBackgroundWork()
-            two.waitForBackgroundWork()
+            await one.waitForSharedTierWork()
+            await two.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == nil, "the tier resurrected a removed value")
             let server2 = cache(server: 2, onOtherFolder: true)
             #expect(try await server2.value(for: Self.key) { 9 } == 9)
@@ -67,7 +67,7 @@ extension SharedTierTests {
             one.removeValue(for: Self.key)
             try one.set(3, for: Self.key)
             backing.openGate()
-            one.waitForBackgroundWork()
+            await one.waitForSharedTierWork()
             #expect(backing.value(Int.self, in: Self.slot) == 3)
             let server2 = cache(server: 2, onOtherFolder: true)
             #expect(try await server2.value(for: Self.key) { 9 } == 3)
@@ -79,7 +79,7 @@ extension SharedTierTests {
             let one = cache()
             let other = CacheKey<Int>("other", schemaVersion: 1)
             try one.set(666, for: other)
-            one.waitForBackgroundWork()
+            await one.waitForSharedTierWork()
             let foreign = try #require(backing.record(in: SharedSlot(name: "other", version: "schema-1")))
             try await backing.tier(7).store(foreign, in: Self.slot)
             let server2 = cache(server: 2, onOtherFolder: true)
@@ -91,7 +91,7 @@ extension SharedTierTests {
         @Test func anExpiredRecordTheTierStillAnswersIsAMiss() async throws {
             let one = cache()
             try one.set(1, for: Self.key, lifespan: .seconds(10))
-            one.waitForBackgroundWork()
+            await one.waitForSharedTierWork()
             var record = try #require(backing.record(in: Self.slot))
             record.expiresAt = nil
             try await backing.tier(7).store(record, in: Self.slot)

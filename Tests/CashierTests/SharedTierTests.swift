@@ -53,7 +53,7 @@ import Testing
     @Test func aValueSetOnOneServerIsReadOnAnotherWithoutFetching() async throws {
         let (a, b) = (server(1), server(2))
         try a.set(User(name: "Ada", age: 36), for: Self.profile)
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         #expect(backing.value(User.self, in: Self.slot) == User(name: "Ada", age: 36))
 
         let fetches = Fetches()
@@ -66,7 +66,7 @@ import Testing
         // Kept in B's memory and disk: a second read is local, and B's folder alone answers it.
         #expect(b.entry(for: Self.profile)?.origin == .memory)
         #expect(backing.reads(in: Self.slot) == 1)
-        b.waitForBackgroundWork()
+        await b.waitForSharedTierWork()
         var offline = makeConfiguration(folderB, clock: clock)
         offline.memoryCountLimit = 0
         #expect(Cache(offline).entry(for: Self.profile)?.origin == .disk)
@@ -78,7 +78,7 @@ import Testing
     @Test func theRecordInTheTierIsTheDiskTiersRecord() async throws {
         let a = server(1) { $0.rowSizeLimit = 0 } // every entry a file, to compare bytes
         try a.set(User(name: "Ada", age: 36), for: Self.profile)
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         let file = try #require(folderA.entryFiles.first)
         let onDisk = try Data(contentsOf: folderA.url.appendingPathComponent(file))
         #expect(backing.record(in: Self.slot)?.bytes == onDisk)
@@ -88,7 +88,7 @@ import Testing
         let a = server(1)
         try a.set(User(name: "Ada", age: 36), for: Self.profile, lifespan: .seconds(60))
         try a.set(1, for: CacheKey<Int>("forever", schemaVersion: 1))
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         #expect(backing.record(in: Self.slot)?.expiresAt == clock.now.addingTimeInterval(60))
         #expect(backing.record(in: SharedSlot(name: "forever", version: "schema-1"))?.expiresAt == nil)
     }
@@ -96,7 +96,7 @@ import Testing
     @Test func concurrentMissesAskTheSharedTierOnce() async throws {
         let (a, b) = (server(1), server(2))
         try a.set(User(name: "Ada", age: 36), for: Self.profile)
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         let fetches = Fetches()
         let values = await withTaskGroup(of: User?.self) { group in
             for _ in 0..<16 {
@@ -109,10 +109,10 @@ import Testing
         #expect(fetches.calls == 0)
     }
 
-    @Test func aSyncReadStaysLocal() throws {
+    @Test func aSyncReadStaysLocal() async throws {
         let (a, b) = (server(1), server(2))
         try a.set(User(name: "Ada", age: 36), for: Self.profile)
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         #expect(b.value(for: Self.profile) == nil)
         #expect(b.entry(for: Self.profile) == nil)
         #expect(backing.reads(in: Self.slot) == 0)
@@ -121,7 +121,7 @@ import Testing
     @Test func aDamagedRecordIsADiscardedMissThenFetched() async throws {
         let (a, b) = (server(1), server(2))
         try a.set(User(name: "Ada", age: 36), for: Self.profile)
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         backing.damage(Self.slot)
         let fetches = Fetches()
         let value = try await b.value(for: Self.profile, fetch: fetches.fetch(User(name: "fetched", age: 1)))
@@ -129,14 +129,14 @@ import Testing
         #expect(fetches.calls == 1)
         #expect(eventsB.discards.contains { $0 == ("profile", .corrupt) })
         // The fetched value replaces the damaged record.
-        b.waitForBackgroundWork()
+        await b.waitForSharedTierWork()
         #expect(backing.value(User.self, in: Self.slot) == User(name: "fetched", age: 1))
     }
 
     @Test func aRecordOfAnotherTypeIsATypeMismatch() async throws {
         let (a, b) = (server(1), server(2))
         try a.set("not a user", for: CacheKey<String>("profile", schemaVersion: 1))
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         let fetches = Fetches()
         _ = try await b.value(for: Self.profile, fetch: fetches.fetch(User(name: "fetched", age: 1)))
         #expect(fetches.calls == 1)
@@ -147,7 +147,7 @@ import Testing
         let (a, b) = (server(1), server(2))
         let fetches = Fetches()
         _ = try await a.value(for: Self.profile, fetch: fetches.fetch(User(name: "Ada", age: 36)))
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         let value = try await b.value(for: Self.profile, fetch: fetches.fetch(User(name: "again", age: 0)))
         #expect(value == User(name: "Ada", age: 36))
         #expect(fetches.calls == 1)
@@ -156,7 +156,7 @@ import Testing
     @Test func theRefreshPolicyFetchesWithoutAskingTheTier() async throws {
         let (a, b) = (server(1), server(2))
         try a.set(User(name: "Ada", age: 36), for: Self.profile)
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         let fetches = Fetches()
         let value = try await b.value(
             for: Self.profile, policy: .refresh, fetch: fetches.fetch(User(name: "fresh", age: 1)))
@@ -175,7 +175,7 @@ import Testing
         await eventually("the first store reaching the gate") { backing.storesAtGate == 1 }
         for n in 1...20 { try a.set(n, for: key) }
         backing.openGate()
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         #expect(backing.value(Int.self, in: slot) == 20)
         // The first, held at the gate, and the last: the ones between were superseded unsent.
         #expect(backing.stores(in: slot) == 2)
@@ -184,13 +184,13 @@ import Testing
     @Test func aRemovalReachesTheTierAndTheOtherServersCopy() async throws {
         let (a, b) = (server(1), server(2))
         try a.set(User(name: "Ada", age: 36), for: Self.profile)
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         let fetches = Fetches()
         _ = try await b.value(for: Self.profile, fetch: fetches.fetch(User(name: "x", age: 0)))
         #expect(b.value(for: Self.profile) != nil)
 
         a.removeValue(for: Self.profile)
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         #expect(backing.record(in: Self.slot) == nil)
         #expect(backing.removals == ["profile"])
         await eventually("B dropping its copy") { b.value(for: Self.profile) == nil }
@@ -198,7 +198,7 @@ import Testing
         offline.memoryCountLimit = 0
         #expect(Cache(offline).value(for: Self.profile) == nil)
         // B's drop is not sent back as a removal of its own.
-        b.waitForBackgroundWork()
+        await b.waitForSharedTierWork()
         #expect(backing.removals == ["profile"])
         let value = try await b.value(for: Self.profile, fetch: fetches.fetch(User(name: "fetched", age: 1)))
         #expect(value == User(name: "fetched", age: 1))
@@ -207,7 +207,7 @@ import Testing
     @Test func aRemovalIsNotUndoneByARecordStillInTheTier() async throws {
         let (a, b) = (server(1), server(2))
         try b.set(User(name: "old", age: 1), for: Self.profile)
-        b.waitForBackgroundWork()
+        await b.waitForSharedTierWork()
         // A's removal waits behind its write, which the gate holds: B's record is still there.
         backing.closeGate()
         try a.set(User(name: "new", age: 2), for: Self.profile)
@@ -218,18 +218,18 @@ import Testing
         #expect(value == User(name: "fetched", age: 3))
         #expect(backing.reads(in: Self.slot) == 0)
         backing.openGate()
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
     }
 
     @Test func removeAllAndRemoveAllWhereReachTheTier() async throws {
         let a = server(1)
         for name in ["user42.a", "user42.b", "other"] { try a.set(1, for: CacheKey<Int>(name, schemaVersion: 1)) }
         a.removeAll { $0.hasPrefix("user42.") }
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         #expect(Set(backing.removals) == ["user42.a", "user42.b"])
         #expect(backing.record(in: SharedSlot(name: "other", version: "schema-1")) != nil)
         a.removeAll()
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         #expect(backing.removalsOfAll == 1)
         #expect(backing.record(in: SharedSlot(name: "other", version: "schema-1")) == nil)
     }
@@ -240,7 +240,7 @@ import Testing
         clock.advance(by: 2)
         a.removeExpired()
         a.collectGarbage()
-        a.waitForBackgroundWork()
+        await a.waitForSharedTierWork()
         #expect(backing.removals.isEmpty)
     }
 
@@ -250,25 +250,25 @@ import Testing
         let b = server(2)
         try b.set(1, for: CacheKey<Int>("n", schemaVersion: 1))
         try b.set(2, for: CacheKey<Int>("m", schemaVersion: 1))
-        b.waitForBackgroundWork()
+        await b.waitForSharedTierWork()
         backing.send(.key("n"), to: 2)
         await eventually("B dropping n") { b.value(for: CacheKey<Int>("n", schemaVersion: 1)) == nil }
         #expect(b.value(for: CacheKey<Int>("m", schemaVersion: 1)) == 2)
-        b.waitForBackgroundWork()
+        await b.waitForSharedTierWork()
         #expect(backing.removals.isEmpty)
     }
 
     @Test func allDropsEveryLocalEntry() async throws {
         let b = server(2)
         for n in 0..<5 { try b.set(n, for: CacheKey<Int>("n\(n)", schemaVersion: 1)) }
-        b.waitForBackgroundWork()
+        await b.waitForSharedTierWork()
         backing.send(.all, to: 2)
         // The files go, then the memory tier, in one step of B's that `count` does not wait
         // for: wait for both.
         await eventually("B dropping everything") {
             b.count == 0 && (0..<5).allSatisfy { b.value(for: CacheKey<Int>("n\($0)", schemaVersion: 1)) == nil }
         }
-        b.waitForBackgroundWork()
+        await b.waitForSharedTierWork()
         #expect(backing.removalsOfAll == 0)
         #expect(backing.stores(in: SharedSlot(name: "n0", version: "schema-1")) == 1)
     }

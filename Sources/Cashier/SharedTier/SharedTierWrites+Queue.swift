@@ -26,6 +26,8 @@ extension SharedTierWrites {
 
         var timeouts: [TimeInterval] { items[head...].map(\.destination.timeout) }
 
+        var isEmpty: Bool { head == items.count }
+
         func contains(_ name: String) -> Bool { names[name] != nil }
 
         /// Whether a removal of every record is queued for `destination`, or being sent to it.

@@ -177,6 +177,10 @@ final class SharedTierWrites: Sendable {
         _ = unsent.wait(timeout: .now() + bound)
     }
 
+    /// Whether no change is queued or being sent (for tests, which wait for it without holding
+    /// a thread of the pool the sending task needs).
+    var isIdle: Bool { state.withLock { $0.queued.isEmpty && !$0.isSending } }
+
     /// How many failed changes are kept to be sent again (for tests).
     var keptFailures: Int { state.withLock { $0.failed.count } }
 

@@ -383,3 +383,20 @@ func eventually(
     Issue.record("\(what) did not happen within \(seconds) seconds", sourceLocation: sourceLocation)
     return false
 }
+
+extension Cache {
+    /// ``waitForBackgroundWork()`` for a test of the shared tier: first waits, without holding
+    /// a thread, until no change for the tier is queued or being sent. The changes go from a
+    /// task of the cooperative pool (two threads on a two-core machine), and the library's wait
+    /// holds its caller's thread for each change's timeout and five seconds at most (it must not
+    /// wait for good on a pool it blocks). With the other thread held meanwhile by a test of
+    /// another suite (the process tests block theirs for long), the sending task may not start
+    /// within that bound, and the test went on to read a tier the change had not reached (one
+    /// CI run of about thirty). The bound here is generous on purpose: it measures no speed.
+    func waitForSharedTierWork(sourceLocation: SourceLocation = #_sourceLocation) async {
+        await eventually("the changes for the shared tier sent", seconds: 600, sourceLocation: sourceLocation) {
+            shared?.writes.queue.isIdle ?? true
+        }
+        waitForBackgroundWork()
+    }
+}
