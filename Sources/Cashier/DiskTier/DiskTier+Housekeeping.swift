@@ -126,7 +126,10 @@ extension DiskTier {
     /// collection, which also removed files it does not report). Call after the barrier.
     package func finish(_ plan: RemovalPlan) {
         if plan.reclaimsStore {
-            if !plan.isEmpty { openedIndex.reclaimSpace(retryingRemovals: false, foldingLog: true) }
+            // Free pages go back whatever the collection chose: a process killed between a
+            // removal's commit and its reclaim leaves them, and nothing else would (a reclaim
+            // with none reads the free-page count, and folds the log in only after removals).
+            openedIndex.reclaimSpace(retryingRemovals: false, foldingLog: !plan.isEmpty)
             return
         }
         if plan.rescansAfterwards { rescan() }
