@@ -1,3 +1,4 @@
+import CashierPlatform
 import CashierSQLite
 import CashierStore
 import CashierTestSupport
@@ -71,5 +72,81 @@ import Testing
         cache.waitForBackgroundWork()
         #expect(try freePages() == 0)
         #expect(cache.count == 201)
+    }
+
+    /// A write of this process waits for another connection's write lock (as another process
+    /// holds it), holding this process's writer; meanwhile a collection, a bulk removal and an
+    /// expiry pass that remove nothing are called. They must return while the write still
+    /// waits: the first version of this change set the log's bounds first, which waits for the
+    /// writer, and each took the busy timeout (a hostile review; the timer's collection holds
+    /// the folder lock meanwhile, so every other process's collection waited too).
+    @Test(arguments: ["collectGarbage", "removeAllWhere", "removeExpired"])
+    func housekeepingThatRemovesNothingReturnsWhileAWriteOfThisProcessWaits(_ call: String) throws {
+        var configuration = makeConfiguration(folder)
+        configuration.busyTimeout = 30 // a call that waited for the write returns after it ended
+        let cache = Cache(configuration)
+        for index in 0..<50 { try cache.set(Data(repeating: 1, count: 900), for: CacheKey<Data>("k\(index)")) }
+        cache.waitForBackgroundWork()
+        let store = try #require(cache.disk?.openedStore)
+        #expect(!store.keepsLogSmall, "the writer is busy or the log kept small: the test proves nothing")
+
+        let other = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadWrite)
+        try other.execute("BEGIN IMMEDIATE")
+        let writeEnded = Locked(false)
+        let ended = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? cache.set(Data(repeating: 2, count: 900), for: CacheKey<Data>("blocked"))
+            writeEnded.withLock { $0 = true }
+            ended.signal()
+        }
+        // Not a delay: until the write holds this process's writer (`keepsLogSmall` answers true
+        // without waiting while a call holds it), waiting for the other connection's lock.
+        var polls = 0
+        while !store.keepsLogSmall, polls < 30_000 {
+            usleep(1_000)
+            polls += 1
+        }
+        #expect(store.keepsLogSmall, "the write never took the writer")
+
+        switch call {
+        case "collectGarbage": cache.collectGarbage()
+        case "removeAllWhere": cache.removeAll(where: { _ in false })
+        default: cache.removeExpired()
+        }
+        #expect(!writeEnded.withLock { $0 }, "\(call) that removed nothing returned only once the write had ended")
+        try other.execute("COMMIT")
+        ended.wait()
+        #expect(cache.value(for: CacheKey<Data>("blocked")) == Data(repeating: 2, count: 900))
+        #expect(cache.count == 51)
+    }
+
+    /// A reader (another connection, as of another process) holds a snapshot from before the
+    /// folder is settled: `waitForBackgroundWork()` returns, no row goes, the reader still reads
+    /// its snapshot; once it ends, the next one brings the folder within its limit (from a
+    /// hostile review).
+    @Test func aReaderHoldingASnapshotDelaysTheFreePagesAndLosesNoRow() throws {
+        let (inUse, free) = try fillThenFreePagesAsAKilledProcessLeavesThem()
+        let limit = inUse + 32_768 + free / 2
+        let reader = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadOnly)
+        try reader.execute("BEGIN")
+        #expect(try reader.integer("SELECT count(*) FROM entry") == 201)
+
+        var configuration = makeConfiguration(folder)
+        configuration.diskSizeLimit = limit
+        let cache = Cache(configuration)
+        try cache.set(Data(repeating: 7, count: 100), for: CacheKey<Data>("next-launch"))
+        cache.waitForBackgroundWork()
+        #expect(cache.count == 202, "a row within the limit was evicted for pages no row held")
+        #expect(try reader.integer("SELECT count(*) FROM entry") == 201, "the reader's snapshot")
+        try reader.execute("COMMIT")
+
+        cache.waitForBackgroundWork()
+        #expect(
+            folder.bytesOnDisk <= limit, "after the reader ended the folder holds \(folder.bytesOnDisk) for \(limit)")
+        #expect(try freePages() == 0)
+        let lost = (0...200).filter {
+            cache.value(for: CacheKey<Data>("k\($0)")) != Data(repeating: UInt8($0 % 251), count: 900)
+        }
+        #expect(lost.isEmpty, "rows lost: \(lost.prefix(10))")
     }
 }

@@ -127,9 +127,13 @@ extension DiskTier {
     package func finish(_ plan: RemovalPlan) {
         if plan.reclaimsStore {
             // Free pages go back whatever the collection chose: a process killed between a
-            // removal's commit and its reclaim leaves them, and nothing else would (a reclaim
-            // with none reads the free-page count, and folds the log in only after removals).
-            openedIndex.reclaimSpace(retryingRemovals: false, foldingLog: !plan.isEmpty)
+            // removal's commit and its reclaim leaves them, and nothing else would. After a
+            // plan that removed nothing, without waiting (``EntryIndex/reclaimFreePages()``).
+            if plan.isEmpty {
+                openedIndex.reclaimFreePages()
+            } else {
+                openedIndex.reclaimSpace(retryingRemovals: false, foldingLog: true)
+            }
             return
         }
         if plan.rescansAfterwards { rescan() }

@@ -81,6 +81,10 @@ protocol EntryIndex: Sendable {
     /// volume full first). `foldingLog`: the log is checkpointed and cut back even when no page
     /// was freed (after bulk removals and `removeAll`, so the folder shrinks to what is left).
     func reclaimSpace(retryingRemovals: Bool, foldingLog: Bool)
+    /// Gives back the store's free pages, if it holds any, without waiting for this process's
+    /// writer or another process's lock (a call that finds either busy leaves them): what a
+    /// collection that removed nothing, and a folder at rest over its limit, do.
+    func reclaimFreePages()
     /// Measures what the folder occupies now: whether that is over `limit`.
     func settle(over limit: Int) -> Bool
 

@@ -243,6 +243,8 @@ struct FileIndex: EntryIndex {
 
     func reclaimSpace(retryingRemovals: Bool, foldingLog: Bool) {}
 
+    func reclaimFreePages() {}
+
     func settle(over limit: Int) -> Bool { false }
 
     /// No store, nothing to compare; a store the folder has (another process made it) is

@@ -382,6 +382,21 @@ extension StoreIndex {
         disk.storeState.withLock { $0.occupiedEstimate = occupied }
     }
 
+    /// The free pages (a reader counts them) go back in steps that never wait
+    /// (`EntryStore.reclaimSpace(pages:foldingLog:)`), the log folded in after them; the log's
+    /// bounds stay as they are (setting them waits for the writer). A collection that removed
+    /// nothing calls this under the folder lock: waiting there for a write of this process
+    /// stuck on another process's lock held every collection of the folder for as long (a
+    /// hostile review: `collectGarbage()`, `removeAll(where:)` and `removeExpired()` that
+    /// removed nothing took the busy timeout).
+    func reclaimFreePages() {
+        guard (try? store.freePages()) ?? 0 > 0 else { return }
+        guard (try? store.reclaimSpace(foldingLog: false)) ?? 0 > 0 else { return }
+        store.keepReserve(tight: disk.isVolumeTight)
+        let occupied = try? store.occupiedBytes()
+        disk.storeState.withLock { $0.occupiedEstimate = occupied }
+    }
+
     /// Folds the store's log into it and cuts it back (without waiting for readers), and measures
     /// what the folder occupies: whether that is over `limit` (a sweep is then due).
     ///
@@ -393,8 +408,8 @@ extension StoreIndex {
     func settle(over limit: Int) -> Bool {
         _ = try? store.checkpoint()
         guard var occupied = try? store.occupiedBytes() else { return false }
-        if occupied > limit, (try? store.occupiedBytes(includingFreePages: false)) ?? occupied < occupied {
-            reclaimStoreSpace(foldingLog: true)
+        if occupied > limit {
+            reclaimFreePages()
             occupied = (try? store.occupiedBytes()) ?? occupied
         }
         // A sweep now, even if the last one found too little to evict (things may have changed).
