@@ -367,15 +367,19 @@ struct FakeSharedTier: SharedTier {
 }
 
 /// Waits, without blocking a thread, until `condition` holds; records an issue naming `what`
-/// after `seconds` without it. For what a cache's background task does (the change stream),
-/// which no event announces; the bound is generous on purpose, it measures no speed.
+/// after `seconds` of polls without it. For what a cache's background task does (the change
+/// stream), which no event announces; the bound is generous on purpose, it measures no speed.
+///
+/// The bound counts polls (one each 2 ms), not the clock: while the cooperative pool's threads
+/// (two on a two-core machine) are held by tests of other suites, neither this task nor the
+/// background task it waits for runs, and a deadline by the clock could pass before either
+/// ran again (as `waitForBackgroundWork()`'s bound did, see ``Cache/waitForSharedTierWork(sourceLocation:)``).
 @discardableResult
 func eventually(
     _ what: String, seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: () -> Bool
 ) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
+    for _ in 0..<max(1, Int(seconds / 0.002)) {
         if condition() { return true }
         try? await Task.sleep(nanoseconds: 2_000_000)
     }
