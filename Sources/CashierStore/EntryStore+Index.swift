@@ -157,9 +157,11 @@ extension EntryStore {
         return files.addingClamped(storeFileBytes()).subtractingClamped(max(0, free))
     }
 
-    /// The store's free pages, read by a reader of the pool (no wait for the writer).
-    package func freePages() throws(StoreError) -> Int64 {
-        try withReader { connection throws(SQLiteError) in try connection.integer(.freePages) ?? 0 }
+    /// The store's free pages and all its pages, read by a reader of the pool (no wait for the writer).
+    package func freePages() throws(StoreError) -> (free: Int64, pages: Int64) {
+        try withReader { connection throws(SQLiteError) in
+            (try connection.integer(.freePages) ?? 0, try connection.integer(.pageCount) ?? 0)
+        }
     }
 
     /// Bytes the store's own files hold: the store, its `-wal` and its `-shm`.

@@ -19,9 +19,9 @@ import Testing
     var storePath: String { folder.path + "/" + DiskTier.storeFileName }
 
     /// 600 rows of 900 bytes through a cache without limit, then, as a killed process leaves
-    /// them, the newer two thirds deleted with no reclaim after: whole pages on the free list.
-    /// Returns the bytes the rows' pages occupy and those the free pages do.
-    func fillThenFreePagesAsAKilledProcessLeavesThem() throws -> (inUse: Int, free: Int) {
+    /// them, all but the oldest `kept` deleted with no reclaim after: whole pages on the free
+    /// list. Returns the bytes the rows' pages occupy and those the free pages do.
+    func fillThenFreePagesAsAKilledProcessLeavesThem(keeping kept: Int = 201) throws -> (inUse: Int, free: Int) {
         do {
             let cache = Cache(makeConfiguration(folder))
             for index in 0..<600 {
@@ -31,7 +31,7 @@ import Testing
         }
         let connection = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadWrite)
         try connection.execute("PRAGMA busy_timeout = 10000")
-        try connection.execute("DELETE FROM entry WHERE id > (SELECT min(id) + 200 FROM entry)")
+        try connection.execute("DELETE FROM entry WHERE id > (SELECT min(id) + \(kept - 1) FROM entry)")
         _ = try connection.integer("PRAGMA wal_checkpoint(TRUNCATE)")
         let pageSize = Int(try connection.integer("PRAGMA page_size") ?? 0)
         let pages = Int(try connection.integer("PRAGMA page_count") ?? 0)
@@ -63,7 +63,8 @@ import Testing
         #expect(cache.count == 202, "a row within the limit was evicted for pages no row held")
     }
 
-    /// A collection gives the store's free pages back whatever it chose, with no limit set.
+    /// A collection gives the store's free pages back whatever it chose, with no limit set,
+    /// when they are more than the batch removals of single keys leave.
     @Test func aCollectionThatChoosesNothingGivesTheFreePagesBack() throws {
         let (_, free) = try fillThenFreePagesAsAKilledProcessLeavesThem()
         #expect(free >= 100_000, "only \(free) bytes of free pages: the test proves nothing")
@@ -72,6 +73,22 @@ import Testing
         cache.waitForBackgroundWork()
         #expect(try freePages() == 0)
         #expect(cache.count == 201)
+    }
+
+    /// Fewer free pages than the batch removals of single keys leave (where the next rows go)
+    /// stay after a collection that removed nothing: it does not vacuum and checkpoint for
+    /// them, as `removeAll(where:)` and `removeExpired()` would on the caller's thread.
+    @Test func fewerFreePagesThanABatchStayAfterACollectionThatRemovedNothing() throws {
+        _ = try fillThenFreePagesAsAKilledProcessLeavesThem(keeping: 588)
+        let free = try freePages()
+        let pages = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadOnly).integer("PRAGMA page_count")
+        #expect(free > 0 && free < EntryStore.removalFreePages(ofPages: pages ?? 0), "\(free) free pages")
+        let cache = Cache(makeConfiguration(folder))
+        cache.collectGarbage()
+        cache.removeAll(where: { _ in false })
+        cache.removeExpired()
+        #expect(try freePages() == free)
+        #expect(cache.count == 588)
     }
 
     /// A write of this process waits for another connection's write lock (as another process

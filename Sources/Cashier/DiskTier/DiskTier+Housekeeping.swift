@@ -126,11 +126,14 @@ extension DiskTier {
     /// collection, which also removed files it does not report). Call after the barrier.
     package func finish(_ plan: RemovalPlan) {
         if plan.reclaimsStore {
-            // Free pages go back whatever the collection chose: a process killed between a
-            // removal's commit and its reclaim leaves them, and nothing else would. After a
-            // plan that removed nothing, without waiting (``EntryIndex/reclaimFreePages()``).
+            // Free pages go back whatever the pass chose: a process killed between a removal's
+            // commit and its reclaim leaves them, and nothing else would. After a plan that
+            // removed nothing (an empty sweep, `removeAll(where:)` or `removeExpired()` that
+            // matched nothing, on the caller's thread for those two), only more than the batch
+            // removals of single keys leave, where the next rows go, and without waiting
+            // (``EntryIndex/reclaimFreePages(beyondABatch:)``).
             if plan.isEmpty {
-                openedIndex.reclaimFreePages()
+                openedIndex.reclaimFreePages(beyondABatch: true)
             } else {
                 openedIndex.reclaimSpace(retryingRemovals: false, foldingLog: true)
             }

@@ -81,10 +81,12 @@ protocol EntryIndex: Sendable {
     /// volume full first). `foldingLog`: the log is checkpointed and cut back even when no page
     /// was freed (after bulk removals and `removeAll`, so the folder shrinks to what is left).
     func reclaimSpace(retryingRemovals: Bool, foldingLog: Bool)
-    /// Gives back the store's free pages, if it holds any, without waiting for this process's
-    /// writer or another process's lock (a call that finds either busy leaves them): what a
-    /// collection that removed nothing, and a folder at rest over its limit, do.
-    func reclaimFreePages()
+    /// Gives back the store's free pages, if it holds any (with `beyondABatch`, at least the
+    /// batch removals of single keys leave, `EntryStore.removalFreePages(ofPages:)`), without
+    /// waiting for this process's writer or another process's lock (a call that finds either
+    /// busy leaves them): what a housekeeping pass that removed nothing (more than a batch),
+    /// and a folder at rest over its limit (any), do.
+    func reclaimFreePages(beyondABatch: Bool)
     /// Measures what the folder occupies now: whether that is over `limit`.
     func settle(over limit: Int) -> Bool
 

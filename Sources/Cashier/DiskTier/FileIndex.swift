@@ -243,7 +243,7 @@ struct FileIndex: EntryIndex {
 
     func reclaimSpace(retryingRemovals: Bool, foldingLog: Bool) {}
 
-    func reclaimFreePages() {}
+    func reclaimFreePages(beyondABatch: Bool) {}
 
     func settle(over limit: Int) -> Bool { false }
 

@@ -389,8 +389,10 @@ extension StoreIndex {
     /// stuck on another process's lock held every collection of the folder for as long (a
     /// hostile review: `collectGarbage()`, `removeAll(where:)` and `removeExpired()` that
     /// removed nothing took the busy timeout).
-    func reclaimFreePages() {
-        guard (try? store.freePages()) ?? 0 > 0 else { return }
+    func reclaimFreePages(beyondABatch: Bool) {
+        guard let (free, pages) = try? store.freePages(),
+            free >= (beyondABatch ? EntryStore.removalFreePages(ofPages: pages) : 1)
+        else { return }
         guard (try? store.reclaimSpace(foldingLog: false)) ?? 0 > 0 else { return }
         store.keepReserve(tight: disk.isVolumeTight)
         let occupied = try? store.occupiedBytes()
@@ -409,7 +411,7 @@ extension StoreIndex {
         _ = try? store.checkpoint()
         guard var occupied = try? store.occupiedBytes() else { return false }
         if occupied > limit {
-            reclaimFreePages()
+            reclaimFreePages(beyondABatch: false)
             occupied = (try? store.occupiedBytes()) ?? occupied
         }
         // A sweep now, even if the last one found too little to evict (things may have changed).
