@@ -234,6 +234,12 @@ extension EntryStore {
     /// room on the volume goes again an eighth as large (down to a page), each folded in and cut
     /// back: 512 pages a step, on a volume another app filled, gave nothing back, and garbage
     /// collection for `minimumFreeDiskSpace` evicted again and again for room it never got.
+    ///
+    /// A step of one page that still finds the volume full draws on the reserve
+    /// (EntryStore+Reserve.swift) when the free pages are more than the reserve holds, so they
+    /// repay it and the caller's ``keepReserve(tight:)`` makes it again: on a full volume with
+    /// no other room, the pages a killed process left otherwise never went back (a hostile
+    /// review: 78 free pages, and the folder over its limit, at every collection).
     @discardableResult
     package func reclaimSpace(pages: Int = 1 << 20, foldingLog: Bool = true) throws(StoreError) -> Int {
         let before = storeFileBytes()
@@ -244,7 +250,8 @@ extension EntryStore {
             let step = min(remaining, stepPages)
             let freed: Int
             do throws(StoreError) {
-                freed = try withWriter(until: MonotonicDeadline(milliseconds: 0)) {
+                let room: RoomSource = stepPages == 1 && freePagesRepayTheReserve ? .reserve : .log
+                freed = try withWriter(until: MonotonicDeadline(milliseconds: 0), room: room) {
                     connection throws(SQLiteError) -> Int in
                     let free = Int(try connection.integer(.freePages) ?? 0)
                     guard free > 0 else { return 0 }
@@ -267,6 +274,15 @@ extension EntryStore {
         guard vacuumed || foldingLog || keepsLogSmall || logExceedsRemovalBound else { return 0 }
         try checkpoint()
         return max(0, before - storeFileBytes())
+    }
+
+    /// Whether the store's free pages hold more than the reserve (read by a reader).
+    private var freePagesRepayTheReserve: Bool {
+        let measured = try? withReader { connection throws(SQLiteError) in
+            (try connection.integer(.freePages) ?? 0, try connection.integer(.pageSize) ?? 0)
+        }
+        guard let (free, pageSize) = measured, pageSize > 0 else { return false }
+        return free > Int64(Self.reserveBytes) / pageSize
     }
 
     /// Whether the writer keeps the log small now (``Options/tightVolume``, or a write that met

@@ -177,6 +177,7 @@ final class WriteLockHolder: @unchecked Sendable {
     private let output = Pipe()
     private let lock = NSLock()
     private var released = false // guarded by lock
+    private var exited = false // guarded by lock
 
     static func script(_ mode: Mode) -> String {
         let take =
@@ -228,12 +229,15 @@ final class WriteLockHolder: @unchecked Sendable {
         guard first else { return }
         if process.isRunning { input.fileHandleForWriting.write(Data("\n".utf8)) }
         process.waitUntilExit()
+        lock.withLock { exited = true }
     }
 
     /// Waits until ``release()`` (from any thread) has been asked, and the process has exited.
+    /// Not by a second `waitUntilExit()`: two at once on one `Process` (this thread's and
+    /// `release()`'s) crashed swift-corelibs-foundation, both invalidating its run-loop source
+    /// (a CI run: `Process.waitUntilExit()` → `CFRunLoopSourceInvalidate`, a null dereference).
     func waitUntilReleased() {
-        while !lock.withLock({ released }) { usleep(1_000) }
-        process.waitUntilExit()
+        while !lock.withLock({ exited }) { usleep(1_000) }
     }
 
     deinit { release() }
