@@ -157,7 +157,9 @@ extension EntryStore {
         return files.addingClamped(storeFileBytes()).subtractingClamped(max(0, free))
     }
 
-    /// The store's free pages and all its pages, read by a reader of the pool (no wait for the writer).
+    /// The store's free pages and all its pages, read by a reader of the pool: no wait for the
+    /// writer, except on a read-only or exclusive store, whose reads all go through it
+    /// (``withReader(_:)``).
     package func freePages() throws(StoreError) -> (free: Int64, pages: Int64) {
         try withReader { connection throws(SQLiteError) in
             (try connection.integer(.freePages) ?? 0, try connection.integer(.pageCount) ?? 0)

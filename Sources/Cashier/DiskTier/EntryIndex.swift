@@ -84,8 +84,9 @@ protocol EntryIndex: Sendable {
     /// Gives back the store's free pages, if it holds any (with `beyondABatch`, at least the
     /// batch removals of single keys leave, `EntryStore.removalFreePages(ofPages:)`), without
     /// waiting for this process's writer or another process's lock (a call that finds either
-    /// busy leaves them): what a housekeeping pass that removed nothing (more than a batch),
-    /// and a folder at rest over its limit (any), do.
+    /// busy leaves them; on an exclusive or read-only store the count itself is read through
+    /// the writer, as that pass's other reads are): what a housekeeping pass that removed
+    /// nothing (more than a batch), and a folder at rest over its limit (any), do.
     func reclaimFreePages(beyondABatch: Bool)
     /// Measures what the folder occupies now: whether that is over `limit`.
     func settle(over limit: Int) -> Bool
