@@ -29,17 +29,7 @@ extension FullVolumeTests {
         let shm = folder.path + "/" + DiskTier.storeFileName + "-shm"
         try #require(poll { !FileManager.default.fileExists(atPath: shm) }, "the store stayed open")
         let storePath = folder.path + "/" + DiskTier.storeFileName
-        var result = (inUse: 0, free: 0)
-        do {
-            let connection = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadWrite)
-            try connection.execute("PRAGMA busy_timeout = 10000")
-            try connection.execute("DELETE FROM entry WHERE id > (SELECT min(id) + \(kept - 1) FROM entry)")
-            _ = try connection.integer("PRAGMA wal_checkpoint(TRUNCATE)")
-            let pageSize = Int(try connection.integer("PRAGMA page_size") ?? 0)
-            let pages = Int(try connection.integer("PRAGMA page_count") ?? 0)
-            let free = Int(try connection.integer("PRAGMA freelist_count") ?? 0)
-            result = ((pages - free) * pageSize, free * pageSize)
-        }
+        let result = try CashierTestSupport.freePagesAsAKilledProcessLeavesThem(store: storePath, keeping: kept)
         try #require(poll { !FileManager.default.fileExists(atPath: shm) }, "the store stayed open")
         if !keepingReserve { unlink(folder.path + "/" + DiskTier.storeFileName + "-reserve") }
         return result

@@ -22,14 +22,8 @@ import Testing
             }
             cache.waitForBackgroundWork()
         }
-        let connection = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadWrite)
-        try connection.execute("PRAGMA busy_timeout = 10000")
-        try connection.execute("DELETE FROM entry WHERE id > (SELECT min(id) + 200 FROM entry)")
-        _ = try connection.integer("PRAGMA wal_checkpoint(TRUNCATE)")
-        let pageSize = Int(try connection.integer("PRAGMA page_size") ?? 0)
-        let pages = Int(try connection.integer("PRAGMA page_count") ?? 0)
-        let free = Int(try connection.integer("PRAGMA freelist_count") ?? 0) * pageSize
-        let limit = (pages * pageSize - free) + 32_768 + free / 2
+        let (inUse, free) = try freePagesAsAKilledProcessLeavesThem(store: storePath, keeping: 201)
+        let limit = inUse + 32_768 + free / 2
 
         let sessions = try (0..<3).map { _ in try StressSession(folder, memoryCountLimit: 0, sizeLimit: limit) }
         // A reader of this process holds a snapshot through the first round.

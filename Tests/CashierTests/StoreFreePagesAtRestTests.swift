@@ -29,14 +29,7 @@ import Testing
             }
             cache.waitForBackgroundWork()
         }
-        let connection = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadWrite)
-        try connection.execute("PRAGMA busy_timeout = 10000")
-        try connection.execute("DELETE FROM entry WHERE id > (SELECT min(id) + \(kept - 1) FROM entry)")
-        _ = try connection.integer("PRAGMA wal_checkpoint(TRUNCATE)")
-        let pageSize = Int(try connection.integer("PRAGMA page_size") ?? 0)
-        let pages = Int(try connection.integer("PRAGMA page_count") ?? 0)
-        let free = Int(try connection.integer("PRAGMA freelist_count") ?? 0)
-        return ((pages - free) * pageSize, free * pageSize)
+        return try CashierTestSupport.freePagesAsAKilledProcessLeavesThem(store: storePath, keeping: kept)
     }
 
     func freePages() throws -> Int64 {
@@ -91,22 +84,13 @@ import Testing
         #expect(cache.count == 588)
     }
 
-    /// A write of this process waits for another connection's write lock (as another process
-    /// holds it), holding this process's writer; meanwhile a collection, a bulk removal and an
-    /// expiry pass that remove nothing are called. They must return while the write still
-    /// waits: the first version of this change set the log's bounds first, which waits for the
-    /// writer, and each took the busy timeout (a hostile review; the timer's collection holds
-    /// the folder lock meanwhile, so every other process's collection waited too).
-    @Test(arguments: ["collectGarbage", "removeAllWhere", "removeExpired"])
-    func housekeepingThatRemovesNothingReturnsWhileAWriteOfThisProcessWaits(_ call: String) throws {
-        var configuration = makeConfiguration(folder)
-        configuration.busyTimeout = 30 // a call that waited for the write returns after it ended
-        let cache = Cache(configuration)
-        for index in 0..<50 { try cache.set(Data(repeating: 1, count: 900), for: CacheKey<Data>("k\(index)")) }
-        cache.waitForBackgroundWork()
-        let store = try #require(cache.disk?.openedStore)
-        #expect(!store.keepsLogSmall, "the writer is busy or the log kept small: the test proves nothing")
-
+    /// Another connection takes the store's write lock, then a write of `cache` (the key
+    /// "blocked") starts on a thread of its own and waits for it, holding this process's writer.
+    /// Returns once it holds it: the other connection (`COMMIT` lets the write go), whether the
+    /// write has ended, and what it signals when it does.
+    func blockAWrite(of cache: Cache, store: EntryStore) throws -> (
+        other: SQLiteConnection, writeEnded: Locked<Bool>, ended: DispatchSemaphore
+    ) {
         let other = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadWrite)
         try other.execute("BEGIN IMMEDIATE")
         let writeEnded = Locked(false)
@@ -124,7 +108,26 @@ import Testing
             polls += 1
         }
         #expect(store.keepsLogSmall, "the write never took the writer")
+        return (other, writeEnded, ended)
+    }
 
+    /// A write of this process waits for another connection's write lock (as another process
+    /// holds it), holding this process's writer; meanwhile a collection, a bulk removal and an
+    /// expiry pass that remove nothing are called. They must return while the write still
+    /// waits: the first version of this change set the log's bounds first, which waits for the
+    /// writer, and each took the busy timeout (a hostile review; the timer's collection holds
+    /// the folder lock meanwhile, so every other process's collection waited too).
+    @Test(arguments: ["collectGarbage", "removeAllWhere", "removeExpired"])
+    func housekeepingThatRemovesNothingReturnsWhileAWriteOfThisProcessWaits(_ call: String) throws {
+        var configuration = makeConfiguration(folder)
+        configuration.busyTimeout = 30 // a call that waited for the write returns after it ended
+        let cache = Cache(configuration)
+        for index in 0..<50 { try cache.set(Data(repeating: 1, count: 900), for: CacheKey<Data>("k\(index)")) }
+        cache.waitForBackgroundWork()
+        let store = try #require(cache.disk?.openedStore)
+        #expect(!store.keepsLogSmall, "the writer is busy or the log kept small: the test proves nothing")
+
+        let (other, writeEnded, ended) = try blockAWrite(of: cache, store: store)
         switch call {
         case "collectGarbage": cache.collectGarbage()
         case "removeAllWhere": cache.removeAll(where: { _ in false })

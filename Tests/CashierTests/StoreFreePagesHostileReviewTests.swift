@@ -11,34 +11,7 @@ import Testing
 /// housekeeping pass that removed nothing (`finish(_:)`, `reclaimFreePages(beyondABatch:)`):
 /// another connection (locking as another process does) holds the write lock, or a write of
 /// this process waits for it, while they run.
-@Suite struct StoreFreePagesHostileReviewTests {
-    let folder = TemporaryFolder()
-    var storePath: String { folder.path + "/" + DiskTier.storeFileName }
-
-    /// As `StoreFreePagesAtRestTests`: 600 rows, all but the oldest `kept` deleted with no reclaim.
-    func fillThenFreePagesAsAKilledProcessLeavesThem(keeping kept: Int = 201) throws -> (inUse: Int, free: Int) {
-        do {
-            let cache = Cache(makeConfiguration(folder))
-            for index in 0..<600 {
-                try cache.set(Data(repeating: UInt8(index % 251), count: 900), for: CacheKey<Data>("k\(index)"))
-            }
-            cache.waitForBackgroundWork()
-        }
-        let connection = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadWrite)
-        try connection.execute("PRAGMA busy_timeout = 10000")
-        try connection.execute("DELETE FROM entry WHERE id > (SELECT min(id) + \(kept - 1) FROM entry)")
-        _ = try connection.integer("PRAGMA wal_checkpoint(TRUNCATE)")
-        let pageSize = Int(try connection.integer("PRAGMA page_size") ?? 0)
-        let pages = Int(try connection.integer("PRAGMA page_count") ?? 0)
-        let free = Int(try connection.integer("PRAGMA freelist_count") ?? 0)
-        return ((pages - free) * pageSize, free * pageSize)
-    }
-
-    func freePages() throws -> Int64 {
-        let connection = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadOnly)
-        return try connection.integer("PRAGMA freelist_count") ?? -1
-    }
-
+extension StoreFreePagesAtRestTests {
     func rowsLost(_ cache: Cache) -> [Int] {
         (0...200).filter { cache.value(for: CacheKey<Data>("k\($0)")) != Data(repeating: UInt8($0 % 251), count: 900) }
     }
@@ -102,22 +75,7 @@ import Testing
         #expect(cache.count == 201)
         let store = try #require(cache.disk?.openedStore)
 
-        let other = try SQLiteConnection(path: storePath, flags: SQLiteCode.openReadWrite)
-        try other.execute("BEGIN IMMEDIATE")
-        let writeEnded = Locked(false)
-        let ended = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            _ = try? cache.set(Data(repeating: 2, count: 900), for: CacheKey<Data>("blocked"))
-            writeEnded.withLock { $0 = true }
-            ended.signal()
-        }
-        var polls = 0
-        while !store.keepsLogSmall, polls < 30_000 {
-            usleep(1_000)
-            polls += 1
-        }
-        #expect(store.keepsLogSmall, "the write never took the writer")
-
+        let (other, writeEnded, ended) = try blockAWrite(of: cache, store: store)
         let returned = returns {
             switch call {
             case "collectGarbage": cache.collectGarbage()
