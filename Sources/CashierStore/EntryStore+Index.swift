@@ -157,12 +157,15 @@ extension EntryStore {
         return files.addingClamped(storeFileBytes()).subtractingClamped(max(0, free))
     }
 
-    /// The store's free pages and all its pages, read by a reader of the pool: no wait for the
-    /// writer, except on a read-only or exclusive store, whose reads all go through it
-    /// (``withReader(_:)``).
-    package func freePages() throws(StoreError) -> (free: Int64, pages: Int64) {
+    /// The store's free pages, all its pages and their size, read by a reader of the pool: no
+    /// wait for the writer, except on a read-only or exclusive store, whose reads all go
+    /// through it (``withReader(_:)``).
+    package func freePages() throws(StoreError) -> (free: Int64, pages: Int64, pageSize: Int64) {
         try withReader { connection throws(SQLiteError) in
-            (try connection.integer(.freePages) ?? 0, try connection.integer(.pageCount) ?? 0)
+            (
+                try connection.integer(.freePages) ?? 0, try connection.integer(.pageCount) ?? 0,
+                try connection.integer(.pageSize) ?? 0
+            )
         }
     }
 
@@ -248,11 +251,11 @@ extension EntryStore {
         var remaining = max(0, pages)
         var vacuumed = false
         var stepPages = Self.reclaimStep
+        var room = RoomSource.log
         while remaining > 0 {
             let step = min(remaining, stepPages)
             let freed: Int
             do throws(StoreError) {
-                let room: RoomSource = stepPages == 1 && freePagesRepayTheReserve ? .reserve : .log
                 freed = try withWriter(until: MonotonicDeadline(milliseconds: 0), room: room) {
                     connection throws(SQLiteError) -> Int in
                     let free = Int(try connection.integer(.freePages) ?? 0)
@@ -266,6 +269,12 @@ extension EntryStore {
                 // smaller steps, each folded in, so the log never needs more than a step's room.
                 _ = try? checkpoint()
                 stepPages = max(1, stepPages / 8)
+                // Decided once, as the steps come down to a page: the reserve, once drawn on, is gone.
+                if stepPages == 1, let (free, _, pageSize) = try? freePages(), pageSize > 0,
+                    free > Int64(Self.reserveBytes) / pageSize
+                {
+                    room = .reserve
+                }
                 continue
             }
             guard freed > 0 else { break }
@@ -276,15 +285,6 @@ extension EntryStore {
         guard vacuumed || foldingLog || keepsLogSmall || logExceedsRemovalBound else { return 0 }
         try checkpoint()
         return max(0, before - storeFileBytes())
-    }
-
-    /// Whether the store's free pages hold more than the reserve (read by a reader).
-    private var freePagesRepayTheReserve: Bool {
-        let measured = try? withReader { connection throws(SQLiteError) in
-            (try connection.integer(.freePages) ?? 0, try connection.integer(.pageSize) ?? 0)
-        }
-        guard let (free, pageSize) = measured, pageSize > 0 else { return false }
-        return free > Int64(Self.reserveBytes) / pageSize
     }
 
     /// Whether the writer keeps the log small now (``Options/tightVolume``, or a write that met

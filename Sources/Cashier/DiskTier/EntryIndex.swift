@@ -86,8 +86,10 @@ protocol EntryIndex: Sendable {
     /// waiting for this process's writer or another process's lock (a call that finds either
     /// busy leaves them; on an exclusive or read-only store the count itself is read through
     /// the writer, as that pass's other reads are): what a housekeeping pass that removed
-    /// nothing (more than a batch), and a folder at rest over its limit (any), do.
-    func reclaimFreePages(beyondABatch: Bool)
+    /// nothing (more than a batch), and a folder at rest over its limit (any), do. Returns what
+    /// the folder occupies after it, when it gave pages back.
+    @discardableResult
+    func reclaimFreePages(beyondABatch: Bool) -> Int?
     /// Measures what the folder occupies now: whether that is over `limit`.
     func settle(over limit: Int) -> Bool
 

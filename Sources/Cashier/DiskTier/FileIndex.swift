@@ -243,7 +243,7 @@ struct FileIndex: EntryIndex {
 
     func reclaimSpace(retryingRemovals: Bool, foldingLog: Bool) {}
 
-    func reclaimFreePages(beyondABatch: Bool) {}
+    func reclaimFreePages(beyondABatch: Bool) -> Int? { nil }
 
     func settle(over limit: Int) -> Bool { false }
 

@@ -375,11 +375,18 @@ extension StoreIndex {
         let tight = disk.isVolumeTight
         store.adjustLog(tightVolume: tight)
         _ = try? store.reclaimSpace(foldingLog: foldingLog)
-        // After the log gave its room back: the reserve a removal on a full volume drew on, made
-        // again if that room is there (EntryStore+Reserve.swift).
+        noteSpaceGivenBack(tight: tight)
+    }
+
+    /// After a reclaim: the reserve a removal on a full volume (or a reclaim's last steps) drew
+    /// on, made again if the room is there (EntryStore+Reserve.swift), now that the log gave its
+    /// room back; then what the folder occupies, measured. Returns that.
+    @discardableResult
+    private func noteSpaceGivenBack(tight: Bool) -> Int? {
         store.keepReserve(tight: tight)
         let occupied = try? store.occupiedBytes()
         disk.storeState.withLock { $0.occupiedEstimate = occupied }
+        return occupied
     }
 
     /// The free pages (a reader counts them) go back in steps that never wait
@@ -389,14 +396,13 @@ extension StoreIndex {
     /// stuck on another process's lock held every collection of the folder for as long (a
     /// hostile review: `collectGarbage()`, `removeAll(where:)` and `removeExpired()` that
     /// removed nothing took the busy timeout).
-    func reclaimFreePages(beyondABatch: Bool) {
-        guard let (free, pages) = try? store.freePages(),
-            free >= (beyondABatch ? EntryStore.removalFreePages(ofPages: pages) : 1)
-        else { return }
-        guard (try? store.reclaimSpace(foldingLog: false)) ?? 0 > 0 else { return }
-        store.keepReserve(tight: disk.isVolumeTight)
-        let occupied = try? store.occupiedBytes()
-        disk.storeState.withLock { $0.occupiedEstimate = occupied }
+    @discardableResult
+    func reclaimFreePages(beyondABatch: Bool) -> Int? {
+        guard let (free, pages, _) = try? store.freePages(),
+            free >= (beyondABatch ? EntryStore.removalFreePages(ofPages: pages) : 1),
+            (try? store.reclaimSpace(foldingLog: false)) ?? 0 > 0
+        else { return nil }
+        return noteSpaceGivenBack(tight: disk.isVolumeTight)
     }
 
     /// Folds the store's log into it and cuts it back (without waiting for readers), and measures
@@ -410,10 +416,7 @@ extension StoreIndex {
     func settle(over limit: Int) -> Bool {
         _ = try? store.checkpoint()
         guard var occupied = try? store.occupiedBytes() else { return false }
-        if occupied > limit {
-            reclaimFreePages(beyondABatch: false)
-            occupied = (try? store.occupiedBytes()) ?? occupied
-        }
+        if occupied > limit, let measured = reclaimFreePages(beyondABatch: false) { occupied = measured }
         // A sweep now, even if the last one found too little to evict (things may have changed).
         disk.storeState.withLock {
             $0.occupiedEstimate = occupied
