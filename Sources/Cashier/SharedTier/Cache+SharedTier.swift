@@ -188,8 +188,8 @@ extension Cache {
 
     // MARK: Changes that come from the tier
 
-    /// Applies a change another instance made: drops the key (every key, for ``SharedChange/all``)
-    /// from memory and from this instance's disk, telling observers, without sending a
+    /// Applies a change another instance made: drops the key (every key, for ``SharedChange/all``;
+    /// each key named, for ``SharedChange/reconnected(changed:)``) from memory and from this instance's disk, telling observers, without sending a
     /// removal back to the tier. The record a ``SharedChange/stored(_:_:)`` carries is kept
     /// for the key's next read (``SharedTierLink/keepAnnounced(_:in:)``: only when written
     /// after this folder's last change of the key), in the same step as the drop: a local
@@ -200,6 +200,8 @@ extension Cache {
         case .stored(let slot, let record):
             removeEntry(named: slot.name, reachingSharedTier: false, then: { shared?.keepAnnounced(record, in: slot) })
         case .all: removeAll(reachingSharedTier: false)
+        case .reconnected(let changed):
+            for name in changed { removeEntry(named: name, reachingSharedTier: false) }
         }
     }
 

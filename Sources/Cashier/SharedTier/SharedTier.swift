@@ -100,7 +100,8 @@ public protocol SharedTier: Sendable {
 
     /// What other instances changed, as they change it: each element a key whose local copies
     /// are stale (``SharedChange/stored(_:_:)`` carries the record stored too). An implementation that may have missed changes (it lost its connection)
-    /// yields ``SharedChange/all`` once it can tell again. Changes this instance made itself
+    /// yields ``SharedChange/all`` once it can tell again, or, when it knows which keys changed
+    /// meanwhile, ``SharedChange/reconnected(changed:)``. Changes this instance made itself
     /// are not required to appear (each one that does costs a local copy). Each call starts a
     /// new stream, listening from the call on; a cache asks for one when it is made.
     ///
@@ -225,4 +226,25 @@ public enum SharedChange: Sendable, Hashable {
     case stored(SharedSlot, SharedRecord)
     /// Anything may have changed (every record removed, or changes missed while disconnected).
     case all
+    /// The stream is back after a disconnection, and the keys named in `changed` are the only
+    /// ones other instances may have changed meanwhile: local copies of those are stale, the
+    /// rest are not. A tier that can tell which changes it missed (it keeps a log of them)
+    /// yields this instead of ``all`` once it listens again, so that a reconnection costs the
+    /// instances the keys that changed, not every local entry and the refills after it.
+    ///
+    /// Cashier drops each key named, as for ``key(_:)``, and sends again the changes of its own
+    /// that failed to reach the tier, as after ``all``. When in doubt (the log does not reach
+    /// back to the disconnection, or names too many keys), yield ``all``.
+    case reconnected(changed: Set<String>)
+}
+
+extension SharedChange {
+    /// Whether the change says the tier's stream is back after a disconnection (``all`` says
+    /// so too), after which the changes that failed to reach the tier go again.
+    var isReconnection: Bool {
+        switch self {
+        case .all, .reconnected: true
+        case .key, .stored: false
+        }
+    }
 }

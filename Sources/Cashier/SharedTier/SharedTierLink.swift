@@ -208,7 +208,7 @@ final class SharedTierLink: Sendable {
                     guard let cache else { return }
                     cache.applySharedChange(change)
                     // The tier is back after a disconnection: what failed to reach it goes again.
-                    if change == .all { cache.shared?.writes.queue.resendFailed() }
+                    if change.isReconnection { cache.shared?.writes.queue.resendFailed() }
                 }
                 if delivered { pauses = 0 }
                 guard !Task.isCancelled, cache != nil else { return }

@@ -103,7 +103,8 @@ final class SharedTierWrites: Sendable {
 
     /// Why failed changes are sent again (``resendFailed(_:)``).
     enum ResendReason {
-        /// The tier's stream is back after a disconnection (``SharedChange/all``): every
+        /// The tier's stream is back after a disconnection (``SharedChange/all`` or
+        /// ``SharedChange/reconnected(changed:)``): every
         /// failed change goes.
         case reconnected
         /// A change reached the tier: the failed changes still within their first

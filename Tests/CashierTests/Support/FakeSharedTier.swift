@@ -50,6 +50,8 @@ final class SharedBacking: Sendable {
         var mode = Mode.working
         /// Whether an ordered store that landed tells the others its record (``SharedChange/stored(_:_:)``).
         var announcesRecords = false
+        /// Whether changes land unheard, as while every instance's stream is disconnected.
+        var isMuted = false
         /// Open streams by server, each by its id.
         var streams: [Int: [Int: AsyncStream<SharedChange>.Continuation]] = [:]
         var nextID = 0
@@ -126,6 +128,13 @@ final class SharedBacking: Sendable {
             record.bytes[record.bytes.count - 1] ^= 0xFF
             state.records[slot] = record
         }
+    }
+
+    /// Whether changes land without any stream hearing of them, as while the instances'
+    /// streams are disconnected (a reconnection then says what they missed).
+    var isMuted: Bool {
+        get { state.withLock { $0.isMuted } }
+        set { state.withLock { $0.isMuted = newValue } }
     }
 
     /// Sends `change` to server `server`'s streams, as if another server had made it.
@@ -288,7 +297,8 @@ final class SharedBacking: Sendable {
 
     /// Streams `change` to every server but `server`.
     private func broadcast(_ change: SharedChange, from server: Int) {
-        let streams = state.withLock { state in
+        let streams = state.withLock { state -> [AsyncStream<SharedChange>.Continuation] in
+            guard !state.isMuted else { return [] }
             state.notifications += 1
             return state.streams.filter { $0.key != server }.flatMap { $0.value.values }
         }
