@@ -46,6 +46,18 @@ extension PostgresSharedTier {
         /// none) in the last `tombstoneLifetime`, and the sweep deletes it after.
         public var tombstoneLifetime: Duration = .seconds(3600)
 
+        /// How far back the log of changes reaches (a row per change: its transaction's id and
+        /// the key's name). An instance whose stream reconnects within this time after it last
+        /// heard the channel learns which keys changed meanwhile and drops those alone
+        /// (`SharedChange.reconnected(changed:)`); one away longer drops every local entry
+        /// (`SharedChange.all`). Default ten minutes. The sweep deletes older rows of the log.
+        public var changeLogLifetime: Duration = .seconds(600)
+
+        /// The most keys a reconnection names (`SharedChange.reconnected(changed:)`); when more
+        /// changed while the stream was away, it says `SharedChange.all` instead, which costs the
+        /// instance every local entry but one step. Default 10,000.
+        public var reconnectionKeyLimit: Int = 10_000
+
         /// Whether a change the tier acknowledged survives a crash of PostgreSQL where the server
         /// is set to acknowledge commits early. Default `true`.
         ///
@@ -56,7 +68,7 @@ extension PostgresSharedTier {
         /// With `false`, the server's setting decides: with `off` (on the cluster, the database or
         /// the role), a crash may lose the last changes PostgreSQL acknowledged (its manual,
         /// "Asynchronous Commit"). The instance that wrote then keeps its new value, while the
-        /// others, told at their reconnection that every key may have changed, read the older row
+        /// others, told at their reconnection that the key changed (or every key), read the older row
         /// until it expires or is written again. Sweeps never wait: what they remove is expired,
         /// shadowed or beyond the size bound, and a row back after a crash is skipped or swept again.
         public var durableCommits: Bool = true

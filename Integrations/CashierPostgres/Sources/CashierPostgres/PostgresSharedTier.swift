@@ -40,7 +40,11 @@ import ServiceLifecycle
 /// commits and this instance skips its own. A stream of ``changes()`` asked for before ``run()`` listens stays
 /// open and yields `.all` once it does (a cache made before the tier runs drops its local
 /// entries once, at that moment); after the listening connection was lost, the open streams
-/// yield `.all` once it listens again: what happened meanwhile is unknown. When ``run()``
+/// yield, once it listens again, the keys the log of changes (a table beside the records',
+/// `<table>_changes`) names from where the lost connection had heard to
+/// (`SharedChange.reconnected(changed:)`), or `.all` when it cannot tell (see
+/// ``Options-swift.struct/changeLogLifetime`` and ``Options-swift.struct/reconnectionKeyLimit``).
+/// When ``run()``
 /// returns, the open streams finish (a cache then drops its local entries once, and the stream
 /// it asks for next stays open, silent, without dropping them again).
 ///
@@ -294,7 +298,42 @@ public final class PostgresSharedTier: SharedTier, Service {
             }
         }
         state.withLockedValue { $0.bytesSinceSweep = 0 }
+        try await sweepChangeLog()
         return removed
+    }
+
+    /// Deletes the rows of the change log older than ``Options-swift.struct/changeLogLifetime``:
+    /// those before a mark this instance took at least that long ago (by the server's clock).
+    /// A reconnection whose last mark is that old asks no log (it says `.all`), so no row it
+    /// needs is gone.
+    private func sweepChangeLog() async throws {
+        let mark = try await perform("a sweep of \(options.tableName)'s change log") { [table, client] in
+            var mark: ListeningMark?
+            for try await (xmin, at) in try await client.query(table.logMark).decode((Int64, Date).self) {
+                mark = ListeningMark(xmin: xmin, at: at)
+            }
+            return mark
+        }
+        guard let mark else { return }
+        let lifetime = options.changeLogLifetime.seconds
+        let cut = state.withLockedValue { state -> ListeningMark? in
+            state.logMarks.append(mark)
+            guard let last = state.logMarks.lastIndex(where: { mark.at.timeIntervalSince($0.at) >= lifetime }) else {
+                return nil
+            }
+            defer { state.logMarks.removeFirst(last + 1) }
+            return state.logMarks[last]
+        }
+        guard let cut else { return }
+        while true {
+            let count = try await perform("a sweep of \(options.tableName)'s change log") { [table, client, options] in
+                var removed = 0
+                let statement = table.deleteLogged(before: cut.xmin, limit: options.sweepBatchSize)
+                for try await count in try await client.query(statement).decode(Int.self) { removed = count }
+                return removed
+            }
+            if count < options.sweepBatchSize { break }
+        }
     }
 
     // MARK: - Calls
@@ -431,22 +470,25 @@ public final class PostgresSharedTier: SharedTier, Service {
     }
 
     /// Listens on the channel until cancelled, again after every lost connection. Each time it
-    /// starts listening, it tells the streams already open that anything may have changed: a
-    /// stream asked for before the first `LISTEN` (a cache made before ``run()`` started) was
-    /// promised the changes from its start on, and after a lost connection the changes in
-    /// between are unknown. A stream asked for while listening hears no such `.all`.
+    /// starts listening, it tells the streams already open what may have changed since they last
+    /// heard: a stream asked for before the first `LISTEN` (a cache made before ``run()``
+    /// started) was promised the changes from its start on (`.all`), and after a lost connection
+    /// the log of changes says which keys changed in between (``resume(on:)``). A stream asked
+    /// for while listening hears neither.
+    ///
+    /// While it listens it notes, every second, where it has heard to (``ListeningMark``): the
+    /// next reconnection asks the log from there.
     private func listen() async {
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: table.channel) { notifications in
-                        // Before `isListening`: a stream asked for once that is set hears no `.all`.
-                        self.broadcast(.all)
-                        self.state.withLockedValue { state in
-                            state.unreachableUntil = nil
-                            state.isListening = true
+                        try await self.resume(on: connection)
+                        let hearing = Task { await self.noteHearing(on: connection) }
+                        defer {
+                            hearing.cancel()
+                            self.state.withLockedValue { $0.isListening = false }
                         }
-                        defer { self.state.withLockedValue { $0.isListening = false } }
                         for try await notification in notifications { self.receive(notification.payload) }
                     }
                 }
@@ -458,6 +500,63 @@ public final class PostgresSharedTier: SharedTier, Service {
             // A connection that closed without an error is lost all the same: listen again.
             guard (try? await Task.sleep(for: options.retryDelay)) != nil else { return }
         }
+    }
+
+    /// Once listening on `connection`: tells the open streams what may have changed since the
+    /// last connection heard (``missedChanges(since:on:)``), then counts as listening from a
+    /// mark taken now. A failure leaves the last mark, so the next attempt asks from there.
+    private func resume(on connection: PostgresConnection) async throws {
+        let mark = try await listeningMark(on: connection)
+        let previous = state.withLockedValue { $0.heardTo }
+        let change = try await missedChanges(since: previous, until: mark, on: connection)
+        // Before `isListening`: a stream asked for once that is set hears none of it.
+        broadcast(change)
+        state.withLockedValue { state in
+            state.heardTo = mark
+            state.unreachableUntil = nil
+            state.isListening = true
+        }
+    }
+
+    /// What may have changed between `previous` (where the last connection had heard to) and
+    /// `mark`: `.all` without a previous mark, when the log may no longer reach back to it
+    /// (``Options-swift.struct/changeLogLifetime``, with a minute to spare for the servers'
+    /// clock), when it names more than ``Options-swift.struct/reconnectionKeyLimit`` keys, or
+    /// when every record was removed meanwhile; otherwise the keys it names.
+    func missedChanges(
+        since previous: ListeningMark?, until mark: ListeningMark, on connection: PostgresConnection
+    ) async throws -> SharedChange {
+        guard let previous else { return .all }
+        let lifetime = options.changeLogLifetime.seconds
+        guard mark.at.timeIntervalSince(previous.at) + 60 < lifetime else { return .all }
+        let limit = max(options.reconnectionKeyLimit, 0)
+        var names = Set<String>()
+        var removedAll = false
+        let rows = try await connection.query(table.missedChanges(since: previous.xmin, limit: limit), logger: logger)
+        for try await name in rows.decode(String?.self) {
+            if let name { names.insert(name) } else { removedAll = true }
+        }
+        return removedAll || names.count > limit ? .all : .reconnected(changed: names)
+    }
+
+    /// Notes where the listening connection has heard to, every second, until cancelled; a
+    /// mark that fails is skipped (the last one stands, which asks the log for more).
+    private func noteHearing(on connection: PostgresConnection) async {
+        while (try? await Task.sleep(for: .seconds(1))) != nil {
+            guard let mark = try? await listeningMark(on: connection) else { continue }
+            state.withLockedValue { $0.heardTo = mark }
+        }
+    }
+
+    func listeningMark(on connection: PostgresConnection) async throws -> ListeningMark {
+        var mark: ListeningMark?
+        for try await (xmin, at) in try await connection.query(table.listeningMark, logger: logger).decode(
+            (Int64, Date).self)
+        {
+            mark = ListeningMark(xmin: xmin, at: at)
+        }
+        guard let mark else { throw PostgresSharedTierError.unreachable }
+        return mark
     }
 
     /// Passes another instance's change on to the streams; counts this instance's own as heard.
@@ -511,6 +610,9 @@ public final class PostgresSharedTier: SharedTier, Service {
         for subscriber in subscribers { subscriber.finish() }
     }
 
+    /// Where the listening connection last noted it had heard to; for tests.
+    var heardTo: ListeningMark? { state.withLockedValue { $0.heardTo } }
+
     /// Whether the tier listens to its channel now; for tests, which wait for it before they
     /// expect to hear another instance.
     var isListening: Bool { state.withLockedValue { $0.isListening } }
@@ -547,8 +649,18 @@ extension SharedChange {
         switch self {
         case .key(let name): name
         case .stored(let slot, _): slot.name
-        case .all: nil
+        case .all, .reconnected: nil
         }
+    }
+}
+
+extension PostgresSharedTier {
+    /// A point in the server's history: the oldest transaction running then (`xmin`, by its
+    /// 64-bit id: every transaction that commits later has an id at least this) and the
+    /// server's time.
+    struct ListeningMark: Sendable {
+        var xmin: Int64
+        var at: Date
     }
 }
 
@@ -566,6 +678,12 @@ extension PostgresSharedTier {
         var bytesSinceSweep = 0
         /// Whether the channel is listened to now (tests wait for it).
         var isListening = false
+        /// Where the listening connection last heard to (``ListeningMark``): a reconnection asks
+        /// the change log what committed from there on. `nil` until the first `LISTEN`.
+        var heardTo: ListeningMark?
+        /// Marks taken by this instance's sweeps, oldest first: the log's rows before the newest
+        /// one at least ``Options-swift.struct/changeLogLifetime`` old go.
+        var logMarks: [ListeningMark] = []
         /// Ends when the last write or removal started has ended (``performWrite(_:_:)``).
         var lastWrite: Task<Void, Never>?
         /// This instance's changes of each key sent and whose notification has not come back

@@ -25,6 +25,9 @@ struct Table: Sendable {
 
     private var quoted: String { "\"\(name)\"" }
 
+    /// The log of changes (``changeLog``), quoted.
+    private var quotedLog: String { "\"\(name)_changes\"" }
+
     /// With ``durableCommits``, a `WITH` item that raises `synchronous_commit` from `off` to
     /// `local` for the statement's own transaction (`set_config`'s third argument: as `SET LOCAL`),
     /// so that its commit waits for the log to be written; any other setting (`local`, `on`,
@@ -88,6 +91,14 @@ struct Table: Sendable {
             """
             CREATE INDEX IF NOT EXISTS \(unescaped: "\"\(name)_updated_at\"") ON \(unescaped: quoted) (updated_at)
             """,
+            // The log of changes: a row per statement that notified, with its transaction's id
+            // (`name` NULL: every key). `xid8` and `pg_current_xact_id()`: PostgreSQL 13 or later.
+            """
+            CREATE TABLE IF NOT EXISTS \(unescaped: quotedLog) (xid xid8 NOT NULL, name text)
+            """,
+            """
+            CREATE INDEX IF NOT EXISTS \(unescaped: "\"\(name)_changes_xid\"") ON \(unescaped: quotedLog) (xid)
+            """,
         ]
     }
 
@@ -124,6 +135,8 @@ struct Table: Sendable {
                 expires_at = excluded.expires_at, updated_at = excluded.updated_at, written_at = excluded.written_at
             WHERE t.written_at <= excluded.written_at
             RETURNING 1
+        ), logged AS (
+            INSERT INTO \(unescaped: quotedLog) (xid, name) SELECT pg_current_xact_id(), \(slot.name) FROM written
         )
         SELECT 1::bigint, pg_notify(\(channel), \(notice)) FROM written\(unescaped: durableJoin)
         """
@@ -170,6 +183,9 @@ struct Table: Sendable {
             RETURNING 1
         ), changed AS (
             SELECT 1 FROM written UNION ALL SELECT 1 FROM tomb UNION ALL SELECT 1 FROM removed
+        ), logged AS (
+            INSERT INTO \(unescaped: quotedLog) (xid, name)
+            SELECT pg_current_xact_id(), \(slot.name) FROM (SELECT 1 FROM changed LIMIT 1) AS one
         )
         SELECT (SELECT count(*) FROM written)::bigint,
             pg_notify(\(channel), CASE WHEN EXISTS (SELECT 1 FROM written) THEN \(notice) ELSE \(keyNotice) END)
@@ -196,7 +212,10 @@ struct Table: Sendable {
             DELETE FROM \(unescaped: quoted)
             WHERE name = \(name) AND version <> \(Self.tombstoneVersion) AND written_at <= \(date)
             RETURNING 1
-        ), changed AS (SELECT 1 FROM tomb UNION ALL SELECT 1 FROM removed)
+        ), changed AS (SELECT 1 FROM tomb UNION ALL SELECT 1 FROM removed), logged AS (
+            INSERT INTO \(unescaped: quotedLog) (xid, name)
+            SELECT pg_current_xact_id(), \(name) FROM (SELECT 1 FROM changed LIMIT 1) AS one
+        )
         SELECT pg_notify(\(channel), \(notice)) FROM (SELECT 1 FROM changed LIMIT 1) AS one\(unescaped: durableJoin)
         """
     }
@@ -204,14 +223,16 @@ struct Table: Sendable {
     /// Deletes every row of `name`, its tombstone included, whenever written.
     func delete(named name: String, notifying notice: String) -> PostgresQuery {
         """
-        WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) WHERE name = \(name) RETURNING 1)
+        WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) WHERE name = \(name) RETURNING 1),
+        logged AS (INSERT INTO \(unescaped: quotedLog) (xid, name) VALUES (pg_current_xact_id(), \(name)))
         SELECT pg_notify(\(channel), \(notice))\(unescaped: durableFrom)
         """
     }
 
     func deleteAll(notifying notice: String) -> PostgresQuery {
         """
-        WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) RETURNING 1)
+        WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) RETURNING 1),
+        logged AS (INSERT INTO \(unescaped: quotedLog) (xid, name) VALUES (pg_current_xact_id(), NULL))
         SELECT pg_notify(\(channel), \(notice))\(unescaped: durableFrom)
         """
     }
@@ -269,6 +290,49 @@ struct Table: Sendable {
     }
 }
 
+extension Table {
+    /// Where the listening connection has heard to: the oldest transaction still running
+    /// (every change logged later has an id at least this) and the server's time. Run on the
+    /// listening connection, once it listens: every change committed after it is either heard
+    /// there or logged with an id no lower.
+    ///
+    /// The comment names the channel, so a test can tell the listening connection's backend
+    /// (`pg_stat_activity.query`).
+    var listeningMark: PostgresQuery {
+        """
+        SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, now() \(unescaped: "/* cashier listening on \(channel) */")
+        """
+    }
+
+    /// The server's time and the oldest transaction running, for the sweep of the change log.
+    var logMark: PostgresQuery {
+        "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, now()"
+    }
+
+    /// The names the change log holds for transactions from `xmin` on (a listening mark's),
+    /// at most `limit` + 1 of them; `NULL` for a removal of every key.
+    func missedChanges(since xmin: Int64, limit: Int) -> PostgresQuery {
+        """
+        SELECT DISTINCT name FROM \(unescaped: quotedLog) WHERE xid >= \(xmin)::text::xid8
+        LIMIT \(limit + 1) \(unescaped: "/* cashier listening on \(channel) */")
+        """
+    }
+
+    /// Deletes up to `limit` rows of the change log of transactions before `xmin` (a mark at
+    /// least as old as the log's lifetime); answers how many.
+    func deleteLogged(before xmin: Int64, limit: Int) -> PostgresQuery {
+        """
+        WITH removed AS (
+            DELETE FROM \(unescaped: quotedLog) WHERE ctid IN (
+                SELECT ctid FROM \(unescaped: quotedLog) WHERE xid < \(xmin)::text::xid8 LIMIT \(limit)
+            )
+            RETURNING 1
+        )
+        SELECT count(*)::bigint FROM removed
+        """
+    }
+}
+
 /// A notification's payload: the id of the instance that made the change, a space, then `k` and
 /// the key's name; `*` for every key; or, for a store, `r` and the record stored:
 /// `r<writtenAt> <expiresAt or -> <version length> <name length> <version><name><bytes in base64>`
@@ -318,7 +382,7 @@ struct Notice: Sendable {
                 + "\(slot.name.utf8.count) \(slot.version)\(slot.name)\(record.bytes.base64EncodedString())"
             if payload.utf8.count <= Self.maximumPayload { return payload }
             return Notice(instance: instance, change: .key(slot.name)).payload
-        case .all:
+        case .all, .reconnected:
             break
         }
         return "\(instance) *"

@@ -49,7 +49,8 @@ enum TestDatabase {
             for tier in tiers { group.addTask { try await tier.run() } }
             let result: Result<R, any Error>
             do { result = .success(try await body(tiers, client)) } catch { result = .failure(error) }
-            try await client.query("DROP TABLE IF EXISTS \(unescaped: "\"\(options.tableName)\"")")
+            try await client.query(
+                "DROP TABLE IF EXISTS \(unescaped: "\"\(options.tableName)\", \"\(options.tableName)_changes\"")")
             group.cancelAll()
             return try result.get()
         }
@@ -62,6 +63,21 @@ enum TestDatabase {
         }
         let isListening = tiers.allSatisfy(\.isListening)
         try #require(isListening)
+    }
+}
+
+extension TestDatabase {
+    /// Ends the backend `tier` listens through, as a restart of the server would: the one whose
+    /// last statement was its `LISTEN`, or one of its notes of where it heard to (which name
+    /// the channel).
+    static func endListening(of tier: PostgresSharedTier, client: PostgresClient) async throws {
+        let channel = tier.options.effectiveChannel
+        try await client.query(
+            """
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE (query = \("LISTEN \"\(channel)\";") OR position(\("cashier listening on \(channel) */") IN query) > 0)
+                AND pid <> pg_backend_pid()
+            """)
     }
 }
 
