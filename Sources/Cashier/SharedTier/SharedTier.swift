@@ -113,6 +113,37 @@ public protocol SharedTier: Sendable {
     /// Whether the tier keeps the newest change of a key whatever order changes arrive in (see
     /// "Order across instances" above). `false` by default.
     var ordersChanges: Bool { get }
+
+    /// Applies `changes`, each of a different key, as ``store(_:in:removingOtherVersions:)`` and
+    /// ``removeRecords(named:writtenBefore:)`` would one after another, and answers each one's
+    /// outcome in order (a removal's is ``SharedStoreOutcome/stored``). Throws when any could not
+    /// be applied: Cashier then counts every change of the call as failed and sends each again.
+    ///
+    /// Cashier calls it with up to ``maximumBatch`` changes queued one after another, when that
+    /// is more than one: after an outage, or under load, the changes waiting then go in a few
+    /// calls instead of one each. The default makes one call per change, in order, stopping at
+    /// the first that throws.
+    func apply(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome]
+
+    /// The most changes Cashier passes to one ``apply(_:)``; 1 (the default) for one call per
+    /// change. A tier that applies several changes in one round trip says how many.
+    var maximumBatch: Int { get }
+}
+
+/// A change Cashier sends to a ``SharedTier`` in a batch (``SharedTier/apply(_:)``).
+public enum SharedTierChange: Sendable, Hashable {
+    /// ``SharedTier/store(_:in:removingOtherVersions:)``.
+    case store(SharedRecord, in: SharedSlot, removingOtherVersions: Bool)
+    /// ``SharedTier/removeRecords(named:writtenBefore:)``.
+    case removal(named: String, writtenBefore: Date)
+
+    /// The key's name.
+    public var name: String {
+        switch self {
+        case .store(_, let slot, _): slot.name
+        case .removal(let name, _): name
+        }
+    }
 }
 
 extension SharedTier {
@@ -149,6 +180,25 @@ extension SharedTier {
     public func removeRecords(named name: String, writtenBefore date: Date) async throws {
         try await removeRecords(named: name)
     }
+
+    /// One call per change, in order, stopping at the first that throws.
+    public func apply(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome] {
+        var outcomes: [SharedStoreOutcome] = []
+        outcomes.reserveCapacity(changes.count)
+        for change in changes {
+            switch change {
+            case .store(let record, let slot, let removingOtherVersions):
+                outcomes.append(try await store(record, in: slot, removingOtherVersions: removingOtherVersions))
+            case .removal(let name, let date):
+                try await removeRecords(named: name, writtenBefore: date)
+                outcomes.append(.stored)
+            }
+        }
+        return outcomes
+    }
+
+    /// One change a call.
+    public var maximumBatch: Int { 1 }
 }
 
 /// What ``SharedTier/store(_:in:removingOtherVersions:)`` did.

@@ -28,6 +28,9 @@ extension SharedTierWrites {
 
         var isEmpty: Bool { head == items.count }
 
+        /// The first change, left in the queue.
+        var first: Queued? { head < items.count ? items[head] : nil }
+
         func contains(_ name: String) -> Bool { names[name] != nil }
 
         /// Whether a removal of every record is queued for `destination`, or being sent to it.

@@ -3,14 +3,15 @@ import CashierPlatform
 import Foundation
 
 /// The writes and removals of every ``Cache`` of this process on one folder on their way to
-/// their ``SharedTier``: queued in the order they landed locally, sent one at a time, off the
+/// their ``SharedTier``: queued in the order they landed locally, sent one call at a time (of one
+/// change, or of several changes of distinct keys to a tier that takes them: ``SharedTier/apply(_:)``), off the
 /// caller's thread. It lives in the folder's ``FolderState``, with the ledger: two instances on one
 /// folder change one set of entries, so their changes reach the tier in one order, the
 /// folder's (a removal by one is never overtaken by an earlier write of the other still on
 /// its way, which would bring the removed value back).
 ///
 /// - **Order.** Each change is queued under its key's lock (or the barrier of every key) in
-///   the step that makes it locally, and the queue sends one change at a time, the next only
+///   the step that makes it locally, and the queue makes one call at a time, the next only
 ///   once the last has ended, even one cancelled at its timeout: a later change of a key never
 ///   overtakes an earlier one, whichever instance on the folder made either.
 /// - **Superseded changes go unsent.** A change still queued when a later change, for the same
@@ -69,6 +70,19 @@ final class SharedTierWrites: Sendable {
             }
         }
 
+        /// The change as a tier's ``SharedTier/apply(_:)`` takes it; `nil` for ``removeAll``,
+        /// which goes on its own.
+        var tierChange: SharedTierChange? {
+            switch self {
+            case .store(let slot, let header, let payload, let expiresAt, let removingOthers, let writtenAt):
+                .store(
+                    SharedRecord(header: header, payload: payload, expiresAt: expiresAt, writtenAt: writtenAt),
+                    in: slot, removingOtherVersions: removingOthers)
+            case .remove(let name, let date): .removal(named: name, writtenBefore: date)
+            case .removeAll: nil
+            }
+        }
+
         /// Whether a change queued later than this one makes it moot.
         func isSuperseded(by later: Change) -> Bool {
             switch (self, later) {
@@ -96,6 +110,8 @@ final class SharedTierWrites: Sendable {
         /// Drops the destination cache's own copy of a key whose store the tier refused as
         /// older; set once the cache is whole.
         let dropsCopies = CopyDropper()
+        /// How many changes one call to the tier takes (``SharedTier/maximumBatch``, at least 1).
+        var maximumBatch: Int { max(1, tier.maximumBatch) }
 
         /// The destination's identity as a dictionary key.
         var key: ObjectIdentifier { ObjectIdentifier(id) }
@@ -232,22 +248,46 @@ final class SharedTierWrites: Sendable {
         if state.withLock({ $0.failed.hasQuickResends }) { resendFailed(.changeReached) }
     }
 
-    /// Sends the queue, one change at a time, until it is empty.
+    /// Sends the queue until it is empty: one change at a time, or, to a tier that takes
+    /// several at once (``SharedTier/maximumBatch``), the changes queued one after another for it,
+    /// of distinct keys, in one call (``nextBatch()``).
     private func sendQueued() async {
-        while let next = nextChange() {
-            await send(next)
+        while let batch = nextBatch() {
+            if batch.count == 1 { await send(batch[0]) } else { await send(batch) }
         }
     }
 
-    private func nextChange() -> Queued? {
+    /// The first change queued, and after it, for a tier that takes several in one call, the
+    /// changes that follow it in the queue for the same tier, up to its
+    /// ``SharedTier/maximumBatch``, until one of a key already taken, a removal of every record or
+    /// a change for another tier: a prefix of the queue, so the order the tier sees is the
+    /// queue's, and changes of one key never share a call (nor one of them its outcome).
+    private func nextBatch() -> [Queued]? {
         state.withLock { state in
-            guard let next = state.queued.popFirst() else {
+            guard let first = state.queued.popFirst() else {
                 state.isSending = false
                 return nil
             }
-            state.sendingTimeout = next.destination.timeout
-            return next
+            var batch = [first]
+            if let name = first.change.name, first.destination.maximumBatch > 1 {
+                var names: Set<String> = [name]
+                while batch.count < first.destination.maximumBatch, let next = state.queued.first,
+                    next.destination.id === first.destination.id, let name = next.change.name,
+                    names.insert(name).inserted
+                {
+                    batch.append(next)
+                    _ = state.queued.popFirst()
+                }
+            }
+            state.sendingTimeout = Self.timeout(of: batch)
+            return batch
         }
+    }
+
+    /// The bound of one call sending `batch`: the destination's timeout, an eighth more for each
+    /// change after the first (a call of 64 changes waits 8.9 times as long as one of one).
+    static func timeout(of batch: [Queued]) -> TimeInterval {
+        batch[0].destination.timeout * (1 + Double(batch.count - 1) / 8)
     }
 
     private func send(_ queued: Queued) async {
@@ -282,6 +322,50 @@ final class SharedTierWrites: Sendable {
         if reached, state.withLock({ $0.failed.hasQuickResends }) { resendFailed(.changeReached) }
         if let due { scheduleRetry(at: due) }
         if !outcome.timedOut { unsent.leave() }
+    }
+
+    /// Sends `batch` (changes of distinct keys, for one tier; ``nextBatch()``) in one call of
+    /// ``SharedTier/apply(_:)``, then settles each change as ``send(_:)`` settles one: all
+    /// reached the tier, or none did (each is then reported and kept to send again).
+    private func send(_ batch: [Queued]) async {
+        let destination = batch[0].destination
+        let tier = destination.tier
+        let changes = batch.compactMap(\.change.tierChange)
+        let (outcome, call) = await SharedTierCall.run(within: Self.timeout(of: batch)) { () -> [SharedStoreOutcome] in
+            let outcomes = try await tier.apply(changes)
+            guard outcomes.count == changes.count else {
+                throw WrongOutcomeCount(changes: changes.count, outcomes: outcomes.count)
+            }
+            return outcomes
+        }
+        if case .failure(let error) = outcome {
+            for queued in batch { report(error, of: queued.change, to: destination.onEvent) }
+        }
+        let result: Result<[SharedStoreOutcome], any Error>
+        if outcome.timedOut {
+            // Reported and no longer waited for; the next change waits until this call ends.
+            for _ in batch { unsent.leave() }
+            result = await call.result
+        } else {
+            result = outcome
+        }
+        let outcomes = try? result.get()
+        var dues: [UInt64] = []
+        for (index, queued) in batch.enumerated() {
+            let due = end(queued, reached: outcomes != nil, superseded: outcomes?[index] == .superseded)
+            if let due { dues.append(due) }
+        }
+        if outcomes != nil, state.withLock({ $0.failed.hasQuickResends }) { resendFailed(.changeReached) }
+        if let due = dues.min() { scheduleRetry(at: due) }
+        if !outcome.timedOut { for _ in batch { unsent.leave() } }
+    }
+
+    /// A tier's ``SharedTier/apply(_:)`` answered a number of outcomes other than its changes':
+    /// none of them counts as reached.
+    struct WrongOutcomeCount: Error, CustomStringConvertible {
+        var changes: Int
+        var outcomes: Int
+        var description: String { "the tier answered \(outcomes) outcomes for \(changes) changes" }
     }
 
     /// Starts the retry timer for `due` (a kept change's time to go again), unless one fires by

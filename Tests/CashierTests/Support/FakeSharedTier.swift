@@ -52,6 +52,10 @@ final class SharedBacking: Sendable {
         var announcesRecords = false
         /// Whether changes land unheard, as while every instance's stream is disconnected.
         var isMuted = false
+        /// How many changes one `apply` takes (`SharedTier.maximumBatch`), and the names of each
+        /// call's changes, in order.
+        var maximumBatch = 1
+        var batches: [[String]] = []
         /// Open streams by server, each by its id.
         var streams: [Int: [Int: AsyncStream<SharedChange>.Continuation]] = [:]
         var nextID = 0
@@ -129,6 +133,17 @@ final class SharedBacking: Sendable {
             state.records[slot] = record
         }
     }
+
+    /// How many changes one `apply` of the tiers takes (1: one call per change, as by default).
+    var maximumBatch: Int {
+        get { state.withLock { $0.maximumBatch } }
+        set { state.withLock { $0.maximumBatch = newValue } }
+    }
+
+    /// The names of the changes of each `apply`, in the order called.
+    var batches: [[String]] { state.withLock { $0.batches } }
+
+    fileprivate func noteBatch(_ names: [String]) { state.withLock { $0.batches.append(names) } }
 
     /// Whether changes land without any stream hearing of them, as while the instances'
     /// streams are disconnected (a reconnection then says what they missed).
@@ -374,6 +389,26 @@ struct FakeSharedTier: SharedTier {
     }
 
     func changes() -> AsyncStream<SharedChange> { backing.changes(for: server) }
+
+    var maximumBatch: Int { backing.maximumBatch }
+
+    /// Notes the batch, then applies each change as its own call would, stopping at the first
+    /// that throws (a tier whose statement fails changes nothing: the fake's calls fail whole
+    /// when the fake is down, which is what the tests make fail).
+    func apply(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome] {
+        backing.noteBatch(changes.map(\.name))
+        var outcomes: [SharedStoreOutcome] = []
+        for change in changes {
+            switch change {
+            case .store(let record, let slot, let removingOtherVersions):
+                outcomes.append(try await store(record, in: slot, removingOtherVersions: removingOtherVersions))
+            case .removal(let name, let date):
+                try await removeRecords(named: name, writtenBefore: date)
+                outcomes.append(.stored)
+            }
+        }
+        return outcomes
+    }
 }
 
 /// Waits, without blocking a thread, until `condition` holds; records an issue naming `what`
