@@ -415,10 +415,11 @@ public final class PostgresSharedTier: SharedTier, Service {
                 try await client.execute(statement)
             } catch let error as PSQLError where error.code == .server {
                 // Another instance created it between `IF NOT EXISTS` and the insert into the
-                // catalog (unique_violation 23505, duplicate_table 42P07, or duplicate_object
-                // 42710: `type "…" already exists`, the table's row type): it exists now.
+                // catalog (unique_violation 23505, duplicate_table 42P07, duplicate_object
+                // 42710: `type "…" already exists`, the table's row type, or a trigger; or
+                // duplicate_function 42723, the log's trigger function): it exists now.
                 let code = error.serverInfo?[.sqlState]
-                guard code == "23505" || code == "42P07" || code == "42710" else { throw error }
+                guard code == "23505" || code == "42P07" || code == "42710" || code == "42723" else { throw error }
             }
         }
         state.withLockedValue { $0.isTableReady = true }
@@ -476,20 +477,21 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// the log of changes says which keys changed in between (``resume(on:)``). A stream asked
     /// for while listening hears neither.
     ///
-    /// While it listens it notes, every second, where it has heard to (``ListeningMark``): the
-    /// next reconnection asks the log from there.
+    /// While it listens it takes, every second, a mark of where it has heard to
+    /// (``ListeningMark``), which holds once its own notification comes back: the next
+    /// reconnection asks the log from the last mark that held.
     private func listen() async {
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: table.channel) { notifications in
                         try await self.resume(on: connection)
-                        let hearing = Task { await self.noteHearing(on: connection) }
-                        defer {
-                            hearing.cancel()
-                            self.state.withLockedValue { $0.isListening = false }
+                        defer { self.state.withLockedValue { $0.isListening = false } }
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            group.addTask { await self.markHearing(on: connection) }
+                            defer { group.cancelAll() }
+                            for try await notification in notifications { self.receive(notification.payload) }
                         }
-                        for try await notification in notifications { self.receive(notification.payload) }
                     }
                 }
             } catch {
@@ -502,61 +504,100 @@ public final class PostgresSharedTier: SharedTier, Service {
         }
     }
 
-    /// Once listening on `connection`: tells the open streams what may have changed since the
-    /// last connection heard (``missedChanges(since:on:)``), then counts as listening from a
-    /// mark taken now. A failure leaves the last mark, so the next attempt asks from there.
+    /// Once listening on `connection`: takes a first mark there, tells the open streams what may
+    /// have changed since the last mark that held (``missedChanges(since:until:on:)``; `.all`
+    /// when the log cannot be read), and counts as listening. The marks of the lost connection
+    /// that had not held yet never will: the next reconnection asks from the last that did, until
+    /// one of this connection's holds.
     private func resume(on connection: PostgresConnection) async throws {
-        let mark = try await listeningMark(on: connection)
+        // The lost connection's marks that had not held never will.
+        state.withLockedValue { $0.pendingMarks = [] }
+        let mark = try await takeMark(on: connection)
         let previous = state.withLockedValue { $0.heardTo }
-        let change = try await missedChanges(since: previous, until: mark, on: connection)
+        let change: SharedChange
+        do {
+            change = try await missedChanges(since: previous, until: mark, on: connection)
+        } catch {
+            logger.info("the log of changes of \(options.tableName) could not be read: \(String(reflecting: error))")
+            change = .all
+        }
         // Before `isListening`: a stream asked for once that is set hears none of it.
         broadcast(change)
         state.withLockedValue { state in
-            state.heardTo = mark
+            // After `.all`, every key counts as heard up to the first mark (when it holds).
+            if case .all = change { state.heardTo = nil }
             state.unreachableUntil = nil
             state.isListening = true
         }
     }
 
-    /// What may have changed between `previous` (where the last connection had heard to) and
-    /// `mark`: `.all` without a previous mark, when the log may no longer reach back to it
-    /// (``Options-swift.struct/changeLogLifetime``, with a minute to spare for the servers'
-    /// clock), when it names more than ``Options-swift.struct/reconnectionKeyLimit`` keys, or
-    /// when every record was removed meanwhile; otherwise the keys it names.
+    /// What may have changed between `previous` (the last mark that held) and `mark` (taken now):
+    /// `.all` without a previous mark; when the log may no longer reach back to it
+    /// (``Options-swift.struct/changeLogLifetime``, with a minute to spare for the server's
+    /// clock, or a sweep of the log past it); when the server's transactions are behind it (a
+    /// restored or another server: its log is not the one the mark was taken in); when it names
+    /// more than ``Options-swift.struct/reconnectionKeyLimit`` keys; or when every record was
+    /// removed meanwhile. Otherwise the keys it names.
     func missedChanges(
         since previous: ListeningMark?, until mark: ListeningMark, on connection: PostgresConnection
     ) async throws -> SharedChange {
-        guard let previous else { return .all }
+        guard let previous, mark.xmin >= previous.xmin else { return .all }
         let lifetime = options.changeLogLifetime.seconds
         guard mark.at.timeIntervalSince(previous.at) + 60 < lifetime else { return .all }
-        let limit = max(options.reconnectionKeyLimit, 0)
+        let limit = min(max(options.reconnectionKeyLimit, 0), Int(Int32.max))
         var names = Set<String>()
-        var removedAll = false
-        let rows = try await connection.query(table.missedChanges(since: previous.xmin, limit: limit), logger: logger)
-        for try await name in rows.decode(String?.self) {
-            if let name { names.insert(name) } else { removedAll = true }
+        let query = table.missedChanges(since: previous.xmin, limit: limit)
+        for try await name in try await connection.query(query, logger: logger).decode(String?.self) {
+            guard let name else { return .all }
+            names.insert(name)
         }
-        return removedAll || names.count > limit ? .all : .reconnected(changed: names)
+        return names.count > limit ? .all : .reconnected(changed: names)
     }
 
-    /// Notes where the listening connection has heard to, every second, until cancelled; a
-    /// mark that fails is skipped (the last one stands, which asks the log for more).
-    private func noteHearing(on connection: PostgresConnection) async {
+    /// Takes a mark on `connection` every second until cancelled; a mark that fails is skipped
+    /// (the last that held stands, which asks the log for more).
+    private func markHearing(on connection: PostgresConnection) async {
         while (try? await Task.sleep(for: .seconds(1))) != nil {
-            guard let mark = try? await listeningMark(on: connection) else { continue }
-            state.withLockedValue { $0.heardTo = mark }
+            _ = try? await takeMark(on: connection)
         }
     }
 
-    func listeningMark(on connection: PostgresConnection) async throws -> ListeningMark {
+    /// Takes a mark on `connection`, the listening one, pending until its notification comes
+    /// back there (``receive(_:)``).
+    private func takeMark(on connection: PostgresConnection) async throws -> ListeningMark {
+        let sequence = state.withLockedValue { state in
+            state.nextMark += 1
+            return state.nextMark
+        }
+        let mark = try await listeningMark(on: connection, notifying: "\(instanceID.uuidString) m\(sequence)")
+        state.withLockedValue { state in
+            state.pendingMarks.append((sequence, mark))
+            if state.pendingMarks.count > 64 { state.pendingMarks.removeFirst() }
+        }
+        return mark
+    }
+
+    /// A mark taken on `connection` (``Table/listeningMark(notifying:)``), notifying `notice`.
+    func listeningMark(on connection: PostgresConnection, notifying notice: String) async throws -> ListeningMark {
         var mark: ListeningMark?
-        for try await (xmin, at) in try await connection.query(table.listeningMark, logger: logger).decode(
-            (Int64, Date).self)
+        let query = table.listeningMark(notifying: notice)
+        for try await (xmin, at, _) in try await connection.query(query, logger: logger).decode(
+            (Int64, Date, String?).self)
         {
             mark = ListeningMark(xmin: xmin, at: at)
         }
         guard let mark else { throw PostgresSharedTierError.unreachable }
         return mark
+    }
+
+    /// This instance's mark `sequence` came back on the listening connection: it holds
+    /// (``Table/listeningMark(notifying:)``), and so do those taken before it.
+    private func markHeld(_ sequence: Int) {
+        state.withLockedValue { state in
+            guard let index = state.pendingMarks.lastIndex(where: { $0.sequence == sequence }) else { return }
+            state.heardTo = state.pendingMarks[index].mark
+            state.pendingMarks.removeFirst(index + 1)
+        }
     }
 
     /// Passes another instance's change on to the streams; counts this instance's own as heard.
@@ -567,6 +608,11 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// older than that change, and the record would serve a value the change replaced or
     /// removed. It goes on as the key's name then, and the next read asks the table.
     func receive(_ payload: String) {
+        let ownMark = "\(instanceID.uuidString) m"
+        if payload.hasPrefix(ownMark), let sequence = Int(payload.dropFirst(ownMark.count)) {
+            markHeld(sequence)
+            return
+        }
         guard let notice = Notice(payload: payload) else { return }
         let isOwn = notice.instance == instanceID.uuidString
         let change = state.withLockedValue { state -> SharedChange? in
@@ -678,9 +724,13 @@ extension PostgresSharedTier {
         var bytesSinceSweep = 0
         /// Whether the channel is listened to now (tests wait for it).
         var isListening = false
-        /// Where the listening connection last heard to (``ListeningMark``): a reconnection asks
-        /// the change log what committed from there on. `nil` until the first `LISTEN`.
+        /// The last mark that held (``ListeningMark``): a reconnection asks the change log what
+        /// committed from there on. `nil` until the first holds, and after a `.all`.
         var heardTo: ListeningMark?
+        /// Marks taken on the listening connection whose notification has not come back yet,
+        /// oldest first (64 at most), and the sequence number of the last taken.
+        var pendingMarks: [(sequence: Int, mark: ListeningMark)] = []
+        var nextMark = 0
         /// Marks taken by this instance's sweeps, oldest first: the log's rows before the newest
         /// one at least ``Options-swift.struct/changeLogLifetime`` old go.
         var logMarks: [ListeningMark] = []

@@ -19,14 +19,14 @@ struct PostgresSharedTierReconnectionTests {
     static func mark(_ tier: PostgresSharedTier, _ client: PostgresClient) async throws
         -> PostgresSharedTier.ListeningMark
     {
-        try await client.withConnection { try await tier.listeningMark(on: $0) }
+        try await client.withConnection { try await tier.listeningMark(on: $0, notifying: "test") }
     }
 
     static func missed(
         _ tier: PostgresSharedTier, _ client: PostgresClient, since previous: PostgresSharedTier.ListeningMark?
     ) async throws -> SharedChange {
         try await client.withConnection { connection in
-            let now = try await tier.listeningMark(on: connection)
+            let now = try await tier.listeningMark(on: connection, notifying: "test")
             return try await tier.missedChanges(since: previous, until: now, on: connection)
         }
     }
@@ -42,6 +42,7 @@ struct PostgresSharedTierReconnectionTests {
             let late = writtenAtStart.addingTimeInterval(100)
             _ = try await tier.store(
                 record("r", writtenAt: late), in: Self.slot("refused"), removingOtherVersions: false)
+            _ = try await tier.store(record("u"), in: Self.slot("removed unordered"), removingOtherVersions: false)
             let mark = try await Self.mark(tier, client)
 
             _ = try await tier.store(record("a"), in: Self.slot("stored"), removingOtherVersions: false)
@@ -124,9 +125,12 @@ struct PostgresSharedTierReconnectionTests {
                 return count
             }
             #expect(try await logged() == 1)
-            // A transaction of another test running across the sweep's mark keeps the row for one
-            // more sweep: sweep until it goes, a bounded number of times.
-            for _ in 0..<50 where try await logged() > 0 { try await tier.sweep() }
+            // A transaction of another test running across the sweep's mark keeps the row until
+            // a sweep after it: sweep until it goes, a bounded number of times, 10 ms apart.
+            for _ in 0..<500 where try await logged() > 0 {
+                try await tier.sweep()
+                try await Task.sleep(for: .milliseconds(10))
+            }
             #expect(try await logged() == 0)
         }
     }

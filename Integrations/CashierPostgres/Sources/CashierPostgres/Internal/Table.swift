@@ -91,15 +91,68 @@ struct Table: Sendable {
             """
             CREATE INDEX IF NOT EXISTS \(unescaped: "\"\(name)_updated_at\"") ON \(unescaped: quoted) (updated_at)
             """,
-            // The log of changes: a row per statement that notified, with its transaction's id
-            // (`name` NULL: every key). `xid8` and `pg_current_xact_id()`: PostgreSQL 13 or later.
+            // The log of changes (``missedChanges(since:limit:)``): a row per row of the table a
+            // statement changed, with its transaction's id (`name` NULL: every key), written by a
+            // trigger, so that every writer logs, whatever its build (or a hand-written
+            // statement). `xid8` and `pg_current_xact_id()`: PostgreSQL 13 or later.
             """
             CREATE TABLE IF NOT EXISTS \(unescaped: quotedLog) (xid xid8 NOT NULL, name text)
             """,
             """
             CREATE INDEX IF NOT EXISTS \(unescaped: "\"\(name)_changes_xid\"") ON \(unescaped: quotedLog) (xid)
             """,
+            // How far sweeps have deleted the log: a reconnection from before it says `.all`.
+            """
+            CREATE TABLE IF NOT EXISTS \(unescaped: quotedCut) (cut xid8 NOT NULL)
+            """,
+            // Checked before creating, as the column above: every instance runs this at its start.
+            // The statements of the tier that need no log (sweeps, a removal of every record, which
+            // logs NULL itself) say so for their own transaction (``unloggedItem``).
+            """
+            DO $outer$ BEGIN
+                IF NOT EXISTS (
+                    SELECT 1 FROM pg_proc WHERE proname = \(unescaped: "'\(name)_log_change'")
+                    AND pronamespace = current_schema()::regnamespace
+                ) THEN
+                    CREATE FUNCTION \(unescaped: "\"\(name)_log_change\"")() RETURNS trigger LANGUAGE plpgsql AS $body$
+                    BEGIN
+                        IF current_setting('cashier.unlogged', true) = 'on' THEN RETURN NULL; END IF;
+                        IF TG_OP = 'TRUNCATE' THEN
+                            INSERT INTO \(unescaped: quotedLog) (xid, name) VALUES (pg_current_xact_id(), NULL);
+                        ELSIF TG_OP = 'DELETE' THEN
+                            INSERT INTO \(unescaped: quotedLog) (xid, name) VALUES (pg_current_xact_id(), OLD.name);
+                        ELSE
+                            INSERT INTO \(unescaped: quotedLog) (xid, name) VALUES (pg_current_xact_id(), NEW.name);
+                        END IF;
+                        RETURN NULL;
+                    END $body$;
+                END IF;
+            END $outer$
+            """,
+            """
+            DO $$ BEGIN
+                IF NOT EXISTS (
+                    SELECT 1 FROM pg_trigger WHERE tgrelid = \(unescaped: "'\(quoted)'")::regclass
+                    AND tgname = \(unescaped: "'\(name)_logged'")
+                ) THEN
+                    CREATE TRIGGER \(unescaped: "\"\(name)_logged\"") AFTER INSERT OR UPDATE OR DELETE
+                        ON \(unescaped: quoted) FOR EACH ROW EXECUTE FUNCTION \(unescaped: "\"\(name)_log_change\"")();
+                    CREATE TRIGGER \(unescaped: "\"\(name)_logged_t\"") AFTER TRUNCATE
+                        ON \(unescaped: quoted) FOR EACH STATEMENT EXECUTE FUNCTION \(unescaped: "\"\(name)_log_change\"")();
+                END IF;
+            END $$
+            """,
         ]
+    }
+
+    /// The table of sweeps' cuts of the log, quoted.
+    private var quotedCut: String { "\"\(name)_changes_cut\"" }
+
+    /// A `WITH` item that keeps the log's trigger from logging the rows the statement changes,
+    /// for its own transaction (as `SET LOCAL`); the statement joins `unlogged` in its last
+    /// `FROM`, which makes PostgreSQL evaluate it, before the triggers fire at its end.
+    private var unloggedItem: String {
+        "unlogged AS (SELECT set_config('cashier.unlogged', 'on', true))"
     }
 
     /// The record in `slot`, unless it expired (by the server's clock, which the sweep uses too)
@@ -135,8 +188,6 @@ struct Table: Sendable {
                 expires_at = excluded.expires_at, updated_at = excluded.updated_at, written_at = excluded.written_at
             WHERE t.written_at <= excluded.written_at
             RETURNING 1
-        ), logged AS (
-            INSERT INTO \(unescaped: quotedLog) (xid, name) SELECT pg_current_xact_id(), \(slot.name) FROM written
         )
         SELECT 1::bigint, pg_notify(\(channel), \(notice)) FROM written\(unescaped: durableJoin)
         """
@@ -183,9 +234,6 @@ struct Table: Sendable {
             RETURNING 1
         ), changed AS (
             SELECT 1 FROM written UNION ALL SELECT 1 FROM tomb UNION ALL SELECT 1 FROM removed
-        ), logged AS (
-            INSERT INTO \(unescaped: quotedLog) (xid, name)
-            SELECT pg_current_xact_id(), \(slot.name) FROM (SELECT 1 FROM changed LIMIT 1) AS one
         )
         SELECT (SELECT count(*) FROM written)::bigint,
             pg_notify(\(channel), CASE WHEN EXISTS (SELECT 1 FROM written) THEN \(notice) ELSE \(keyNotice) END)
@@ -212,10 +260,7 @@ struct Table: Sendable {
             DELETE FROM \(unescaped: quoted)
             WHERE name = \(name) AND version <> \(Self.tombstoneVersion) AND written_at <= \(date)
             RETURNING 1
-        ), changed AS (SELECT 1 FROM tomb UNION ALL SELECT 1 FROM removed), logged AS (
-            INSERT INTO \(unescaped: quotedLog) (xid, name)
-            SELECT pg_current_xact_id(), \(name) FROM (SELECT 1 FROM changed LIMIT 1) AS one
-        )
+        ), changed AS (SELECT 1 FROM tomb UNION ALL SELECT 1 FROM removed)
         SELECT pg_notify(\(channel), \(notice)) FROM (SELECT 1 FROM changed LIMIT 1) AS one\(unescaped: durableJoin)
         """
     }
@@ -223,17 +268,16 @@ struct Table: Sendable {
     /// Deletes every row of `name`, its tombstone included, whenever written.
     func delete(named name: String, notifying notice: String) -> PostgresQuery {
         """
-        WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) WHERE name = \(name) RETURNING 1),
-        logged AS (INSERT INTO \(unescaped: quotedLog) (xid, name) VALUES (pg_current_xact_id(), \(name)))
+        WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) WHERE name = \(name) RETURNING 1)
         SELECT pg_notify(\(channel), \(notice))\(unescaped: durableFrom)
         """
     }
 
     func deleteAll(notifying notice: String) -> PostgresQuery {
         """
-        WITH \(unescaped: durableItem)removed AS (DELETE FROM \(unescaped: quoted) RETURNING 1),
+        WITH \(unescaped: durableItem)\(unescaped: unloggedItem), removed AS (DELETE FROM \(unescaped: quoted) RETURNING 1),
         logged AS (INSERT INTO \(unescaped: quotedLog) (xid, name) VALUES (pg_current_xact_id(), NULL))
-        SELECT pg_notify(\(channel), \(notice))\(unescaped: durableFrom)
+        SELECT pg_notify(\(channel), \(notice)) FROM unlogged\(unescaped: durableJoin)
         """
     }
 
@@ -242,7 +286,7 @@ struct Table: Sendable {
     /// expire: a row outliving its tombstone would be read again.
     func deleteShadowed(limit: Int) -> PostgresQuery {
         """
-        WITH removed AS (
+        WITH \(unescaped: unloggedItem), removed AS (
             DELETE FROM \(unescaped: quoted) WHERE (name, version) IN (
                 SELECT r.name, r.version FROM \(unescaped: quoted) AS r
                 JOIN \(unescaped: quoted) AS d ON d.name = r.name AND d.version = \(Self.tombstoneVersion)
@@ -251,7 +295,7 @@ struct Table: Sendable {
             )
             RETURNING 1
         )
-        SELECT count(*)::bigint FROM removed
+        SELECT count(*)::bigint FROM removed, unlogged
         """
     }
 
@@ -259,14 +303,14 @@ struct Table: Sendable {
     /// skipped, not waited for. No notification: every instance judges expiry from the record.
     func deleteExpired(limit: Int) -> PostgresQuery {
         """
-        WITH removed AS (
+        WITH \(unescaped: unloggedItem), removed AS (
             DELETE FROM \(unescaped: quoted) WHERE (name, version) IN (
                 SELECT name, version FROM \(unescaped: quoted) WHERE expires_at < now()
                 LIMIT \(limit) FOR UPDATE SKIP LOCKED
             )
             RETURNING 1
         )
-        SELECT count(*)::bigint FROM removed
+        SELECT count(*)::bigint FROM removed, unlogged
         """
     }
 
@@ -275,7 +319,7 @@ struct Table: Sendable {
     /// right where another instance keeps a copy.
     func deleteBeyond(sizeLimit: Int, limit: Int) -> PostgresQuery {
         """
-        WITH ranked AS (
+        WITH \(unescaped: unloggedItem), ranked AS (
             SELECT name, version,
                 sum(size) OVER (ORDER BY updated_at DESC, name DESC, version DESC) AS kept
             FROM \(unescaped: quoted) WHERE version <> \(Self.tombstoneVersion)
@@ -285,22 +329,27 @@ struct Table: Sendable {
             )
             RETURNING 1
         )
-        SELECT count(*)::bigint FROM removed
+        SELECT count(*)::bigint FROM removed, unlogged
         """
     }
 }
 
 extension Table {
-    /// Where the listening connection has heard to: the oldest transaction still running
-    /// (every change logged later has an id at least this) and the server's time. Run on the
-    /// listening connection, once it listens: every change committed after it is either heard
-    /// there or logged with an id no lower.
+    /// A mark of where the listening connection has heard to: the oldest transaction still
+    /// running (every transaction that commits later has an id at least this) and the server's
+    /// time; and a notification of `notice` on the channel, in the same transaction.
+    ///
+    /// The mark holds only once the listening connection hears `notice`: notifications come in
+    /// the order their transactions committed, so by then it has heard every change committed
+    /// before the mark's snapshot (earlier in the queue), and every change committing after it
+    /// has an id no lower than the mark's (the log has it from there).
     ///
     /// The comment names the channel, so a test can tell the listening connection's backend
     /// (`pg_stat_activity.query`).
-    var listeningMark: PostgresQuery {
+    func listeningMark(notifying notice: String) -> PostgresQuery {
         """
-        SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, now() \(unescaped: "/* cashier listening on \(channel) */")
+        SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, now(), pg_notify(\(channel), \(notice))
+        \(unescaped: "/* cashier listening on \(channel) */")
         """
     }
 
@@ -309,20 +358,31 @@ extension Table {
         "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, now()"
     }
 
-    /// The names the change log holds for transactions from `xmin` on (a listening mark's),
-    /// at most `limit` + 1 of them; `NULL` for a removal of every key.
+    /// The names the change log holds for transactions from `xmin` on (a listening mark's), at
+    /// most `limit` + 1 of them; `NULL` for a removal of every key, and when a sweep deleted
+    /// rows of the log from `xmin` on (it cannot tell).
     func missedChanges(since xmin: Int64, limit: Int) -> PostgresQuery {
         """
-        SELECT DISTINCT name FROM \(unescaped: quotedLog) WHERE xid >= \(xmin)::text::xid8
-        LIMIT \(limit + 1) \(unescaped: "/* cashier listening on \(channel) */")
+        (SELECT DISTINCT name FROM \(unescaped: quotedLog) WHERE xid >= \(xmin)::text::xid8
+            LIMIT \(min(max(limit, 0), Int(Int32.max)) + 1))
+        UNION ALL (SELECT NULL::text FROM \(unescaped: quotedCut) WHERE cut > \(xmin)::text::xid8 LIMIT 1)
+        \(unescaped: "/* cashier listening on \(channel) */")
         """
     }
 
-    /// Deletes up to `limit` rows of the change log of transactions before `xmin` (a mark at
-    /// least as old as the log's lifetime); answers how many.
+    /// Notes that the log is cut at `xmin` (a mark at least as old as the log's lifetime), then
+    /// deletes up to `limit` rows of the log of transactions before it; answers how many. The
+    /// note first, in the same transaction: a reconnection from before the cut says `.all`.
     func deleteLogged(before xmin: Int64, limit: Int) -> PostgresQuery {
         """
-        WITH removed AS (
+        WITH noted AS (
+            INSERT INTO \(unescaped: quotedCut) (cut)
+            SELECT \(xmin)::text::xid8 WHERE NOT EXISTS (
+                SELECT 1 FROM \(unescaped: quotedCut) WHERE cut >= \(xmin)::text::xid8
+            )
+        ), pruned AS (
+            DELETE FROM \(unescaped: quotedCut) WHERE cut < \(xmin)::text::xid8
+        ), removed AS (
             DELETE FROM \(unescaped: quotedLog) WHERE ctid IN (
                 SELECT ctid FROM \(unescaped: quotedLog) WHERE xid < \(xmin)::text::xid8 LIMIT \(limit)
             )

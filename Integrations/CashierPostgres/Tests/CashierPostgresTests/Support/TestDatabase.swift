@@ -49,8 +49,12 @@ enum TestDatabase {
             for tier in tiers { group.addTask { try await tier.run() } }
             let result: Result<R, any Error>
             do { result = .success(try await body(tiers, client)) } catch { result = .failure(error) }
+            let table = options.tableName
             try await client.query(
-                "DROP TABLE IF EXISTS \(unescaped: "\"\(options.tableName)\", \"\(options.tableName)_changes\"")")
+                """
+                DROP TABLE IF EXISTS \(unescaped: "\"\(table)\", \"\(table)_changes\", \"\(table)_changes_cut\"")
+                """)
+            try await client.query("DROP FUNCTION IF EXISTS \(unescaped: "\"\(table)_log_change\"")()")
             group.cancelAll()
             return try result.get()
         }
