@@ -58,6 +58,12 @@ extension PostgresSharedTier {
         /// instance every local entry but one step. Default 10,000.
         public var reconnectionKeyLimit: Int = 10_000
 
+        /// The most changes Cashier sends in one call (`SharedTier.maximumBatch`), which the tier
+        /// applies in one statement: one round trip and one commit for all. Default 64. After an
+        /// outage each instance sends again every change that failed, and under load changes
+        /// queue: one statement each fell behind (FleetBench's outage runs).
+        public var maximumBatch: Int = 64
+
         /// Whether a change the tier acknowledged survives a crash of PostgreSQL where the server
         /// is set to acknowledge commits early. Default `true`.
         ///

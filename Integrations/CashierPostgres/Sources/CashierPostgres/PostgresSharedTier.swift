@@ -174,6 +174,75 @@ public final class PostgresSharedTier: SharedTier, Service {
         return .stored
     }
 
+    /// Applies `changes` (of distinct keys) in one statement, as the calls they stand for would
+    /// one after another; one notification per key that changed. Changes of one key more than
+    /// once go one call each.
+    public func apply(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome] {
+        guard changes.count > 1, Set(changes.map(\.name)).count == changes.count else {
+            return try await applyOneByOne(changes)
+        }
+        let items = changes.map { change -> Table.BatchItem in
+            let keyNotice = notification(for: .key(change.name))
+            switch change {
+            case .store(let record, let slot, let removingOtherVersions):
+                return Table.BatchItem(
+                    name: slot.name, version: slot.version, bytes: ByteBuffer(bytes: record.bytes),
+                    kind: removingOtherVersions ? 1 : 0, expiresAt: record.expiresAt, writtenAt: record.writtenAt,
+                    notice: notification(for: .stored(slot, record)), keyNotice: keyNotice)
+            case .removal(let name, let date):
+                return Table.BatchItem(
+                    name: name, version: "", bytes: ByteBuffer(), kind: 2, expiresAt: nil, writtenAt: date,
+                    notice: keyNotice, keyNotice: keyNotice)
+            }
+        }
+        let query = table.orderedBatch(items, tombstoneLifetime: options.tombstoneLifetime.seconds)
+        let names = changes.map(\.name)
+        let stored = try await performWrite("\(changes.count) changes") { [self, client] () -> [Bool] in
+            state.withLockedValue { state in for name in names { state.beginOwnChange(of: name) } }
+            var stored = [Bool](repeating: false, count: items.count)
+            var unchanged: [String] = []
+            for try await (ordinal, isStored, isChanged) in try await client.query(query).decode((Int, Bool, Bool).self)
+            {
+                guard (1...items.count).contains(ordinal) else { continue }
+                stored[ordinal - 1] = isStored
+                if !isChanged { unchanged.append(names[ordinal - 1]) }
+            }
+            // Those that notified no one are heard now; the others once their notification comes back.
+            state.withLockedValue { state in for name in unchanged { state.hearOwnChange(of: name) } }
+            return stored
+        }
+        var outcomes: [SharedStoreOutcome] = []
+        var bytes = 0
+        for (change, isStored) in zip(changes, stored) {
+            switch change {
+            case .store(let record, _, _):
+                outcomes.append(isStored ? .stored : .superseded)
+                if isStored { bytes += record.bytes.count }
+            case .removal:
+                outcomes.append(.stored)
+            }
+        }
+        requestSweepIfOverSize(adding: bytes)
+        return outcomes
+    }
+
+    /// How many changes ``apply(_:)`` takes in one statement (``Options-swift.struct/maximumBatch``).
+    public var maximumBatch: Int { max(1, options.maximumBatch) }
+
+    private func applyOneByOne(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome] {
+        var outcomes: [SharedStoreOutcome] = []
+        for change in changes {
+            switch change {
+            case .store(let record, let slot, let removingOtherVersions):
+                outcomes.append(try await store(record, in: slot, removingOtherVersions: removingOtherVersions))
+            case .removal(let name, let date):
+                try await removeRecords(named: name, writtenBefore: date)
+                outcomes.append(.stored)
+            }
+        }
+        return outcomes
+    }
+
     /// Deletes every row of the key, whenever written, and its tombstone.
     public func removeRecords(named name: String) async throws {
         let notice = notification(for: .key(name))
@@ -580,7 +649,7 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// A mark taken on `connection` (``Table/listeningMark(notifying:)``), notifying `notice`.
     func listeningMark(on connection: PostgresConnection, notifying notice: String) async throws -> ListeningMark {
         var mark: ListeningMark?
-        let query = table.listeningMark(notifying: notice)
+        let query = table.listeningMark(notifying: notice, instance: instanceID)
         for try await (xmin, at, _) in try await connection.query(query, logger: logger).decode(
             (Int64, Date, String?).self)
         {

@@ -153,7 +153,8 @@ struct PostgresSharedTierTests {
             // The server ends the backends listening on the channel, as a restart would. Nothing
             // changed: the reconnection names no key (and keeps every local entry).
             try await TestDatabase.endListening(of: reader, client: client)
-            #expect(await firstChange(of: heard, within: .seconds(10)) == .reconnected(changed: []))
+            let reconnection = await firstChange(of: heard, within: .seconds(10))
+            #expect(reconnection == .reconnected(changed: []))
             try await TestDatabase.waitUntilListening(tiers)
             let after = SharedSlot(name: "after", version: "schema-1")
             try await writer.store(record("v"), in: after)

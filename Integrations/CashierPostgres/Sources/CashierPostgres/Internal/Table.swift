@@ -265,6 +265,87 @@ struct Table: Sendable {
         """
     }
 
+    /// One ``SharedTierChange`` of a batch, as ``orderedBatch(_:tombstoneLifetime:)`` takes it.
+    struct BatchItem {
+        var name: String
+        /// The slot's version; empty for a removal.
+        var version: String
+        var bytes: ByteBuffer
+        /// 0: a store; 1: a store removing the other versions; 2: a removal.
+        var kind: Int
+        var expiresAt: Date?
+        var writtenAt: Date
+        /// Notified when the store landed (it may carry the record).
+        var notice: String
+        /// Notified when only a removal of other versions or a tombstone changed, or for a removal.
+        var keyNotice: String
+    }
+
+    /// Applies `items` (of distinct keys) as ``orderedUpsert(_:in:notifying:)``,
+    /// ``orderedUpsertRemovingOthers(_:in:tombstoneLifetime:notifying:orElse:)`` and
+    /// ``orderedDelete(named:before:tombstoneLifetime:notifying:)`` would one after another, in
+    /// one statement: one round trip and one commit for all. Each key that changed is notified
+    /// once (its `notice` when its record was stored, its `keyNotice` otherwise).
+    ///
+    /// Answers a row per item, in order: whether its record was stored, and whether anything of
+    /// its key changed.
+    func orderedBatch(_ items: [BatchItem], tombstoneLifetime: Double) -> PostgresQuery {
+        let names = items.map(\.name)
+        let versions = items.map(\.version)
+        let bytes = items.map(\.bytes)
+        let kinds = items.map(\.kind)
+        let expires = items.map { $0.expiresAt ?? Date(timeIntervalSince1970: 0) }
+        let expiring = items.map { $0.expiresAt != nil }
+        let written = items.map(\.writtenAt)
+        let notices = items.map(\.notice)
+        let keyNotices = items.map(\.keyNotice)
+        return """
+            WITH \(unescaped: durableItem)input AS (
+                SELECT * FROM unnest(\(names)::text[], \(versions)::text[], \(bytes)::bytea[], \(kinds)::int8[],
+                    \(expires)::timestamptz[], \(expiring)::bool[], \(written)::timestamptz[], \(notices)::text[],
+                    \(keyNotices)::text[])
+                    WITH ORDINALITY AS i(name, version, bytes, kind, expires_at, expiring, written_at, notice, key_notice, ord)
+            ), tomb AS (
+                INSERT INTO \(unescaped: quoted) AS t (name, version, bytes, size, expires_at, updated_at, written_at)
+                SELECT name, \(Self.tombstoneVersion), ''::bytea, 0, now() + make_interval(secs => \(tombstoneLifetime)),
+                    now(), written_at
+                FROM input WHERE kind >= 1
+                ON CONFLICT (name, version) DO UPDATE SET written_at = excluded.written_at,
+                    expires_at = excluded.expires_at, updated_at = excluded.updated_at
+                WHERE t.written_at < excluded.written_at
+                RETURNING t.name
+            ), removed AS (
+                DELETE FROM \(unescaped: quoted) AS t USING input AS i
+                WHERE t.name = i.name AND i.kind >= 1 AND t.version <> \(Self.tombstoneVersion)
+                    AND (i.kind = 2 OR t.version <> i.version) AND t.written_at <= i.written_at
+                RETURNING t.name
+            ), written AS (
+                INSERT INTO \(unescaped: quoted) AS t (name, version, bytes, size, expires_at, updated_at, written_at)
+                SELECT i.name, i.version, i.bytes, length(i.bytes), CASE WHEN i.expiring THEN i.expires_at END, now(),
+                    i.written_at
+                FROM input AS i
+                WHERE i.kind <= 1 AND NOT EXISTS (
+                    SELECT 1 FROM \(unescaped: quoted) AS d
+                    WHERE d.name = i.name AND d.version = \(Self.tombstoneVersion) AND d.written_at > i.written_at
+                )
+                ON CONFLICT (name, version) DO UPDATE SET bytes = excluded.bytes, size = excluded.size,
+                    expires_at = excluded.expires_at, updated_at = excluded.updated_at, written_at = excluded.written_at
+                WHERE t.written_at <= excluded.written_at
+                RETURNING t.name
+            ), changed AS (
+                SELECT name FROM tomb UNION SELECT name FROM removed UNION SELECT name FROM written
+            )
+            SELECT i.ord, w.name IS NOT NULL, c.name IS NOT NULL,
+                CASE WHEN c.name IS NOT NULL
+                    THEN pg_notify(\(channel), CASE WHEN w.name IS NOT NULL THEN i.notice ELSE i.key_notice END)
+                END
+            FROM input AS i
+                LEFT JOIN (SELECT DISTINCT name FROM written) AS w ON w.name = i.name
+                LEFT JOIN changed AS c ON c.name = i.name\(unescaped: durableJoin)
+            ORDER BY i.ord
+            """
+    }
+
     /// Deletes every row of `name`, its tombstone included, whenever written.
     func delete(named name: String, notifying notice: String) -> PostgresQuery {
         """
@@ -344,12 +425,12 @@ extension Table {
     /// before the mark's snapshot (earlier in the queue), and every change committing after it
     /// has an id no lower than the mark's (the log has it from there).
     ///
-    /// The comment names the channel, so a test can tell the listening connection's backend
-    /// (`pg_stat_activity.query`).
-    func listeningMark(notifying notice: String) -> PostgresQuery {
+    /// The comment names the channel and the instance, so a test can tell the listening
+    /// connection's backend (`pg_stat_activity.query`).
+    func listeningMark(notifying notice: String, instance: UUID) -> PostgresQuery {
         """
         SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, now(), pg_notify(\(channel), \(notice))
-        \(unescaped: "/* cashier listening on \(channel) */")
+        \(unescaped: "/* cashier listening on \(channel) as \(instance.uuidString) */")
         """
     }
 
@@ -366,7 +447,6 @@ extension Table {
         (SELECT DISTINCT name FROM \(unescaped: quotedLog) WHERE xid >= \(xmin)::text::xid8
             LIMIT \(min(max(limit, 0), Int(Int32.max)) + 1))
         UNION ALL (SELECT NULL::text FROM \(unescaped: quotedCut) WHERE cut > \(xmin)::text::xid8 LIMIT 1)
-        \(unescaped: "/* cashier listening on \(channel) */")
         """
     }
 

@@ -60,27 +60,30 @@ enum TestDatabase {
         }
     }
 
-    /// Waits until every tier listens to its channel.
+    /// Waits until every tier listens to its channel and a mark of where it heard to holds (a
+    /// connection lost before then says `.all` at its reconnection).
     static func waitUntilListening(_ tiers: [PostgresSharedTier]) async throws {
-        for _ in 0..<200 where !tiers.allSatisfy(\.isListening) {
+        // The table and its log first: a reconnection that cannot read the log says `.all`.
+        for tier in tiers { try await tier.prepare() }
+        func isReady(_ tier: PostgresSharedTier) -> Bool { tier.isListening && tier.heardTo != nil }
+        for _ in 0..<200 where !tiers.allSatisfy(isReady) {
             try await Task.sleep(for: .milliseconds(25))
         }
-        let isListening = tiers.allSatisfy(\.isListening)
+        let isListening = tiers.allSatisfy(isReady)
         try #require(isListening)
     }
 }
 
 extension TestDatabase {
     /// Ends the backend `tier` listens through, as a restart of the server would: the one whose
-    /// last statement was its `LISTEN`, or one of its notes of where it heard to (which name
-    /// the channel).
+    /// last statement was one of its marks of where it heard to, which name the channel and the
+    /// instance (``waitUntilListening(_:)`` waits for one).
     static func endListening(of tier: PostgresSharedTier, client: PostgresClient) async throws {
-        let channel = tier.options.effectiveChannel
+        let marker = "cashier listening on \(tier.options.effectiveChannel) as \(tier.instanceID.uuidString) */"
         try await client.query(
             """
             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-            WHERE (query = \("LISTEN \"\(channel)\";") OR position(\("cashier listening on \(channel) */") IN query) > 0)
-                AND pid <> pg_backend_pid()
+            WHERE position(\(marker) IN query) > 0 AND pid <> pg_backend_pid()
             """)
     }
 }
