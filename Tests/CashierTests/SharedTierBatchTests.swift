@@ -113,7 +113,9 @@ extension SharedTierTests {
             #expect(backing.value(Int.self, in: Self.slot("other")) == 5)
         }
 
-        @Test func aTierThatAnswersTheWrongNumberOfOutcomesReachedNothing() async throws {
+        /// The call counts as failed (neither outcome is trusted), so each change goes again at
+        /// once in a call of its own, and lands.
+        @Test func aTierThatAnswersTheWrongNumberOfOutcomesReachedNothingAndEachGoesAgainAlone() async throws {
             let tier = MiscountingTier(inner: backing.tier(1))
             let a = Cache(servers.configuration(1, tier: tier, retryDelay: 3600))
             backing.maximumBatch = 8
@@ -122,7 +124,27 @@ extension SharedTierTests {
             try a.set(2, for: Self.key("y"))
             backing.openGate()
             await a.waitForSharedTierWork()
-            #expect(a.shared?.writes.queue.keptFailures == 2, "both kept to send again")
+            #expect(backing.batches == [["x", "y"]], "one call of both, then one call each")
+            #expect(backing.value(Int.self, in: Self.slot("x")) == 1)
+            #expect(backing.value(Int.self, in: Self.slot("y")) == 2)
+            #expect(a.shared?.writes.queue.keptFailures == 0)
+        }
+
+        /// A call of several that throws: each change goes again at once, alone, before what was
+        /// queued after them; the one the tier refuses is kept, and counted toward a removal only
+        /// for its own calls.
+        @Test func aCallThatThrowsSendsEachOfItsChangesAgainAloneAtOnce() async throws {
+            backing.maximumBatch = 8
+            backing.failCalls(of: "poison")
+            let a = server(1)
+            try await holdAWrite(of: a)
+            try a.set(1, for: Self.key("poison"))
+            try a.set(2, for: Self.key("good"))
+            backing.openGate()
+            await a.waitForSharedTierWork()
+            #expect(backing.batches == [["poison", "good"]])
+            #expect(backing.value(Int.self, in: Self.slot("good")) == 2)
+            #expect(a.shared?.writes.queue.keptFailures == 1, "poison alone is kept")
         }
     }
 }

@@ -54,6 +54,9 @@ extension SharedTierWrites {
             var sinceBack: Int
             /// When it goes again on the timer (`DispatchTime` uptime nanoseconds).
             var due: UInt64
+            /// Whether it failed in a call of several changes: it goes again in a call of its own,
+            /// so that a change the tier refuses for good does not fail the others with it.
+            var solo = false
         }
 
         /// A key's failed change for one tier.
@@ -84,7 +87,8 @@ extension SharedTierWrites {
         /// already, `sinceBack` how often since the tier was last back. Returns when it goes
         /// again on the timer; nil if it could not be kept.
         mutating func keep(
-            _ change: Change, for destination: Destination, resends: Int, sinceBack: Int, at now: UInt64
+            _ change: Change, for destination: Destination, resends: Int, sinceBack: Int, solo: Bool = false,
+            at now: UInt64
         ) -> UInt64? {
             guard let name = change.name else { return nil }
             let slot = Slot(name: name, destination: destination.key)
@@ -103,7 +107,7 @@ extension SharedTierWrites {
             }
             let due = now &+ Self.nanoseconds(Self.retryDelay(after: sinceBack, first: destination.retryDelay))
             changes[slot] = Failed(
-                change: kept, destination: destination, resends: resends, sinceBack: sinceBack, due: due)
+                change: kept, destination: destination, resends: resends, sinceBack: sinceBack, due: due, solo: solo)
             if sinceBack < Self.maximumResends { quick.insert(slot) }
             return due
         }
@@ -144,11 +148,13 @@ extension SharedTierWrites {
 
         /// Removes and answers the changes `reason` sends at `now` (``ResendReason``) of the
         /// keys and tiers `isFree` accepts, each counted as sent again once more (after a
-        /// reconnection, its quick resends and the timer's doubling start again). A change due
-        /// on the timer whose key is not free waits another ``Destination/retryDelay``.
+        /// reconnection, its quick resends and the timer's doubling start again, and a change
+        /// that failed in a call of several goes in one again: the failure was the connection's,
+        /// likely). A change due on the timer whose key is not free waits another
+        /// ``Destination/retryDelay``.
         mutating func take(
             for reason: ResendReason, at now: UInt64, where isFree: (String, Destination) -> Bool
-        ) -> [(change: Change, destination: Destination, resends: Int, sinceBack: Int)] {
+        ) -> [(change: Change, destination: Destination, resends: Int, sinceBack: Int, solo: Bool)] {
             let slots: [Slot]
             switch reason {
             case .reconnected: slots = Array(changes.keys)
@@ -166,8 +172,10 @@ extension SharedTierWrites {
                     return nil
                 }
                 forget(slot)
+                let isBack = reason == .reconnected
                 return (
-                    taken.change, taken.destination, taken.resends + 1, reason == .reconnected ? 0 : taken.sinceBack + 1
+                    taken.change, taken.destination, taken.resends + 1, isBack ? 0 : taken.sinceBack + 1,
+                    taken.solo && !isBack
                 )
             }
         }

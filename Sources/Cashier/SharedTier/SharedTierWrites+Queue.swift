@@ -11,6 +11,8 @@ extension SharedTierWrites {
         /// How often since the tier was last back (a reconnection): what its quick resends and
         /// its timer's wait go by (``FailedChanges``).
         var sinceBack = 0
+        /// Whether it goes in a call of its own (it failed in a call of several).
+        var solo = false
     }
 
     /// The changes waiting to be sent, in order, with what the hot questions need counted as
@@ -27,6 +29,16 @@ extension SharedTierWrites {
         var timeouts: [TimeInterval] { items[head...].map(\.destination.timeout) }
 
         var isEmpty: Bool { head == items.count }
+
+        /// Puts `changes` back at the front of the queue, in order (a call of several that failed,
+        /// each to go again in a call of its own).
+        mutating func prepend(_ changes: [Queued]) {
+            items = changes + items[head...]
+            head = 0
+            for queued in changes {
+                if let name = queued.change.name { names[name, default: 0] += 1 }
+            }
+        }
 
         /// The first change, left in the queue.
         var first: Queued? { head < items.count ? items[head] : nil }

@@ -230,7 +230,7 @@ final class SharedTierWrites: Sendable {
                 state.queued.append(
                     Queued(
                         change: resent.change, destination: resent.destination, resends: resent.resends,
-                        sinceBack: resent.sinceBack))
+                        sinceBack: resent.sinceBack, solo: resent.solo))
             }
             defer { state.isSending = true }
             return !state.isSending
@@ -259,9 +259,10 @@ final class SharedTierWrites: Sendable {
 
     /// The first change queued, and after it, for a tier that takes several in one call, the
     /// changes that follow it in the queue for the same tier, up to its
-    /// ``SharedTier/maximumBatch``, until one of a key already taken, a removal of every record or
-    /// a change for another tier: a prefix of the queue, so the order the tier sees is the
-    /// queue's, and changes of one key never share a call (nor one of them its outcome).
+    /// ``SharedTier/maximumBatch``, until one of a key already taken, a removal of every record, a
+    /// change for another tier or one that goes alone (``Queued/solo``): a prefix of the queue, so
+    /// the order the tier sees is the queue's, and changes of one key never share a call (nor one
+    /// of them its outcome).
     private func nextBatch() -> [Queued]? {
         state.withLock { state in
             guard let first = state.queued.popFirst() else {
@@ -269,9 +270,10 @@ final class SharedTierWrites: Sendable {
                 return nil
             }
             var batch = [first]
-            if let name = first.change.name, first.destination.maximumBatch > 1 {
+            let maximum = first.solo ? 1 : first.destination.maximumBatch
+            if let name = first.change.name, maximum > 1 {
                 var names: Set<String> = [name]
-                while batch.count < first.destination.maximumBatch, let next = state.queued.first,
+                while batch.count < maximum, let next = state.queued.first, !next.solo,
                     next.destination.id === first.destination.id, let name = next.change.name,
                     names.insert(name).inserted
                 {
@@ -350,14 +352,32 @@ final class SharedTierWrites: Sendable {
             result = outcome
         }
         let outcomes = try? result.get()
+        // A call that threw (did not time out): its changes go again at once, each in a call of
+        // its own, before anything queued after them: one the tier refuses for good (a key it
+        // cannot store) fails alone, and the others land. Those with a later change of their key
+        // queued, or for a tier a removal of every record is on its way to, are settled as failed.
+        var settled = batch
+        if outcomes == nil, !outcome.timedOut {
+            settled = state.withLock { state in
+                guard !state.queued.removesAll(for: destination) else { return batch }
+                let alone = batch.filter { queued in queued.change.name.map { !state.queued.contains($0) } ?? false }
+                var again = alone
+                for index in again.indices { again[index].solo = true }
+                state.queued.prepend(again)
+                let goingAgain = Set(alone.compactMap(\.change.name))
+                return batch.filter { queued in !goingAgain.contains(queued.change.name ?? "") }
+            }
+        }
         var dues: [UInt64] = []
-        for (index, queued) in batch.enumerated() {
-            let due = end(queued, reached: outcomes != nil, superseded: outcomes?[index] == .superseded)
+        for queued in settled {
+            let index = batch.firstIndex { $0.change.name == queued.change.name } ?? 0
+            let due = end(queued, reached: outcomes != nil, superseded: outcomes?[index] == .superseded, inBatch: true)
             if let due { dues.append(due) }
         }
         if outcomes != nil, state.withLock({ $0.failed.hasQuickResends }) { resendFailed(.changeReached) }
         if let due = dues.min() { scheduleRetry(at: due) }
-        if !outcome.timedOut { for _ in batch { unsent.leave() } }
+        // Those going again stay unsent (and pending in the ledger) until their own call ends.
+        if !outcome.timedOut { for _ in settled { unsent.leave() } }
     }
 
     /// A tier's ``SharedTier/apply(_:)`` answered a number of outcomes other than its changes':
@@ -399,7 +419,12 @@ final class SharedTierWrites: Sendable {
     /// change is kept to send again (one that reached it forgets the key's earlier failure), and
     /// a store the tier refused as older drops the destination's own copy of the key. Returns
     /// when a kept change goes again on the timer.
-    private func end(_ queued: Queued, reached: Bool, superseded: Bool) -> UInt64? {
+    ///
+    /// A change that failed in a call of several (`inBatch`) goes again in a call of its own
+    /// (``Queued/solo``), and that failure does not count towards turning a store into a
+    /// removal (``FailedChanges/maximumResends``): one change the tier refuses for good must not
+    /// keep the others of its call off the tier, nor turn their stores into removals.
+    private func end(_ queued: Queued, reached: Bool, superseded: Bool, inBatch: Bool = false) -> UInt64? {
         let (change, destination) = (queued.change, queued.destination)
         let now = DispatchTime.now().uptimeNanoseconds
         let due = state.withLock { state -> UInt64? in
@@ -415,7 +440,8 @@ final class SharedTierWrites: Sendable {
             // A removal of every record queued after it makes it moot.
             guard !state.queued.removesAll(for: destination) else { return nil }
             return state.failed.keep(
-                change, for: destination, resends: queued.resends, sinceBack: queued.sinceBack, at: now)
+                change, for: destination, resends: inBatch ? max(queued.resends - 1, 0) : queued.resends,
+                sinceBack: queued.sinceBack, solo: inBatch, at: now)
         }
         if superseded, let name = change.name { destination.dropsCopies(name) }
         ledger.end(change.name, reached: reached)
