@@ -178,7 +178,11 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// one after another; one notification per key that changed. Changes of one key more than
     /// once go one call each.
     public func apply(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome] {
-        guard changes.count > 1, Set(changes.map(\.name)).count == changes.count else {
+        // A name too long for a notification goes out as every key's: such a change goes alone,
+        // where its notification is counted as its own (``sendingOwnChange(_:_:)``).
+        guard changes.count > 1, Set(changes.map(\.name)).count == changes.count,
+            changes.allSatisfy({ Notice(payload: notification(for: .key($0.name)))?.change.name == $0.name })
+        else {
             return try await applyOneByOne(changes)
         }
         let items = changes.map { change -> Table.BatchItem in
@@ -195,17 +199,31 @@ public final class PostgresSharedTier: SharedTier, Service {
                     notice: keyNotice, keyNotice: keyNotice)
             }
         }
-        let query = table.orderedBatch(items, tombstoneLifetime: options.tombstoneLifetime.seconds)
+        // By name: two instances' batches lock the rows of the keys they share in one order.
+        let order = items.indices.sorted { items[$0].name < items[$1].name }
+        let query = table.orderedBatch(order.map { items[$0] }, tombstoneLifetime: options.tombstoneLifetime.seconds)
         let names = changes.map(\.name)
-        let stored = try await performWrite("\(changes.count) changes") { [self, client] () -> [Bool] in
+        // The bound grows with the batch, as Cashier's does: an eighth more for each change after the first.
+        let bound = options.operationTimeout * (1 + Double(changes.count - 1) / 8)
+        let stored = try await performWrite("\(changes.count) changes", within: bound) { [self, client] () -> [Bool] in
             state.withLockedValue { state in for name in names { state.beginOwnChange(of: name) } }
             var stored = [Bool](repeating: false, count: items.count)
             var unchanged: [String] = []
-            for try await (ordinal, isStored, isChanged) in try await client.query(query).decode((Int, Bool, Bool).self)
-            {
-                guard (1...items.count).contains(ordinal) else { continue }
-                stored[ordinal - 1] = isStored
-                if !isChanged { unchanged.append(names[ordinal - 1]) }
+            // A deadlock with another instance's statement (PostgreSQL ends one of the two, which
+            // changed nothing) is tried again at once, twice at most.
+            for attempt in 1...3 {
+                do {
+                    let rows = try await client.query(query).decode((Int, Bool, Bool).self)
+                    for try await (ordinal, isStored, isChanged) in rows {
+                        guard (1...items.count).contains(ordinal) else { continue }
+                        let index = order[ordinal - 1]
+                        stored[index] = isStored
+                        if !isChanged { unchanged.append(names[index]) }
+                    }
+                    break
+                } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40P01" && attempt < 3 {
+                    logger.debug("a batch of \(items.count) changes met a deadlock; trying again")
+                }
             }
             // Those that notified no one are heard now; the others once their notification comes back.
             state.withLockedValue { state in for name in unchanged { state.hearOwnChange(of: name) } }
@@ -410,11 +428,11 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// Runs `body` within ``Options-swift.struct/operationTimeout``, after creating the table if
     /// no call has yet; marks the server unreachable when it could not be reached.
     private func perform<T: Sendable>(
-        _ operation: String, _ body: @escaping @Sendable () async throws -> T
+        _ operation: String, within bound: Duration? = nil, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         try throwIfUnreachable()
         do {
-            return try await withDeadline(options.operationTimeout, operation: operation) {
+            return try await withDeadline(bound ?? options.operationTimeout, operation: operation) {
                 try await self.createTableIfNeeded()
                 return try await body()
             }
@@ -435,7 +453,7 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// starts only after the earlier one's statement has ended, and one whose call gave up
     /// before its turn is never sent.
     private func performWrite<T: Sendable>(
-        _ operation: String, _ body: @escaping @Sendable () async throws -> T
+        _ operation: String, within bound: Duration? = nil, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         // The table first, within the bound, before the write's own task may run the statement;
         // once it exists, a check that costs no task and no timer.
@@ -456,7 +474,7 @@ public final class PostgresSharedTier: SharedTier, Service {
         }
         do {
             return try await withTaskCancellationHandler {
-                try await perform(operation) { try await write.value }
+                try await perform(operation, within: bound) { try await write.value }
             } onCancel: {
                 write.cancel()
             }
@@ -553,7 +571,9 @@ public final class PostgresSharedTier: SharedTier, Service {
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
+                    self.logger.debug("listening on \(self.table.channel): a connection")
                     try await connection.listen(on: table.channel) { notifications in
+                        self.logger.debug("listening on \(self.table.channel): LISTEN")
                         try await self.resume(on: connection)
                         defer { self.state.withLockedValue { $0.isListening = false } }
                         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -582,13 +602,21 @@ public final class PostgresSharedTier: SharedTier, Service {
         // The lost connection's marks that had not held never will.
         state.withLockedValue { $0.pendingMarks = [] }
         let mark = try await takeMark(on: connection)
+        logger.debug("listening on \(table.channel): a mark")
         let previous = state.withLockedValue { $0.heardTo }
         let change: SharedChange
         do {
-            change = try await missedChanges(since: previous, until: mark, on: connection)
+            change = try await withDeadline(options.operationTimeout, operation: "the log of \(table.channel)") {
+                try await self.missedChanges(since: previous, until: mark, on: connection)
+            }
         } catch {
             logger.info("the log of changes of \(options.tableName) could not be read: \(String(reflecting: error))")
             change = .all
+        }
+        switch change {
+        case .reconnected(let names):
+            logger.info("listening on \(table.channel) again; \(names.count) keys changed meanwhile")
+        default: logger.info("listening on \(table.channel); any key may have changed")
         }
         // Before `isListening`: a stream asked for once that is set hears none of it.
         broadcast(change)
@@ -638,7 +666,13 @@ public final class PostgresSharedTier: SharedTier, Service {
             state.nextMark += 1
             return state.nextMark
         }
-        let mark = try await listeningMark(on: connection, notifying: "\(instanceID.uuidString) m\(sequence)")
+        // Bounded: a query on a connection the server closed mid-answer may never end, and the
+        // listening task waits for this one before it listens again (the first run of the outage
+        // under load showed an instance that never did).
+        let notice = "\(instanceID.uuidString) m\(sequence)"
+        let mark = try await withDeadline(options.operationTimeout, operation: "a mark of \(table.channel)") {
+            try await self.listeningMark(on: connection, notifying: notice)
+        }
         state.withLockedValue { state in
             state.pendingMarks.append((sequence, mark))
             if state.pendingMarks.count > 64 { state.pendingMarks.removeFirst() }

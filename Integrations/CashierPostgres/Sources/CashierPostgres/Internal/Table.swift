@@ -288,7 +288,8 @@ struct Table: Sendable {
     /// once (its `notice` when its record was stored, its `keyNotice` otherwise).
     ///
     /// Answers a row per item, in order: whether its record was stored, and whether anything of
-    /// its key changed.
+    /// its key changed. Pass the items sorted by name, so that two statements lock the rows of
+    /// the keys they share in one order (each insert takes its rows in that order).
     func orderedBatch(_ items: [BatchItem], tombstoneLifetime: Double) -> PostgresQuery {
         let names = items.map(\.name)
         let versions = items.map(\.version)
@@ -309,7 +310,7 @@ struct Table: Sendable {
                 INSERT INTO \(unescaped: quoted) AS t (name, version, bytes, size, expires_at, updated_at, written_at)
                 SELECT name, \(Self.tombstoneVersion), ''::bytea, 0, now() + make_interval(secs => \(tombstoneLifetime)),
                     now(), written_at
-                FROM input WHERE kind >= 1
+                FROM input WHERE kind >= 1 ORDER BY name
                 ON CONFLICT (name, version) DO UPDATE SET written_at = excluded.written_at,
                     expires_at = excluded.expires_at, updated_at = excluded.updated_at
                 WHERE t.written_at < excluded.written_at
@@ -328,6 +329,7 @@ struct Table: Sendable {
                     SELECT 1 FROM \(unescaped: quoted) AS d
                     WHERE d.name = i.name AND d.version = \(Self.tombstoneVersion) AND d.written_at > i.written_at
                 )
+                ORDER BY i.name
                 ON CONFLICT (name, version) DO UPDATE SET bytes = excluded.bytes, size = excluded.size,
                     expires_at = excluded.expires_at, updated_at = excluded.updated_at, written_at = excluded.written_at
                 WHERE t.written_at <= excluded.written_at

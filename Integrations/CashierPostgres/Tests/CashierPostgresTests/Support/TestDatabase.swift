@@ -31,6 +31,9 @@ enum TestDatabase {
         options.tableName = "cashier_test_\(UInt32.random(in: 0...UInt32.max))"
         options.sizeLimit = sizeLimit
         options.retryDelay = .milliseconds(200)
+        // Creating a table, its log and the log's trigger takes nine statements, which several
+        // tests run at once: on a loaded machine 2 s was not always enough.
+        options.operationTimeout = .seconds(10)
         options.sweepInterval = .seconds(3600)
         return options
     }
