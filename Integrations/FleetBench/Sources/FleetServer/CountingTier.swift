@@ -50,9 +50,42 @@ final class CountingTier: SharedTier {
         try await base.removeRecords(named: name, writtenBefore: date)
     }
 
+    /// The base's: Cashier sends it several changes a call when it takes them.
+    var maximumBatch: Int { base.maximumBatch }
+
+    /// Forwarded whole, as the ordered store; each store counted when it stored.
+    func apply(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome] {
+        let outcomes = try await base.apply(changes)
+        for (change, outcome) in zip(changes, outcomes) {
+            if case .store(_, let slot, _) = change, outcome == .stored { counted(slot) }
+        }
+        return outcomes
+    }
+
     func removeRecords(named name: String) async throws { try await base.removeRecords(named: name) }
     func removeAllRecords() async throws { try await base.removeAllRecords() }
-    func changes() -> AsyncStream<SharedChange> { base.changes() }
+
+    /// The base's changes; a reconnection is noted in the server's log, with the time and how
+    /// many keys it named, to line it up with the harness's.
+    func changes() -> AsyncStream<SharedChange> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SharedChange.self)
+        let base = base.changes()
+        let task = Task {
+            for await change in base {
+                let time = String(format: "%.3f", Date().timeIntervalSince1970)
+                switch change {
+                case .reconnected(let names):
+                    FileHandle.standardError.write(Data("\(time) reconnected: \(names.count) keys\n".utf8))
+                case .all: FileHandle.standardError.write(Data("\(time) reconnected: all\n".utf8))
+                default: break
+                }
+                continuation.yield(change)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
 
     private func counted(_ slot: SharedSlot) {
         counts.withLock { $0.stores["\(slot.name) \(slot.version)", default: 0] += 1 }

@@ -35,7 +35,11 @@ let tier: PostgresSharedTier? = try await arguments.string("postgres").asyncMap 
     options.tableName = arguments.string("table") ?? "fleet_entries"
     options.retryDelay = .milliseconds(250)
     // The table is made on first use: prepare() would wait for the pool, which run() starts.
-    return PostgresSharedTier(configuration: try postgresConfiguration(url), options: options)
+    // The tier's own account (its connection lost and back, with what the reconnection named) in
+    // the server's log, with the failures.
+    var logger = Logger(label: "fleet-tier") { label in StreamLogHandler.standardError(label: label) }
+    logger.logLevel = .info
+    return PostgresSharedTier(configuration: try postgresConfiguration(url), options: options, logger: logger)
 }
 let counting = tier.map(CountingTier.init)
 configuration.sharedTier = counting
