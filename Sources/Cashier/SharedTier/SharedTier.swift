@@ -181,8 +181,15 @@ extension SharedTier {
         try await removeRecords(named: name)
     }
 
-    /// One call per change, in order, stopping at the first that throws.
+    /// One call per change, in order, stopping at the first that throws (``applyOneByOne(_:)``).
     public func apply(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome] {
+        try await applyOneByOne(changes)
+    }
+
+    /// Applies `changes` one call each (``store(_:in:removingOtherVersions:)``,
+    /// ``removeRecords(named:writtenBefore:)``), in order, stopping at the first that throws: what
+    /// ``apply(_:)`` does by default, for an implementation to fall back on.
+    public func applyOneByOne(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome] {
         var outcomes: [SharedStoreOutcome] = []
         outcomes.reserveCapacity(changes.count)
         for change in changes {

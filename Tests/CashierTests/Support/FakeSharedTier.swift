@@ -397,17 +397,7 @@ struct FakeSharedTier: SharedTier {
     /// when the fake is down, which is what the tests make fail).
     func apply(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome] {
         backing.noteBatch(changes.map(\.name))
-        var outcomes: [SharedStoreOutcome] = []
-        for change in changes {
-            switch change {
-            case .store(let record, let slot, let removingOtherVersions):
-                outcomes.append(try await store(record, in: slot, removingOtherVersions: removingOtherVersions))
-            case .removal(let name, let date):
-                try await removeRecords(named: name, writtenBefore: date)
-                outcomes.append(.stored)
-            }
-        }
-        return outcomes
+        return try await applyOneByOne(changes)
     }
 }
 

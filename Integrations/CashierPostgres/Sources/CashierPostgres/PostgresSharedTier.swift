@@ -247,20 +247,6 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// How many changes ``apply(_:)`` takes in one statement (``Options-swift.struct/maximumBatch``).
     public var maximumBatch: Int { max(1, options.maximumBatch) }
 
-    private func applyOneByOne(_ changes: [SharedTierChange]) async throws -> [SharedStoreOutcome] {
-        var outcomes: [SharedStoreOutcome] = []
-        for change in changes {
-            switch change {
-            case .store(let record, let slot, let removingOtherVersions):
-                outcomes.append(try await store(record, in: slot, removingOtherVersions: removingOtherVersions))
-            case .removal(let name, let date):
-                try await removeRecords(named: name, writtenBefore: date)
-                outcomes.append(.stored)
-            }
-        }
-        return outcomes
-    }
-
     /// Deletes every row of the key, whenever written, and its tombstone.
     public func removeRecords(named name: String) async throws {
         let notice = notification(for: .key(name))
