@@ -296,16 +296,12 @@ final class SharedTierWrites: Sendable {
         let (change, destination) = (queued.change, queued.destination)
         let tier = destination.tier
         let (outcome, call) = await SharedTierCall.run(within: destination.timeout) { () -> SharedStoreOutcome in
-            switch change {
-            case .store(let slot, let header, let payload, let expiresAt, let removingOthers, let writtenAt):
-                let record = SharedRecord(header: header, payload: payload, expiresAt: expiresAt, writtenAt: writtenAt)
-                return try await tier.store(record, in: slot, removingOtherVersions: removingOthers)
-            case .remove(let name, let date):
-                try await tier.removeRecords(named: name, writtenBefore: date)
-            case .removeAll:
+            // The store or removal the change stands for (``SharedTier/applyOneByOne(_:)``).
+            guard let change = change.tierChange else {
                 try await tier.removeAllRecords()
+                return .stored
             }
-            return .stored
+            return try await tier.applyOneByOne([change])[0]
         }
         if case .failure(let error) = outcome { report(error, of: change, to: destination.onEvent) }
         let reached: Bool
@@ -352,32 +348,33 @@ final class SharedTierWrites: Sendable {
             result = outcome
         }
         let outcomes = try? result.get()
-        // A call that threw (did not time out): its changes go again at once, each in a call of
-        // its own, before anything queued after them: one the tier refuses for good (a key it
-        // cannot store) fails alone, and the others land. Those with a later change of their key
-        // queued, or for a tier a removal of every record is on its way to, are settled as failed.
-        var settled = batch
-        if outcomes == nil, !outcome.timedOut {
-            settled = state.withLock { state in
-                guard !state.queued.removesAll(for: destination) else { return batch }
-                let alone = batch.filter { queued in queued.change.name.map { !state.queued.contains($0) } ?? false }
-                var again = alone
-                for index in again.indices { again[index].solo = true }
-                state.queued.prepend(again)
-                let goingAgain = Set(alone.compactMap(\.change.name))
-                return batch.filter { queued in !goingAgain.contains(queued.change.name ?? "") }
-            }
-        }
+        let goingAgain = outcomes == nil && !outcome.timedOut ? sendAgainAlone(batch) : []
         var dues: [UInt64] = []
-        for queued in settled {
-            let index = batch.firstIndex { $0.change.name == queued.change.name } ?? 0
+        for (index, queued) in batch.enumerated() where !goingAgain.contains(queued.change.name ?? "") {
             let due = end(queued, reached: outcomes != nil, superseded: outcomes?[index] == .superseded, inBatch: true)
             if let due { dues.append(due) }
         }
+        // Queued before these count as sent: ``waitUntilSent()`` waits for them too.
         if outcomes != nil, state.withLock({ $0.failed.hasQuickResends }) { resendFailed(.changeReached) }
         if let due = dues.min() { scheduleRetry(at: due) }
         // Those going again stay unsent (and pending in the ledger) until their own call ends.
-        if !outcome.timedOut { for _ in settled { unsent.leave() } }
+        if !outcome.timedOut { for _ in 0..<(batch.count - goingAgain.count) { unsent.leave() } }
+    }
+
+    /// After a call of `batch` threw (it did not time out): puts its changes back at the front
+    /// of the queue, each to go in a call of its own (``Queued/solo``), before anything queued
+    /// after them: one the tier refuses for good (a key it cannot store) then fails alone, and
+    /// the others land. Not those with a later change of their key queued, nor any when a
+    /// removal of every record is on its way to the tier: those are settled as failed. Answers
+    /// the names put back.
+    private func sendAgainAlone(_ batch: [Queued]) -> Set<String> {
+        state.withLock { state in
+            guard !state.queued.removesAll(for: batch[0].destination) else { return [] }
+            var again = batch.filter { queued in queued.change.name.map { !state.queued.contains($0) } ?? false }
+            for index in again.indices { again[index].solo = true }
+            state.queued.prepend(again)
+            return Set(again.compactMap(\.change.name))
+        }
     }
 
     /// A tier's ``SharedTier/apply(_:)`` answered a number of outcomes other than its changes':

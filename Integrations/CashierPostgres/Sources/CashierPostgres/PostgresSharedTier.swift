@@ -62,6 +62,8 @@ public final class PostgresSharedTier: SharedTier, Service {
     public let options: Options
     /// This instance's id in its notifications, so that it skips its own.
     public let instanceID: UUID
+    /// What this instance's marks notify before their sequence number (``takeMark(on:)``).
+    private let ownMarkPrefix: String
 
     private let client: PostgresClient
     /// Whether ``run()`` runs `client` (the tier made it).
@@ -107,6 +109,7 @@ public final class PostgresSharedTier: SharedTier, Service {
         self.options = options
         self.logger = logger
         self.instanceID = UUID()
+        ownMarkPrefix = "\(instanceID.uuidString) m"
         self.table = Table(
             name: options.tableName, channel: options.effectiveChannel, durableCommits: options.durableCommits)
         (sweepRequests, sweepRequester) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -655,7 +658,7 @@ public final class PostgresSharedTier: SharedTier, Service {
         // Bounded: a query on a connection the server closed mid-answer may never end, and the
         // listening task waits for this one before it listens again (the first run of the outage
         // under load showed an instance that never did).
-        let notice = "\(instanceID.uuidString) m\(sequence)"
+        let notice = "\(ownMarkPrefix)\(sequence)"
         let mark = try await withDeadline(options.operationTimeout, operation: "a mark of \(table.channel)") {
             try await self.listeningMark(on: connection, notifying: notice)
         }
@@ -697,8 +700,7 @@ public final class PostgresSharedTier: SharedTier, Service {
     /// older than that change, and the record would serve a value the change replaced or
     /// removed. It goes on as the key's name then, and the next read asks the table.
     func receive(_ payload: String) {
-        let ownMark = "\(instanceID.uuidString) m"
-        if payload.hasPrefix(ownMark), let sequence = Int(payload.dropFirst(ownMark.count)) {
+        if payload.hasPrefix(ownMarkPrefix), let sequence = Int(payload.dropFirst(ownMarkPrefix.count)) {
             markHeld(sequence)
             return
         }
