@@ -65,7 +65,9 @@ struct ImportRetryTests {
         defer { holder.release() }
         let configuration = Self.waitingConfiguration(folder)
         weak let tier = try Self.tierOfAReleasedCache(configuration)
-        try FileManager.default.removeItem(at: folder.url)
+        // At once: a retry running meanwhile would make the lock file again in a folder being
+        // removed file by file, and the removal would fail.
+        try folder.removeAtOnce()
         if fate == .replacedByAFile {
             // Listing it fails with ENOTDIR, not ENOENT.
             #expect(FileManager.default.createFile(atPath: folder.path, contents: Data("not a folder".utf8)))

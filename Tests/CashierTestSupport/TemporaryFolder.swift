@@ -77,6 +77,19 @@ public final class TemporaryFolder: Sendable {
         fatalError("TemporaryFolder: \(message): \(String(cString: strerror(code)))")
     }
 
+    /// Takes the folder away from its path in one step (a rename beside it), then removes what it
+    /// held. A removal file by file races with a cache's background work still running: a retry
+    /// that opens the folder's lock file between the listing and the last `rmdir` makes the
+    /// removal fail (`ENOTEMPTY`, which Foundation reports as a permission error). After the
+    /// rename, nothing under the old path can be made again in the folder being removed.
+    public func removeAtOnce() throws {
+        let away = path + "-away-" + UUID().uuidString
+        guard rename(path, away) == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path, "errno": errno])
+        }
+        try FileManager.default.removeItem(atPath: away)
+    }
+
     /// Names of the files in the folder, sorted; empty while it does not exist.
     public var fileNames: [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
