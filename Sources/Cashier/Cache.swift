@@ -226,6 +226,26 @@ public final class Cache: Sendable {
             disk.waitForSweeps()
         }
     }
+
+    /// ``waitForBackgroundWork()`` for async code: waits for the same work, on the same terms,
+    /// without holding a thread of Swift's cooperative pool meanwhile.
+    ///
+    /// The changes for a ``Configuration-swift.struct/sharedTier`` are sent by tasks of that
+    /// pool, which has a thread a core. ``waitForBackgroundWork()`` blocks its caller's thread:
+    /// called from a task, on a machine whose other pool threads are busy, it can hold the
+    /// thread the sending task needs and return, once its bound passes, with the changes still
+    /// queued. This waits on a thread of its own instead, so call it from a service's graceful
+    /// shutdown (before the shared tier's service stops: ServiceLifecycle stops services in the
+    /// reverse of their order) and from async tests. It finishes its wait if its task is cancelled.
+    public func finishBackgroundWork() async {
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            // A queue of its own: it gets a thread of Dispatch's, never one of the pool's.
+            DispatchQueue(label: "Cashier.finishBackgroundWork").async { [self] in
+                waitForBackgroundWork()
+                finished.resume()
+            }
+        }
+    }
 }
 
 /// A cache instance's identity in change notifications: made in `Cache.init` before the
