@@ -9,6 +9,7 @@ them requests, checks every answer, and prints the figures. Standard library onl
                                                               (c) wrk, with the shared tier vs without, interleaved
   fleet.py outage   --binary B --postgres URL --stop CMD --start CMD [--seconds N]
                                                               (d) PostgreSQL killed and restarted
+  fleet.py shutdown --binary B --postgres URL [--seconds N]   (f) an instance stopped after a burst of writes
 
 A right answer is the item asked for, in the instance's schema, with the fields that follow
 from its version (ItemV1's label, ItemV2's title and tags) and, once writes have settled, the
@@ -351,7 +352,7 @@ def rolling(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["rolling", "origin", "propagation", "throughput", "outage"])
+    parser.add_argument("command", choices=["rolling", "origin", "propagation", "throughput", "outage", "shutdown"])
     parser.add_argument("--binary", required=True)
     parser.add_argument("--postgres", required=True)
     parser.add_argument("--work")
@@ -365,7 +366,7 @@ def main():
     args = parser.parse_args()
     import fleet_load  # the load figures, run.sh's; kept apart from what CI runs
     commands = {"rolling": rolling, "origin": fleet_load.origin, "propagation": fleet_load.propagation,
-                "throughput": fleet_load.throughput, "outage": fleet_load.outage}
+                "throughput": fleet_load.throughput, "outage": fleet_load.outage, "shutdown": fleet_load.shutdown}
     sys.exit(commands[args.command](args))
 
 

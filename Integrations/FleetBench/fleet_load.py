@@ -229,3 +229,32 @@ def outage(args):
     for line in (tally.wrong + tally.errors)[:10]:
         print("   ", line)
     return 0
+
+
+def shutdown(args):
+    """(f) An instance stopped as a deploy stops it (SIGTERM) right at the end of a burst of
+    writes through it: the other instance must then answer each item at its latest version.
+    A change the stopped instance had queued and never sent leaves the other serving the value
+    it replaced."""
+    work = tempfile.mkdtemp(prefix="fleet-shutdown-")
+    writer, reader = fleet(args, work, 2)
+    ids = list(range(200_000, 200_000 + args.ids))
+    client = Client()
+    for id in ids:
+        client.get(reader, id)  # the reader holds every item, to be told of each change
+    tally, versions = Tally(), Versions()
+    # Writes only, through the writer, each thread on items of its own, with wrk's mix beside
+    # on both instances so the writer's changes queue as they do under load.
+    load = threading.Thread(target=lambda: wrk([writer.port, reader.port], int(args.seconds)))
+    load.start()
+    run_mix([writer], ids, seconds=args.seconds, put_share=1.0, threads=6, tally=tally, versions=versions)
+    writer.stop()
+    load.join()
+    converge([reader], versions, tally, ids, seconds=5)
+    stop([reader])
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"(f) an instance stopped right after {tally.requests} writes through it: the other answered "
+          f"{len(tally.wrong)} items at an older version 5 s later (goal 0); client errors {len(tally.errors)}")
+    for line in (tally.wrong + tally.errors)[:5]:
+        print("   ", line)
+    return 0

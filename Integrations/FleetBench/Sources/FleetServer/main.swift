@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 // A test server: GET and PUT of one model (`/items/:id`) through a Cashier cache, with a shared
@@ -62,9 +63,23 @@ router.get("/stats") { _, _ -> Response in
 var app = Application(
     router: router, configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: port)),
     logger: Logger(label: "fleet-server"))
-// The tier runs beside the server: it listens for other instances' changes and sweeps.
-if let tier { app.addServices(tier) }
+// The tier runs beside the server: it listens for other instances' changes and sweeps. At a
+// graceful shutdown, services stop in the reverse of their order: the server first, then the
+// cache sends what it queued for the tier, then the tier.
+if let tier { app.addServices(tier, FinishingCache(cache: cache)) }
 try await app.runService()
+
+/// Sends the changes the cache queued for the shared tier once the server has stopped taking
+/// requests, before the tier's service stops (without it they failed at exit, unsent).
+struct FinishingCache: Service {
+    let cache: Cache
+
+    func run() async throws {
+        // Cancelled rather than shut down gracefully: the changes are sent all the same.
+        try? await gracefulShutdown()
+        await cache.finishBackgroundWork()
+    }
+}
 
 /// GET and PUT of `/items/:id` for one schema version of the model.
 func addItemRoutes<M: Item>(_ type: M.Type, to router: Router<BasicRequestContext>) {
