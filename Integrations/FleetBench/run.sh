@@ -2,7 +2,8 @@
 # The fleet figures of issue 37 on one machine: three FleetServer processes sharing one
 # PostgreSQL (a throwaway cluster, .ci/postgres.sh), load from wrk and from fleet.py on loopback.
 # Prints (a) origin fetches, (b) propagation, (c) throughput, (d) PostgreSQL killed and
-# restarted, (e) the rolling deploy. About 3 minutes after the build.
+# restarted, (e) the rolling deploy, and (f) an instance stopped after a burst of writes. About
+# 3 minutes after the build.
 #
 #   Integrations/FleetBench/run.sh                       # release build
 #   CONFIGURATION=debug Integrations/FleetBench/run.sh   # reuses CI's debug build folder
@@ -33,5 +34,6 @@ echo "== FleetBench: $(nproc) cores, $configuration build, everything on this ma
 "${harness[@]}" outage --seconds 15 --ids 100 \
     --stop 'postgres_as_owner=($owner_prefix); postgres_kill' \
     --start 'postgres_as_owner=($owner_prefix); postgres_restart'
+"${harness[@]}" shutdown --seconds 6 --ids 300
 echo "(e) rolling deploy:"
 "${harness[@]}" rolling --requests 3000
