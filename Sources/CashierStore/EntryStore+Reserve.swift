@@ -152,7 +152,8 @@ extension EntryStore {
                 // What ``mayGiveSpaceBack(volumeIsTight:)`` decides by, read in this transaction
                 // (page 1 is already its own): no read transaction of its own after it.
                 let free = try connection.integer(.freePages) ?? 0
-                let after = (free, try connection.integer(.pageCount) ?? 0, tightVolume)
+                // The page count matters only beside free pages (none: nothing to give back).
+                let after = (free, free > 0 ? try connection.integer(.pageCount) ?? 0 : 0, tightVolume)
                 removalLock.withLock { pagesAfterRemoval = after }
                 return removed
             }
