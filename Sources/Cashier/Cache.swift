@@ -36,6 +36,10 @@ public final class Cache: Sendable {
     /// Held while the memory tier's uses are taken and handed to the disk tier (written too,
     /// in a folder without a store: ``recordMemoryUses()``).
     let usesWriting = NSLock()
+    /// Where ``finishBackgroundWork()`` waits: one thread of Dispatch's for all its callers
+    /// (a hundred at once held a hundred threads, one each: a hostile review), never one of
+    /// Swift's cooperative pool.
+    private let finishing = DispatchQueue(label: "Cashier.finishBackgroundWork")
 
     /// Makes a cache. Never throws: the folder is created by the first write, and
     /// I/O failures surface as errors from writes and ``CacheEvent/failure(key:error:)`` events.
@@ -236,15 +240,49 @@ public final class Cache: Sendable {
     /// thread the sending task needs and return, once its bound passes, with the changes still
     /// queued. This waits on a thread of its own instead, so call it from a service's graceful
     /// shutdown (before the shared tier's service stops: ServiceLifecycle stops services in the
-    /// reverse of their order) and from async tests. It finishes its wait if its task is cancelled.
+    /// reverse of their order) and from async tests.
+    ///
+    /// Its bound is ``waitForBackgroundWork()``'s: each change queued for the shared tier at
+    /// most for ``Configuration-swift.struct/sharedTierTimeout``, one after another, so a long
+    /// backlog for a tier that hangs takes long. Cancelling the task ends the wait at once (the
+    /// work goes on): a shutdown's deadline, such as ServiceGroup's
+    /// `maximumGracefulShutdownDuration`, cuts it short.
     public func finishBackgroundWork() async {
-        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
-            // A queue of its own: it gets a thread of Dispatch's, never one of the pool's.
-            DispatchQueue(label: "Cashier.finishBackgroundWork").async { [self] in
-                waitForBackgroundWork()
-                finished.resume()
+        let wait = FinishingWait()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+                wait.start(finished)
+                finishing.async { [self] in
+                    waitForBackgroundWork()
+                    wait.finish()
+                }
             }
+        } onCancel: {
+            wait.finish()
         }
+    }
+}
+
+/// One ``Cache/finishBackgroundWork()`` call's continuation, resumed once: by the end of the
+/// wait or by the task's cancellation, whichever comes first (a cancellation before the
+/// continuation is there resumes it as it arrives).
+private final class FinishingWait: Sendable {
+    private let state = Locked<(continuation: CheckedContinuation<Void, Never>?, finished: Bool)>((nil, false))
+
+    func start(_ continuation: CheckedContinuation<Void, Never>) {
+        let finished = state.withLock { state in
+            if !state.finished { state.continuation = continuation }
+            return state.finished
+        }
+        if finished { continuation.resume() }
+    }
+
+    func finish() {
+        let continuation = state.withLock { state in
+            defer { (state.continuation, state.finished) = (nil, true) }
+            return state.continuation
+        }
+        continuation?.resume()
     }
 }
 

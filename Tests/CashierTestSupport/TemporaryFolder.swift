@@ -85,9 +85,16 @@ public final class TemporaryFolder: Sendable {
     public func removeAtOnce() throws {
         let away = path + "-away-" + UUID().uuidString
         guard rename(path, away) == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path, "errno": errno])
+            let code = errno
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path, "errno": code])
         }
-        try FileManager.default.removeItem(atPath: away)
+        // Not at `url`, so `deinit` would leave it: a removal that fails is tried once more there.
+        do {
+            try FileManager.default.removeItem(atPath: away)
+        } catch {
+            try? FileManager.default.removeItem(atPath: away)
+            throw error
+        }
     }
 
     /// Names of the files in the folder, sorted; empty while it does not exist.
